@@ -1,0 +1,139 @@
+package lockset
+
+import (
+	"errors"
+	"os"
+
+	"github.com/crongate/crongate/lockfile"
+	"github.com/crongate/crongate/pathlock"
+	"github.com/crongate/crongate/slots"
+)
+
+// Local is the flock backend: path locks in LockDir named by the Python
+// rule (pathlock), and slot pools as files (slots), all on this host.
+type Local struct {
+	LockDir string
+}
+
+// DefaultSlotTemplate is the slot file template for a pool given without
+// one, inside the lock dir.
+const DefaultSlotTemplate = "withlock-slot-{i}.lock"
+
+// Open canonicalises the paths, opens the lock dir and the pools' dirs
+// (creating missing ones), and returns a claim. Nothing is locked yet.
+func (b Local) Open(r Request) (Claim, error) {
+	canon, err := pathlock.CanonicalSet(r.Paths)
+	if err != nil {
+		return nil, err
+	}
+	c := &localClaim{}
+	if len(canon) > 0 {
+		dir, err := lockfile.OpenDir(b.LockDir, true)
+		if err != nil {
+			return nil, err
+		}
+		c.dir = dir
+		c.paths = pathlock.NewSet(dir, canon)
+	}
+	for _, ps := range r.Pools {
+		p, err := slots.Open(ps.Size, ps.Template, true)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.pools = append(c.pools, p)
+	}
+	return c, nil
+}
+
+type localClaim struct {
+	dir   *lockfile.Dir
+	paths *pathlock.Set
+	pools []*slots.Pool
+	// busy names what failed last: a pool index, or -1 for the paths.
+	busyPool int
+	busyLock string // lock file path of the busy path
+	w        *watcher
+}
+
+// TryAcquire takes the slots first (as the Python classifier does: a
+// process without a slot touches no post), then the paths in sorted order.
+func (c *localClaim) TryAcquire() (Held, error) {
+	for i, p := range c.pools {
+		if _, err := p.TryLock(); err != nil {
+			c.releaseAll()
+			c.busyPool = i
+			return nil, err
+		}
+	}
+	if c.paths != nil {
+		if err := c.paths.TryLock(); err != nil {
+			c.releaseAll()
+			c.busyPool = -1
+			var be *lockfile.BusyError
+			if errors.As(err, &be) {
+				c.busyLock = be.LockPath
+			}
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *localClaim) releaseAll() {
+	for _, p := range c.pools {
+		p.Release()
+	}
+	if c.paths != nil {
+		c.paths.Release()
+	}
+}
+
+func (c *localClaim) Paths() []string {
+	if c.paths == nil {
+		return nil
+	}
+	return c.paths.Paths()
+}
+
+func (c *localClaim) Slots() []int {
+	s := make([]int, len(c.pools))
+	for i, p := range c.pools {
+		s[i] = p.Index()
+	}
+	return s
+}
+
+func (c *localClaim) Files() []*os.File {
+	var fs []*os.File
+	for _, p := range c.pools {
+		if l := p.Held(); l != nil {
+			fs = append(fs, l.File())
+		}
+	}
+	if c.paths != nil {
+		for _, l := range c.paths.Files() {
+			fs = append(fs, l.File())
+		}
+	}
+	return fs
+}
+
+func (c *localClaim) Lost() <-chan struct{} { return nil }
+
+func (c *localClaim) Release() { c.releaseAll() }
+
+func (c *localClaim) Close() {
+	for _, p := range c.pools {
+		p.Close()
+	}
+	if c.paths != nil {
+		c.paths.Close()
+	}
+	if c.dir != nil {
+		c.dir.Close()
+	}
+	if c.w != nil {
+		c.w.close()
+	}
+}

@@ -1,0 +1,172 @@
+package lockset
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// watcher wakes a waiter when a lock file it wants is closed. A flock is
+// released exactly when the last descriptor of its open file description
+// goes away, which the kernel reports to inotify as IN_CLOSE_WRITE or
+// IN_CLOSE_NOWRITE on the file (process exit included). So a waiter sleeps
+// in poll(2) and retries within microseconds of the release, without polling
+// the lock. ctx's end is delivered through an eventfd.
+type watcher struct {
+	fd    int            // inotify, -1 if unavailable
+	ev    int            // eventfd signalled when ctx ends
+	wds   map[string]int // dir -> watch descriptor
+	names map[int]map[string]bool
+}
+
+func newWatcher(dirs []string) *watcher {
+	w := &watcher{fd: -1, ev: -1, wds: map[string]int{}}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return w // e.g. too many inotify instances: poll only
+	}
+	w.fd = fd
+	for _, d := range dirs {
+		if _, ok := w.wds[filepath.Clean(d)]; ok {
+			continue
+		}
+		wd, err := unix.InotifyAddWatch(fd, d, unix.IN_CLOSE_WRITE|unix.IN_CLOSE_NOWRITE|unix.IN_ONLYDIR)
+		if err == nil {
+			w.wds[filepath.Clean(d)] = wd
+		}
+	}
+	if ev, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
+		w.ev = ev
+	}
+	return w
+}
+
+func (w *watcher) close() {
+	if w.fd >= 0 {
+		unix.Close(w.fd)
+	}
+	if w.ev >= 0 {
+		unix.Close(w.ev)
+	}
+}
+
+// want sets the files whose close should wake the next wait.
+func (w *watcher) want(dir string, names []string) {
+	w.names = map[int]map[string]bool{}
+	wd, ok := w.wds[filepath.Clean(dir)]
+	if !ok {
+		return
+	}
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	w.names[wd] = set
+}
+
+// wait returns when a wanted file was closed, when poll has passed, or with
+// ctx's error when ctx ends.
+func (w *watcher) wait(ctx context.Context, poll time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if w.ev >= 0 {
+		stop := context.AfterFunc(ctx, func() {
+			var one = [8]byte{1}
+			unix.Write(w.ev, one[:])
+		})
+		defer stop()
+	}
+	end := time.Now().Add(poll)
+	if d, ok := ctx.Deadline(); ok && d.Before(end) {
+		end = d
+	}
+	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			return ctx.Err()
+		}
+		fds := []unix.PollFd{}
+		if w.fd >= 0 {
+			fds = append(fds, unix.PollFd{Fd: int32(w.fd), Events: unix.POLLIN})
+		}
+		if w.ev >= 0 {
+			fds = append(fds, unix.PollFd{Fd: int32(w.ev), Events: unix.POLLIN})
+		}
+		ms := int((left + time.Millisecond - 1) / time.Millisecond)
+		n, err := unix.Poll(fds, ms)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			// Either poll is unusable or the fallback interval passed.
+			if err != nil {
+				time.Sleep(left)
+			}
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if w.fd >= 0 && w.drain(buf) {
+			return nil
+		}
+	}
+}
+
+// drain reads every queued event and reports whether one was wanted.
+func (w *watcher) drain(buf []byte) bool {
+	hit := false
+	for {
+		n, err := unix.Read(w.fd, buf)
+		if err != nil || n <= 0 {
+			return hit
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			nameLen := int(ev.Len)
+			end := off + unix.SizeofInotifyEvent + nameLen
+			if end > n {
+				break
+			}
+			name := buf[off+unix.SizeofInotifyEvent : end]
+			for len(name) > 0 && name[len(name)-1] == 0 {
+				name = name[:len(name)-1]
+			}
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				hit = true
+			} else if set := w.names[int(ev.Wd)]; set != nil && set[string(name)] {
+				hit = true
+			}
+			off = end
+		}
+	}
+}
+
+// WaitChange implements Claim. The first call only sets up the watches and
+// returns at once, so that the retry that follows happens after the watches
+// exist and no release between the failed attempt and the watch is missed.
+func (c *localClaim) WaitChange(ctx context.Context, poll time.Duration) error {
+	if c.w == nil {
+		var dirs []string
+		if c.dir != nil {
+			dirs = append(dirs, c.dir.Path)
+		}
+		for _, p := range c.pools {
+			d, _ := p.Watch()
+			dirs = append(dirs, d)
+		}
+		c.w = newWatcher(dirs)
+		return ctx.Err()
+	}
+	if c.busyPool >= 0 && c.busyPool < len(c.pools) {
+		c.w.want(c.pools[c.busyPool].Watch())
+	} else {
+		c.w.want(filepath.Dir(c.busyLock), []string{filepath.Base(c.busyLock)})
+	}
+	return c.w.wait(ctx, poll)
+}
