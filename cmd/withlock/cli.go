@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 
@@ -20,12 +21,12 @@ const DefaultLockDir = "/tmp/blog-file-locks"
 // CLI is withlock's command line. The first "--" ends withlock's flags;
 // everything after it is the command, untouched.
 type CLI struct {
-	Paths     []string         `short:"p" sep:"," placeholder:"PATH" help:"Paths to lock (comma-separated, repeatable)."`
+	Paths     []string         `short:"p" sep:"none" placeholder:"PATH,..." help:"Paths to lock (comma-separated, repeatable)."`
 	PathsFrom string           `placeholder:"FILE" help:"Read paths from FILE, one per line ('-' for stdin)."`
 	Null      bool             `short:"0" help:"--paths-from is NUL-separated (for names with newlines)."`
 	LockDir   string           `env:"WITHLOCK_LOCK_DIR" placeholder:"DIR" default:"${lockdir}" help:"Directory of the per-path lock files (default ${lockdir})."`
-	Slots     []int            `placeholder:"N" help:"Take one of N slots of a pool (repeatable: one pool per --slots)."`
-	SlotFile  []string         `placeholder:"TEMPLATE" help:"Slot file template with {i}, paired with the --slots of the same position (default LOCKDIR/withlock-slot-{i}.lock)."`
+	Slots     []int            `sep:"none" placeholder:"N" help:"Take one of N slots of a pool (repeatable: one pool per --slots)."`
+	SlotFile  []string         `sep:"none" placeholder:"TEMPLATE" help:"Slot file template with {i}, paired with the --slots of the same position (default LOCKDIR/withlock-slot-{i}.lock)."`
 	Wait      time.Duration    `placeholder:"DURATION" help:"Retry the whole set until DURATION has passed before skipping."`
 	SkipCode  int              `default:"75" placeholder:"N" help:"Exit code when something is busy (default 75, EX_TEMPFAIL)."`
 	Timeout   time.Duration    `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
@@ -70,6 +71,15 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*options, error) {
 	if fastParse(flagArgs, &o.CLI) {
 		o.Command = command
 		return &o, o.validate(found)
+	}
+	// Kong turns bytes that are not UTF-8 into U+FFFD, which would lock
+	// another path. The fast parser keeps bytes as they are and accepts
+	// every well-formed line, so a line that reaches kong with such bytes
+	// is malformed anyway; refuse it rather than guess.
+	for _, a := range flagArgs {
+		if !utf8.ValidString(a) {
+			return nil, usageError{fmt.Sprintf("argument %q is not valid UTF-8 and the command line is not one withlock can read without altering it; check its flags", a)}
+		}
 	}
 	p, err := kong.New(&o.CLI,
 		kong.Name("withlock"),
@@ -134,11 +144,18 @@ func (o *options) validate(found bool) error {
 			return usageError{fmt.Sprintf("--slots %d: a pool needs at least 1 slot", n)}
 		}
 	}
-	for _, p := range o.Paths {
-		if p == "" {
-			return usageError{"--paths has an empty entry (stray comma?)"}
+	// --paths values are split here, not by kong, so that the fast parser
+	// and kong split alike (kong would also unescape "\,").
+	var paths []string
+	for _, v := range o.Paths {
+		for _, p := range strings.Split(v, ",") {
+			if p == "" {
+				return usageError{fmt.Sprintf("--paths %q has an empty entry (stray comma?)", v)}
+			}
+			paths = append(paths, p)
 		}
 	}
+	o.Paths = paths
 	return nil
 }
 

@@ -56,18 +56,18 @@ func fastParse(args []string, c *CLI) bool {
 		default:
 			return false
 		}
-		if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
+		if i+1 >= len(args) || (strings.HasPrefix(args[i+1], "-") && args[i+1] != "-") {
 			return false
 		}
 		i++
 		val = args[i]
 	have:
+		if val == "" {
+			return false
+		}
 		switch name {
 		case "paths":
-			if val == "" {
-				return false
-			}
-			c.Paths = append(c.Paths, strings.Split(val, ",")...)
+			c.Paths = append(c.Paths, val)
 			continue
 		case "slots":
 			n, ok := smallInt(val)

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/alecthomas/kong"
+)
+
+// kongParse parses with kong alone, the authority fastParse must agree with.
+func kongParse(t testing.TB, args []string) (CLI, bool) {
+	var c CLI
+	p, err := kong.New(&c, kong.Name("withlock"),
+		kong.Vars{"lockdir": DefaultLockDir, "version": "test"},
+		kong.Writers(io.Discard, io.Discard),
+		kong.Exit(func(int) { panic("kong exit") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := func() (ok bool) {
+		defer func() {
+			if recover() != nil {
+				ok = false
+			}
+		}()
+		_, err := p.Parse(args)
+		return err == nil
+	}()
+	return c, ok
+}
+
+func checkAgree(t testing.TB, args []string) {
+	var fast CLI
+	if !fastParse(args, &fast) {
+		return
+	}
+	if !utf8.ValidString(strings.Join(args, "")) {
+		// Kong alters such bytes (parse refuses to hand them to it); the
+		// fast parser must keep them exactly.
+		all := strings.Join(args, "\x00")
+		for _, p := range fast.Paths {
+			if !strings.Contains(all, p) {
+				t.Fatalf("fastParse altered path %q from %q", p, args)
+			}
+		}
+		return
+	}
+	slow, ok := kongParse(t, args)
+	if !ok {
+		t.Fatalf("fastParse accepted %q but kong refuses it", args)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("fastParse and kong differ on %q:\nfast %+v\nkong %+v", args, fast, slow)
+	}
+}
+
+func TestFastParseAgreesWithKong(t *testing.T) {
+	t.Setenv("WITHLOCK_LOCK_DIR", "/env/locks")
+	cases := [][]string{
+		{"--paths", "a,b", "--slots", "4"},
+		{"--paths=a,b", "--slots=4", "--slot-file=/tmp/s-{i}.lock"},
+		{"-p", "a", "-p", "b,c", "-v"},
+		{"--slots", "6", "--slot-file", "/tmp/g-{i}", "--slots", "4", "--slot-file", "/tmp/p-{i}"},
+		{"--wait", "1m30s", "--timeout", "2h", "--kill-after", "0s", "--skip-code", "0"},
+		{"--lock-dir", "/x", "-q", "-0", "--paths-from", "-"},
+		{"--paths", "a,,b"},
+		{"--paths=", "x"},
+	}
+	for _, c := range cases {
+		var fast CLI
+		if !fastParse(c, &fast) && !strings.Contains(strings.Join(c, " "), "--paths=") {
+			t.Errorf("fastParse declined the common line %q", c)
+		}
+		checkAgree(t, c)
+	}
+}
+
+func TestFastParseDeclines(t *testing.T) {
+	for _, c := range [][]string{
+		{"--help"}, {"--version"}, {"-vq"}, {"--bogus"}, {"--wait", "5x"},
+		{"--skip-code", "010"}, {"--skip-code", "0x10"}, {"--wait", "1s", "--wait", "2s"},
+		{"--paths"}, {"--paths", "-v"}, {"positional"},
+	} {
+		var fast CLI
+		if fastParse(c, &fast) {
+			t.Errorf("fastParse accepted %q; it must leave it to kong", c)
+		}
+	}
+}
+
+// FuzzFastParse: whenever the fast parser accepts a command line, kong must
+// accept it and produce the same values.
+func FuzzFastParse(f *testing.F) {
+	f.Add("--paths\x00a,b\x00--slots\x004")
+	f.Add("--wait=1s\x00-v\x00--slot-file\x00/t/{i}\x00--slots\x002")
+	f.Add("-p\x00x\x00--skip-code\x0077\x00-q\x00-0")
+	f.Fuzz(func(t *testing.T, s string) {
+		args := strings.Split(s, "\x00")
+		for _, a := range args {
+			// --help and --version make kong print and exit; the fast
+			// parser declines them (TestFastParseDeclines).
+			if strings.HasPrefix(a, "--help") || strings.HasPrefix(a, "--version") ||
+				(strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "h")) {
+				return
+			}
+		}
+		checkAgree(t, args)
+	})
+}
