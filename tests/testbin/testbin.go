@@ -1,0 +1,58 @@
+// Package testbin builds the project's real binaries once per test process,
+// for the end-to-end, stress and fault tests.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+var (
+	once sync.Once
+	dir  string
+	err  error
+)
+
+// Dir builds ./cmd/... and the test helpers under ./tests/... that have a
+// main package (CGO_ENABLED=0, as the README's install does) into a
+// temporary directory and returns it. Callers remove nothing: the directory
+// lives under os.TempDir() for the test process and is removed by Cleanup.
+func Dir() (string, error) {
+	once.Do(func() {
+		var root []byte
+		root, err = exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			err = fmt.Errorf("go env GOMOD: %w", err)
+			return
+		}
+		mod := filepath.Dir(strings.TrimSpace(string(root)))
+		dir, err = os.MkdirTemp("", "crongate-bin-")
+		if err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/...", "./tests/csworker")
+		cmd.Dir = mod
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, e := cmd.CombinedOutput(); e != nil {
+			err = fmt.Errorf("go build: %v\n%s", e, out)
+		}
+	})
+	return dir, err
+}
+
+// Cleanup removes the build directory; call it from TestMain.
+func Cleanup() {
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+}
+
+// Module returns the module root directory.
+func Module() string {
+	root, _ := exec.Command("go", "env", "GOMOD").Output()
+	return filepath.Dir(strings.TrimSpace(string(root)))
+}
