@@ -177,6 +177,13 @@ func (l *Lock) TryShared() (bool, error) {
 	return flock(l.f, unix.LOCK_SH|unix.LOCK_NB, l.Path)
 }
 
+// Lock takes an exclusive flock, blocking until it is free. Use it only for
+// short critical sections (state files), never around a command.
+func (l *Lock) Lock() error {
+	_, err := flock(l.f, unix.LOCK_EX, l.Path)
+	return err
+}
+
 // Unlock drops the flock but keeps the file open.
 func (l *Lock) Unlock() error {
 	_, err := flock(l.f, unix.LOCK_UN, l.Path)

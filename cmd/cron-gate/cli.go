@@ -1,0 +1,231 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/crongate/crongate/buildinfo"
+	"github.com/crongate/crongate/gate"
+)
+
+// CLI is cron-gate's command line. `cron-gate [flags] NAME -- COMMAND` is
+// the run command; main inserts the hidden "run" subcommand for kong.
+type CLI struct {
+	Config  string           `env:"CRON_GATE_CONFIG" placeholder:"FILE" help:"Config file (default ${config}; a missing default is an empty config)."`
+	Quiet   bool             `short:"q" help:"Do not say why a command was skipped."`
+	Verbose bool             `short:"v" help:"Say more."`
+	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	Run    RunCmd    `cmd:"" hidden:"" help:"Run COMMAND through gate NAME (the default: cron-gate NAME -- COMMAND)."`
+	Pause  PauseCmd  `cmd:"" help:"Pause a gate: its runs are skipped until it is resumed or the pause expires."`
+	Resume ResumeCmd `cmd:"" help:"Resume a gate paused from the command line or in the config."`
+	Status StatusCmd `cmd:"" help:"Show the state of every gate, or of one."`
+}
+
+// RunCmd is `cron-gate NAME -- COMMAND`.
+type RunCmd struct {
+	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
+	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
+	Name      string        `arg:"" help:"Gate name."`
+}
+
+// PauseCmd is `cron-gate pause NAME`.
+type PauseCmd struct {
+	Name   string        `arg:"" help:"Gate name."`
+	For    time.Duration `placeholder:"DURATION" xor:"expiry" help:"Pause for this long, then run again by itself."`
+	Until  string        `placeholder:"TIME" xor:"expiry" help:"Pause until TIME (RFC 3339, or 'YYYY-MM-DD HH:MM' local time)."`
+	Reason string        `placeholder:"TEXT" help:"Why (shown by status)."`
+}
+
+// ResumeCmd is `cron-gate resume NAME`.
+type ResumeCmd struct {
+	Name string `arg:"" help:"Gate name."`
+}
+
+// StatusCmd is `cron-gate status [NAME]`.
+type StatusCmd struct {
+	Name   string `arg:"" optional:"" help:"Only this gate."`
+	JSON   bool   `help:"Print the documented JSON instead of a table."`
+	Output bool   `help:"With NAME: also print the last run's output (log_output)."`
+}
+
+const description = `Run a cron job's command unless its gate is paused or an old process still
+holds its legacy lock, and record every run, skip and failure.
+
+  cron-gate [--config FILE] NAME -- COMMAND [ARG...]
+  cron-gate pause NAME [--for D | --until TIME] [--reason TEXT]
+  cron-gate resume NAME
+  cron-gate status [NAME] [--json] [--output]
+
+Exit codes: the command's own; 75 (skip_code) skipped; 124 timed out;
+125 cron-gate's own failure (bad usage, unusable config); 126 not
+executable; 127 not found; 128+N the command died of signal N.`
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// parsed is the outcome of parsing: the kong command path and the CLI.
+type parsed struct {
+	CLI
+	cmd     string // "run", "pause", "resume", "status"
+	command []string
+}
+
+// parse parses args. A command line with "--" is a run; the common run
+// forms are parsed without kong (see fastParse), the rest by kong.
+func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
+	var p parsed
+	flagArgs, command, isRun := split(args)
+	if isRun {
+		p.command = command
+		if fastParse(flagArgs, &p.CLI) {
+			p.cmd = "run"
+			return &p, p.validate()
+		}
+		flagArgs = append([]string{"run"}, flagArgs...)
+	}
+	for _, a := range flagArgs {
+		if !utf8.ValidString(a) {
+			return nil, usageError{fmt.Sprintf("argument %q is not valid UTF-8", a)}
+		}
+	}
+	k, err := kong.New(&p.CLI,
+		kong.Name("cron-gate"),
+		kong.Description(description),
+		kong.Vars{"config": gate.DefaultConfigPath, "version": buildinfo.String()},
+		kong.Writers(stdout, os.Stderr),
+		kong.Exit(exit),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := k.Parse(flagArgs)
+	if err != nil {
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			msg := pe.Error()
+			if !isRun && strings.Contains(msg, "unexpected argument") {
+				msg += " (to run a command through a gate: cron-gate NAME -- COMMAND)"
+			}
+			return nil, usageError{msg}
+		}
+		return nil, err
+	}
+	p.cmd = strings.Fields(ctx.Command())[0]
+	return &p, p.validate()
+}
+
+func split(args []string) (flags, command []string, found bool) {
+	for i, a := range args {
+		if a == "--" {
+			return args[:i], args[i+1:], true
+		}
+	}
+	return args, nil, false
+}
+
+func (p *parsed) validate() error {
+	switch p.cmd {
+	case "run":
+		if len(p.command) == 0 || p.command[0] == "" {
+			return usageError{"empty command after --"}
+		}
+		if p.Run.Timeout < 0 || p.Run.KillAfter < 0 {
+			return usageError{"--timeout and --kill-after must not be negative"}
+		}
+	case "pause":
+		if p.Pause.For < 0 {
+			return usageError{fmt.Sprintf("--for %v is negative", p.Pause.For)}
+		}
+	}
+	return nil
+}
+
+// fastParse parses the run forms found in crontabs — `NAME`, with
+// --config, --timeout, --kill-after, -q, -v — without kong, whose set-up
+// costs more than the rest of a call. Anything else is left to kong;
+// FuzzFastParse holds both to the same result.
+func fastParse(args []string, c *CLI) bool {
+	*c = CLI{}
+	c.Run.KillAfter = 10 * time.Second
+	if v, ok := os.LookupEnv("CRON_GATE_CONFIG"); ok {
+		c.Config = v
+	}
+	seen := map[string]bool{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch a {
+		case "-q", "--quiet", "-v", "--verbose":
+			if seen[a] {
+				return false
+			}
+			seen[a] = true
+			if a[len(a)-1] == 'q' || a == "--quiet" {
+				c.Quiet = true
+			} else {
+				c.Verbose = true
+			}
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			if c.Run.Name != "" || a == "" || !utf8.ValidString(a) {
+				return false
+			}
+			c.Run.Name = a
+			continue
+		}
+		if !strings.HasPrefix(a, "--") {
+			return false
+		}
+		name, val, ok := strings.Cut(a[2:], "=")
+		if !ok {
+			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
+				return false
+			}
+			i++
+			val = args[i]
+		}
+		if val == "" || seen[name] || !utf8.ValidString(val) {
+			return false
+		}
+		seen[name] = true
+		var err error
+		switch name {
+		case "config":
+			c.Config = val
+		case "timeout":
+			c.Run.Timeout, err = time.ParseDuration(val)
+		case "kill-after":
+			c.Run.KillAfter, err = time.ParseDuration(val)
+		default:
+			return false
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return c.Run.Name != ""
+}
+
+// parseUntil reads --until: RFC 3339, or local "YYYY-MM-DD HH:MM[:SS]" or
+// "YYYY-MM-DDTHH:MM[:SS]".
+func parseUntil(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02T15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usageError{fmt.Sprintf("--until %q is not a time (use RFC 3339 like 2026-12-01T09:00:00+09:00, or '2026-12-01 09:00' local)", s)}
+}

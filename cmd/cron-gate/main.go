@@ -1,0 +1,174 @@
+// Command cron-gate runs a cron job's command unless its gate is paused or
+// a legacy lock is held, and journals every run. See README.md.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/runner"
+	"github.com/crongate/crongate/tui"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	sigs := runner.Notify()
+	out := &tui.Printer{Prog: "cron-gate"}
+	p, err := parse(args, os.Stdout, os.Exit)
+	if err != nil {
+		out.Errorf("%v", err)
+		out.Hintf("see cron-gate --help")
+		return runner.ExitFailure
+	}
+	out.Quiet, out.Verbose = p.Quiet, p.Verbose
+	cfg, cfgErr := loadConfig(p.Config)
+
+	if p.cmd == "run" {
+		return gate.Run(gate.Invocation{
+			Gate: p.Run.Name, Argv: p.command, Config: cfg, ConfigErr: cfgErr,
+			Timeout: p.Run.Timeout, KillAfter: p.Run.KillAfter, Out: out, Sigs: sigs,
+		})
+	}
+	if cfgErr != nil {
+		out.Errorf("%v", cfgErr)
+		return runner.ExitFailure
+	}
+	var code int
+	switch p.cmd {
+	case "pause":
+		code = pause(cfg, &p.Pause, out)
+	case "resume":
+		code = resume(cfg, p.Resume.Name, out)
+	case "status":
+		code = status(cfg, &p.Status, out)
+	}
+	return code
+}
+
+// loadConfig loads --config, else $CRON_GATE_CONFIG (kong or fastParse put
+// it in path), else the default path, where a missing file is an empty
+// config.
+func loadConfig(path string) (*gate.Config, error) {
+	if path == "" {
+		return gate.Load(gate.DefaultConfigPath, true)
+	}
+	return gate.Load(path, false)
+}
+
+func pause(cfg *gate.Config, c *PauseCmd, out *tui.Printer) int {
+	if err := gate.CheckName(c.Name); err != nil {
+		out.Errorf("%v", err)
+		return runner.ExitFailure
+	}
+	now := time.Now()
+	pz := gate.Pause{Reason: c.Reason, Since: now, Who: gate.Who()}
+	switch {
+	case c.For > 0:
+		pz.Until = now.Add(c.For)
+	case c.Until != "":
+		t, err := parseUntil(c.Until, now)
+		if err != nil {
+			out.Errorf("%v", err)
+			return runner.ExitFailure
+		}
+		if !t.After(now) {
+			out.Errorf("--until %s is in the past", c.Until)
+			return runner.ExitFailure
+		}
+		pz.Until = t
+	}
+	if err := gate.SetPause(gate.StateDirFor(cfg), c.Name, pz); err != nil {
+		out.Errorf("pause gate %s: %v", c.Name, err)
+		return runner.ExitFailure
+	}
+	msg := "paused gate " + c.Name
+	if !pz.Until.IsZero() {
+		msg += " until " + pz.Until.Format(time.RFC3339)
+	}
+	out.Infof("%s", msg)
+	if _, declared := cfg.Gates[c.Name]; !declared {
+		out.Infof("note: gate %s is not declared in %s; the pause applies all the same", c.Name, cfg.Path)
+	}
+	return 0
+}
+
+func resume(cfg *gate.Config, name string, out *tui.Printer) int {
+	if err := gate.CheckName(name); err != nil {
+		out.Errorf("%v", err)
+		return runner.ExitFailure
+	}
+	stateDir := gate.StateDirFor(cfg)
+	had, err := gate.ClearPause(stateDir, name)
+	if err != nil {
+		out.Errorf("resume gate %s: %v", name, err)
+		return runner.ExitFailure
+	}
+	g := cfg.Gate(name)
+	if g.Paused {
+		if err := gate.SetPaused(cfg.Path, name, false, gate.ConfigLockPath(stateDir)); err != nil {
+			out.Errorf("resume gate %s: it is paused in %s and that file could not be changed: %v", name, cfg.Path, err)
+			out.Hintf("set paused = false under [gates.%s] by hand", name)
+			return runner.ExitFailure
+		}
+		out.Infof("resumed gate %s: set paused = false in %s", name, cfg.Path)
+		return 0
+	}
+	if had {
+		out.Infof("resumed gate %s: lifted its command-line pause", name)
+	} else {
+		out.Infof("gate %s was not paused", name)
+	}
+	return 0
+}
+
+func status(cfg *gate.Config, c *StatusCmd, out *tui.Printer) int {
+	var names []string
+	if c.Name != "" {
+		if err := gate.CheckName(c.Name); err != nil {
+			out.Errorf("%v", err)
+			return runner.ExitFailure
+		}
+		names = []string{c.Name}
+	}
+	rep, err := gate.Status(cfg, time.Now(), names...)
+	if err != nil {
+		out.Errorf("%v", err)
+		return runner.ExitFailure
+	}
+	for _, w := range rep.Warnings {
+		out.Warnf("%s", w)
+	}
+	if c.JSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			out.Errorf("%v", err)
+			return runner.ExitFailure
+		}
+		return 0
+	}
+	printTable(os.Stdout, rep, time.Now())
+	if c.Name != "" {
+		printDetail(os.Stdout, rep.Gates[0])
+		if c.Output {
+			text, err := gate.LastOutputOf(gate.StateDirFor(cfg), c.Name)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				out.Errorf("output of gate %s: %v", c.Name, err)
+				return runner.ExitFailure
+			}
+			if text == "" {
+				fmt.Println("(no output kept; set log_output = true for this gate)")
+			}
+			fmt.Print(text)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,457 @@
+package gate
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+func intp(n int) *int { return &n }
+
+func TestConfigParseFull(t *testing.T) {
+	cfg, err := Load("testdata/config/full.toml", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Path:     "testdata/config/full.toml",
+		StateDir: "/srv/cron-gate",
+		SkipCode: 0,
+		History:  500,
+		Gates: map[string]*GateConfig{
+			"backup": {
+				Name:           "backup",
+				Paused:         true,
+				Reason:         "storage migration",
+				Interval:       20 * time.Hour,
+				LegacyLocks:    []string{"/var/run/backup.lock", "/tmp/backup.lock"},
+				LegacyPidfiles: []string{"/var/run/backup.pid"},
+				LogOutput:      true,
+				LogMaxBytes:    DefaultLogMaxBytes,
+				PausedLine:     10,
+			},
+			"report": {
+				Name:        "report",
+				SkipCode:    intp(3),
+				History:     20,
+				LogOutput:   true,
+				LogMaxBytes: 65536,
+				PausedLine:  20,
+			},
+			"db-vacuum.daily": {Name: "db-vacuum.daily", Interval: 90 * time.Minute},
+			"noop":            {Name: "noop"},
+		},
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("got  %+v\nwant %+v", cfg, want)
+		for k, g := range cfg.Gates {
+			t.Errorf("gate %s: %+v", k, *g)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Error(err)
+	}
+	if got := cfg.SkipCodeFor("report"); got != 3 {
+		t.Errorf("SkipCodeFor(report) = %d, want 3", got)
+	}
+	if got := cfg.SkipCodeFor("backup"); got != 0 {
+		t.Errorf("SkipCodeFor(backup) = %d, want 0", got)
+	}
+	if got := cfg.SkipCodeFor("undeclared"); got != 0 {
+		t.Errorf("SkipCodeFor(undeclared) = %d, want 0", got)
+	}
+	if got := cfg.HistoryFor("report"); got != 20 {
+		t.Errorf("HistoryFor(report) = %d, want 20", got)
+	}
+	if got := cfg.HistoryFor("backup"); got != 500 {
+		t.Errorf("HistoryFor(backup) = %d, want 500", got)
+	}
+	if g := cfg.Gate("backup"); g != cfg.Gates["backup"] {
+		t.Errorf("Gate(backup) is not the declared gate")
+	}
+	if g := cfg.Gate("other"); g == nil || g.Name != "other" || g.Paused || g.SkipCode != nil {
+		t.Errorf("Gate(other) = %+v, want a default gate", g)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	for _, src := range []string{"", "# only a comment\n", "\n\n", "[gates]\n"} {
+		cfg, err := Parse("/etc/x.toml", []byte(src))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", src, err)
+		}
+		want := DefaultConfig()
+		want.Path = "/etc/x.toml"
+		if !reflect.DeepEqual(cfg, want) {
+			t.Errorf("Parse(%q) = %+v, want %+v", src, cfg, want)
+		}
+	}
+	d := DefaultConfig()
+	if d.StateDir != "" || d.SkipCode != 75 || d.History != 1000 || d.Gates == nil || d.Path != "" {
+		t.Errorf("DefaultConfig() = %+v", d)
+	}
+	if err := d.Validate(); err != nil {
+		t.Error(err)
+	}
+
+	var nilCfg *Config
+	if g := nilCfg.Gate("x"); g == nil || g.Name != "x" {
+		t.Errorf("nil.Gate = %+v", g)
+	}
+	if nilCfg.SkipCodeFor("x") != 75 || nilCfg.HistoryFor("x") != 1000 {
+		t.Errorf("nil config defaults wrong")
+	}
+	if err := nilCfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), "config") {
+		t.Errorf("nil.Validate() = %v", err)
+	}
+}
+
+func TestConfigParseForms(t *testing.T) {
+	// The same gate written in the other forms TOML allows.
+	for _, src := range []string{
+		"gates.x = {paused = true, interval = \"5m\"}\n",
+		"[gates]\nx.paused = true\nx.interval = \"5m\"\n",
+		"gates.x.paused = true\ngates.x.interval = \"5m\"\n",
+		"[gates]\nx = {paused = true, interval = \"5m\"}\n",
+		"[gates.x]\n\"paused\" = true\n'interval' = \"5m\"\n",
+		"[ gates . \"x\" ]\r\npaused = true\r\ninterval = \"5m\"\r\n",
+	} {
+		cfg, err := Parse("/etc/x.toml", []byte(src))
+		if err != nil {
+			t.Errorf("Parse(%q): %v", src, err)
+			continue
+		}
+		g := cfg.Gates["x"]
+		if g == nil || !g.Paused || g.Interval != 5*time.Minute || g.PausedLine < 1 {
+			t.Errorf("Parse(%q): gate x = %+v", src, g)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	const P = "config /etc/x.toml"
+	tests := []struct {
+		src  string
+		want string // the whole error, or a prefix ending in "..."
+	}{
+		// Syntax errors, from the library's ParseError.
+		{"[gates.x\n", P + " line 1: ..."},
+		{"a = \n", P + " line 1: ..."},
+		{"\n\n[gates.x]\npaused = tru\n", P + " line 4: ..."},
+		{"[gates.x]\npaused = true\npaused = false\n", P + " line 3: ..."},
+		{"x = \"\xff\"\n", P + " line 1: ..."},
+
+		// Unknown keys at every level.
+		{"[gates.foo]\n\n\n\n\n\npausd = true\n", P + " line 7: unknown key gates.foo.pausd; did you mean paused?"},
+		{"statedir = \"/x\"\n", P + " line 1: unknown key statedir; did you mean state_dir?"},
+		{"\n[logging]\nlevel = 3\n", P + " line 2: unknown key logging; the keys allowed here are state_dir, skip_code, history, gates"},
+		{"\n[other.table]\nlevel = 3\n", P + " line 2: unknown key other; the keys allowed here are ..."},
+		{"[gate.foo]\npaused = true\n", P + " line 1: unknown key gate; gates are declared as [gates.NAME]"},
+		{"[gates.foo.env]\nA = 1\n", P + " line 1: unknown key gates.foo.env; the keys allowed here are paused, reason, ..."},
+		{"[gates.foo]\nPaused = true\n", P + " line 2: unknown key gates.foo.Paused; did you mean paused?"},
+		{"gates.foo = {paused = true, zzz = 1}\n", P + " line 1: unknown key gates.foo.zzz; ..."},
+
+		// Wrong types, with the line and key.
+		{"[gates.foo]\npaused = \"yes\"\n", P + ` line 2: gates.foo.paused: must be true or false, not a string ("yes")`},
+		{"[gates.foo]\npaused = 1\n", P + ` line 2: gates.foo.paused: must be true or false, not an integer (1)`},
+		{"[gates.foo]\nreason = 42\n", P + ` line 2: gates.foo.reason: must be a string in quotes, not an integer (42)`},
+		{"state_dir = [\"/x\"]\n", P + ` line 1: state_dir: must be a string in quotes, not an array`},
+		{"skip_code = \"75\"\n", P + ` line 1: skip_code: must be an integer, not a string ("75")`},
+		{"skip_code = 7.5\n", P + ` line 1: skip_code: must be an integer, not a float (7.5)`},
+		{"history = 2020-01-01\n", P + ` line 1: history: must be an integer, not a date/time`},
+		{"[gates.foo]\nlog_output = \"true\"\n", P + ` line 2: gates.foo.log_output: must be true or false, not a string ("true")`},
+		{"[gates.foo]\nlog_max_bytes = \"1M\"\n", P + ` line 2: gates.foo.log_max_bytes: must be an integer, not a string ("1M")`},
+		{"[gates.foo]\nlegacy_locks = \"/run/x.lock\"\n", P + ` line 2: gates.foo.legacy_locks: must be an array of absolute paths like ["/run/NAME.lock"], not a string ("/run/x.lock")`},
+		{"[gates.foo]\nlegacy_pidfiles = [1]\n", P + ` line 2: gates.foo.legacy_pidfiles[0]: must be a path in quotes, not an integer (1)`},
+		{"gates = 1\n", P + ` line 1: gates: must be a table ([gates.NAME] tables), not an integer (1)`},
+		{"[[gates]]\nx = 1\n", P + ` line 1: gates: must be a table ([gates.NAME] tables), not an array of tables`},
+		{"[gates]\nfoo = true\n", P + ` line 2: gates.foo: must be a table ([gates.foo]), not a boolean (true)`},
+		{"[[gates.foo]]\npaused = true\n", P + ` line 1: gates.foo: must be a table ([gates.foo]), not an array of tables`},
+
+		// Bad values.
+		{"[gates.foo]\n\ninterval = \"30x\"\n", P + ` line 3: gates.foo.interval: "30x" is not a duration (e.g. "30m")`},
+		{"[gates.foo]\ninterval = \"\"\n", P + ` line 2: gates.foo.interval: "" is not a duration (e.g. "30m")`},
+		{"[gates.foo]\ninterval = \"-5m\"\n", P + ` line 2: gates.foo.interval: "-5m" is not positive; use a duration like "30m", or remove the key`},
+		{"[gates.foo]\ninterval = \"0s\"\n", P + ` line 2: gates.foo.interval: "0s" is not positive; ...`},
+		{"[gates.foo]\ninterval = 30\n", P + ` line 2: gates.foo.interval: must be a duration string like "30m", not an integer (30)`},
+		{"skip_code = 256\n", P + ` line 1: skip_code: 256 is out of range; use an exit status from 0 to 255`},
+		{"skip_code = -1\n", P + ` line 1: skip_code: -1 is out of range; ...`},
+		{"[gates.foo]\nskip_code = 1000\n", P + ` line 2: gates.foo.skip_code: 1000 is out of range; ...`},
+		{"history = 9\n", P + ` line 1: history: 9 is too small; keep at least 10 records`},
+		{"history = 9999999999999\n", P + ` line 1: history: 9999999999999 is too large; ...`},
+		{"[gates.foo]\nhistory = 0\n", P + ` line 2: gates.foo.history: 0 is too small; keep at least 10 records`},
+		{"[gates.foo]\nlog_max_bytes = 100\n", P + ` line 2: gates.foo.log_max_bytes: 100 is too small; use at least 4096`},
+		{"state_dir = \"var/lib/cg\"\n", P + ` line 1: state_dir: "var/lib/cg" is not an absolute path; write the full path starting with /`},
+		{"state_dir = \"\"\n", P + ` line 1: state_dir: is empty; write an absolute path starting with /`},
+		{"[gates.foo]\nlegacy_locks = [\"/ok\",\n  \"run/x.lock\"]\n", P + ` line 2: gates.foo.legacy_locks[1]: "run/x.lock" is not an absolute path; write the full path starting with /`},
+		{"[gates.foo]\nlegacy_pidfiles = [\"/run/a\\u0000b\"]\n", P + ` line 2: gates.foo.legacy_pidfiles[0]: "/run/a\x00b" contains a NUL byte; write a real path`},
+
+		// Gate names.
+		{"[gates.pause]\n", P + ` line 1: gates.pause: gate name "pause" is reserved for the pause subcommand; pick another`},
+		{"\n[gates.\"a/b\"]\npaused = true\n", P + ` line 2: gates."a/b": gate name "a/b" contains '/'; ...`},
+		{"[gates.\"..\"]\n", P + ` line 1: gates."..": gate name ".." starts with '.'; ...`},
+		{"[gates.\"\"]\n", P + ` line 1: gates."": gate name is empty; ...`},
+		{"[gates.\"a\\nb\"]\n", P + ` line 1: gates."a\nb": gate name "a\nb" contains a control character; ...`},
+		{"[gates.-x]\n", P + ` line 1: gates.-x: gate name "-x" starts with '-'; ...`},
+		// An implicit table has no position: the first line inside it is used.
+		{"# c\n[gates.\"a b\".x]\ny = 1\n", P + ` line 2: gates."a b": gate name "a b" contains " "; ...`},
+
+		// Several problems: the first by line, and a count.
+		{"[gates.b]\npaused = 1\n[gates.a]\npaused = 2\nreason = 3\n", P + ` line 2: gates.b.paused: must be true or false, not an integer (1) (and 2 more problems)`},
+		{"history = 1\nskip_code = 300\n", P + ` line 1: history: 1 is too small; keep at least 10 records (and 1 more problem)`},
+	}
+	for _, tt := range tests {
+		cfg, err := Parse("/etc/x.toml", []byte(tt.src))
+		if err == nil {
+			t.Errorf("Parse(%q) = %+v, want error %q", tt.src, cfg, tt.want)
+			continue
+		}
+		got := err.Error()
+		if cfg != nil {
+			t.Errorf("Parse(%q) returned a config with its error", tt.src)
+		}
+		if strings.ContainsAny(got, "\n\r") {
+			t.Errorf("Parse(%q) error is not one line: %q", tt.src, got)
+		}
+		if prefix, ok := strings.CutSuffix(tt.want, "..."); ok {
+			if !strings.HasPrefix(got, prefix) {
+				t.Errorf("Parse(%q) error\n got  %s\n want %s", tt.src, got, tt.want)
+			}
+		} else if got != tt.want {
+			t.Errorf("Parse(%q) error\n got  %s\n want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+// TestConfigLineProbe pins the two ways lineOf gets a key's line out of the
+// TOML library, so that an upgrade that breaks either fails here.
+func TestConfigLineProbe(t *testing.T) {
+	src := "a = 1\n\n[gates.foo]\n# c\npaused = true\n[gates]\nbar = {paused = true,\n reason = \"x\"}\nbaz.paused = false\n"
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(src, &top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cfgParser{path: "x", md: &md}
+	var gates map[string]toml.Primitive
+	if err := md.PrimitiveDecode(top["gates"], &gates); err != nil {
+		t.Fatal(err)
+	}
+	sub := func(name string) map[string]toml.Primitive {
+		var m map[string]toml.Primitive
+		if err := md.PrimitiveDecode(gates[name], &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	cases := []struct {
+		what string
+		prim toml.Primitive
+		want int
+	}{
+		{"a", top["a"], 1},
+		{"gates", top["gates"], 6},
+		{"gates.foo", gates["foo"], 3},
+		{"gates.foo.paused", sub("foo")["paused"], 5},
+		{"gates.bar", gates["bar"], 7},
+		{"gates.bar.paused", sub("bar")["paused"], 7},
+		{"gates.bar.reason", sub("bar")["reason"], 8},
+		{"gates.baz", gates["baz"], 0}, // implicit
+		{"gates.baz.paused", sub("baz")["paused"], 9},
+	}
+	for _, c := range cases {
+		if got := p.lineOf(c.prim); got != c.want {
+			t.Errorf("lineOf(%s) = %d, want %d", c.what, got, c.want)
+		}
+		// The fallback alone must agree.
+		var pe toml.ParseError
+		got := 0
+		if err := md.PrimitiveDecode(c.prim, &cfgLineProbe{}); err != nil {
+			if ok := asParseError(err, &pe); ok {
+				got = pe.Position.Line
+			}
+		}
+		if got != c.want {
+			t.Errorf("fallback probe for %s = %d, want %d", c.what, got, c.want)
+		}
+	}
+	if got := p.lineOfDeep(gates["baz"]); got != 9 {
+		t.Errorf("lineOfDeep(gates.baz) = %d, want 9", got)
+	}
+}
+
+func asParseError(err error, pe *toml.ParseError) bool {
+	e, ok := err.(toml.ParseError)
+	if ok {
+		*pe = e
+	}
+	return ok
+}
+
+func TestConfigLoad(t *testing.T) {
+	dir := t.TempDir()
+
+	missing := filepath.Join(dir, "missing.toml")
+	cfg, err := Load(missing, true)
+	if err != nil || !reflect.DeepEqual(cfg, DefaultConfig()) {
+		t.Errorf("Load(missing, true) = %+v, %v; want the default config", cfg, err)
+	}
+	_, err = Load(missing, false)
+	wantErr := "config " + missing + ": file does not exist; check the path or create the file"
+	if err == nil || err.Error() != wantErr {
+		t.Errorf("Load(missing, false) error = %v, want %q", err, wantErr)
+	}
+
+	dangling := filepath.Join(dir, "dangling.toml")
+	if err := os.Symlink(filepath.Join(dir, "nowhere.toml"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(dangling, true)
+	if err == nil || !strings.Contains(err.Error(), "which does not exist; fix or remove the symlink") {
+		t.Errorf("Load(dangling, true) error = %v", err)
+	}
+
+	_, err = Load(dir, true)
+	if err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+		t.Errorf("Load(dir) error = %v", err)
+	}
+
+	big := filepath.Join(dir, "big.toml")
+	if err := os.WriteFile(big, []byte(strings.Repeat("#\n", MaxConfigBytes/2+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(big, false)
+	if err == nil || !strings.Contains(err.Error(), "is larger than") {
+		t.Errorf("Load(big) error = %v", err)
+	}
+
+	// A symlinked config is read through the link; Path stays as given.
+	real := filepath.Join(dir, "real.toml")
+	if err := os.WriteFile(real, []byte("[gates.a]\npaused = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.toml")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = Load(link, false)
+	if err != nil || cfg.Path != link || !cfg.Gate("a").Paused {
+		t.Errorf("Load(link) = %+v, %v", cfg, err)
+	}
+
+	bad := filepath.Join(dir, "bad config.toml")
+	if err := os.WriteFile(bad, []byte("x = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(bad, false)
+	if err == nil || !strings.HasPrefix(err.Error(), `config "`+bad+`" line 1: unknown key x`) {
+		t.Errorf("Load(bad) error = %v", err)
+	}
+
+	if os.Geteuid() != 0 {
+		unreadable := filepath.Join(dir, "unreadable.toml")
+		if err := os.WriteFile(unreadable, nil, 0o000); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Load(unreadable, true)
+		if err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("Load(unreadable) error = %v", err)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	ok := func() *Config {
+		c := DefaultConfig()
+		c.Path = "/etc/x.toml"
+		c.Gates["a"] = &GateConfig{Name: "a"}
+		return c
+	}
+	if err := ok().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		mod  func(c *Config)
+		want string
+	}{
+		{func(c *Config) { c.StateDir = "rel" }, "state_dir"},
+		{func(c *Config) { c.SkipCode = 256 }, "skip_code"},
+		{func(c *Config) { c.History = 9 }, "history"},
+		{func(c *Config) { c.Gates = nil }, "Gates is nil"},
+		{func(c *Config) { c.Gates["b"] = nil }, "gates.b: is nil"},
+		{func(c *Config) { c.Gates["run"] = &GateConfig{Name: "run"} }, "reserved"},
+		{func(c *Config) { c.Gates["a"].Name = "b" }, "gates.a: Name"},
+		{func(c *Config) { c.Gates["a"].LegacyLocks = []string{"x"} }, "gates.a.legacy_locks[0]"},
+		{func(c *Config) { c.Gates["a"].LegacyPidfiles = []string{""} }, "gates.a.legacy_pidfiles[0]"},
+		{func(c *Config) { c.Gates["a"].Interval = -1 }, "gates.a.interval"},
+		{func(c *Config) { c.Gates["a"].SkipCode = intp(-1) }, "gates.a.skip_code"},
+		{func(c *Config) { c.Gates["a"].History = 5 }, "gates.a.history"},
+		{func(c *Config) { c.Gates["a"].LogMaxBytes = 5 }, "gates.a.log_max_bytes"},
+		{func(c *Config) { c.Gates["a"].LogOutput = true }, "gates.a.log_max_bytes"},
+		{func(c *Config) { c.Gates["a"].PausedLine = -1 }, "gates.a.paused"},
+	}
+	for i, tt := range tests {
+		c := ok()
+		tt.mod(c)
+		err := c.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), "config /etc/x.toml: ") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("case %d: Validate() = %v, want an error about %s", i, err, tt.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	seeds := []string{
+		"",
+		"state_dir = \"/x\"\nskip_code = 3\nhistory = 10\n",
+		"[gates.a]\npaused = true\nreason = \"r\"\ninterval = \"5m\"\nlegacy_locks = [\"/a\"]\nlegacy_pidfiles = [\"/b\"]\nskip_code = 1\nhistory = 11\nlog_output = true\nlog_max_bytes = 4096\n",
+		"gates.a = {paused = true}\n",
+		"[gates]\na.paused = false\n",
+		"[[gates]]\n",
+		"[gates.\"a.b\"]\r\npaused = true\r\n",
+		"x = \"\"\"\n[gates.a]\n\"\"\"\n",
+		"[gates.a]\npaused = \"yes\"\n",
+		"[gates.a]\ninterval = \"-1s\"\n",
+	}
+	if data, err := os.ReadFile("testdata/config/full.toml"); err == nil {
+		seeds = append(seeds, string(data))
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse("/etc/cron-gate/config.toml", data)
+		if err != nil {
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "config ") {
+				t.Fatalf("error does not start with \"config \": %q", msg)
+			}
+			if strings.ContainsAny(msg, "\n\r") {
+				t.Fatalf("error is not a single line: %q", msg)
+			}
+			if cfg != nil {
+				t.Fatalf("config returned with error %q", msg)
+			}
+			return
+		}
+		if cfg == nil {
+			t.Fatal("nil config and nil error")
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("Parse result does not validate: %v", err)
+		}
+		for name, g := range cfg.Gates {
+			if CheckName(name) != nil || g.Name != name {
+				t.Fatalf("bad gate %q: %+v", name, g)
+			}
+			if g.Paused && g.PausedLine == 0 {
+				t.Fatalf("gate %q paused without a line", name)
+			}
+		}
+	})
+}

@@ -1,0 +1,934 @@
+package gate
+
+// Editing `paused` in a hand-written config without disturbing it.
+//
+// The TOML library can decode but not re-encode a file with its comments and
+// layout, so SetPaused edits the bytes. It does not guess where things are:
+//
+//  1. The file is parsed with Parse, which says whether the gate exists and
+//     the line of its `paused` key (GateConfig.PausedLine, from the library).
+//  2. editScan splits the file into statements (table headers and key =
+//     value lines), following strings, multi-line strings, arrays and
+//     inline tables across lines, so that a "[gates.x]" inside a string is
+//     never taken for a header. It refuses what it does not understand.
+//  3. Only the simple forms are edited: the value token of a `paused =
+//     true|false` line directly in the gate's own [gates.NAME] table, a new
+//     `paused = true` line right after that header, or a new [gates.NAME]
+//     table at the end of the file. Anything else is refused with the line
+//     and a request to edit by hand.
+//  4. The result is parsed again and must equal the original configuration
+//     with only that gate's `paused` changed; otherwise nothing is written.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// SetPaused sets `paused` of the named gate in the config file at path to
+// paused, editing the file in place and keeping every other byte of it:
+// comments, blank lines, indentation, key order and line endings (LF or
+// CRLF) stay as they are.
+//
+// What it changes:
+//   - `paused = true|false` on its own line in the gate's [gates.NAME]
+//     table (header written in any TOML way: [gates."NAME"], spaces around
+//     the dots, a comment after it): only the true/false token is
+//     replaced; indentation and a trailing comment are kept;
+//   - a [gates.NAME] table without `paused`: when pausing, the line
+//     `paused = true` is inserted right after the header (indented like the
+//     table's first key); when resuming there is nothing to do;
+//   - a gate without a table: when pausing, a new [gates.NAME] table with
+//     `paused = true` is appended at the end of the file; when resuming
+//     there is nothing to do.
+//
+// If the gate's `paused` (or, when one has to be added, the gate itself) is
+// written in a form that cannot be edited safely line by line (an inline
+// table, dotted keys such as gates.NAME.paused = true or NAME.paused in a
+// [gates] table, a `gates = {...}` inline table), or the file is not a valid
+// config, SetPaused changes nothing and returns an error naming the file
+// and line and asking to edit it by hand. Setting a gate to the state it is
+// already in writes nothing.
+//
+// Safety: the edited text is parsed again before it is written, and must
+// give exactly the original configuration except for this gate's `paused`;
+// otherwise the file is left untouched and an error returned. The file is
+// replaced atomically: a temporary file in the same directory, with the
+// original's permission bits (and owner and group, where the process may
+// set them), is written and fsynced, renamed over the original, and the
+// directory fsynced. Extended attributes and ACLs of the original are not
+// carried over. If path is a symlink, the file it resolves to is replaced
+// and the symlink is left in place.
+//
+// Concurrency: concurrent SetPaused calls, in one process or several,
+// serialise on an exclusive flock of lockPath (created if needed, mode 0600,
+// never through a symlink), which callers must pass (a file in the state
+// directory; the config's own directory, /etc, may not be writable). The
+// file is read under the lock, so no edit is made on a stale copy. Writers
+// that do not take the lock (a person's editor) are not excluded, but if
+// the file has changed (inode, size, mtime, mode or owner) by the time the
+// new one is about to be renamed over it, the edit is redone on the new
+// content (a few times, then an error), which leaves only a tiny window.
+//
+// Errors are single lines that start with "config PATH" (or "lock file
+// PATH" for the lock) and say what to do.
+func SetPaused(path, gate string, paused bool, lockPath string) error {
+	where := cfgWhere(path, 0)
+	if err := CheckName(gate); err != nil {
+		return fmt.Errorf("%s: %s", where, err)
+	}
+	if lockPath == "" {
+		return fmt.Errorf("%s: no lock file given for the edit; pass a path in the state directory", where)
+	}
+	unlock, err := editLock(lockPath)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	const attempts = 5
+	for range attempts {
+		err := setPausedLocked(path, gate, paused)
+		if !errors.Is(err, errEditRaced) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: the file kept changing while cron-gate edited it; try again when nobody else is editing it", where)
+}
+
+// errEditRaced reports that the config was replaced between reading and
+// renaming; the caller starts over.
+var errEditRaced = errors.New("config changed during the edit")
+
+func setPausedLocked(path, gate string, paused bool) error {
+	where := cfgWhere(path, 0)
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: file does not exist; create it (cron-gate only edits an existing config)", where)
+		}
+		return fmt.Errorf("%s: cannot resolve the path: %s", where, cfgOneLine(cfgUnwrapPath(err).Error()))
+	}
+	data, st, err := editRead(where, target)
+	if err != nil {
+		return err
+	}
+	cfg, err := Parse(path, data)
+	if err != nil {
+		return fmt.Errorf("%s (cron-gate only edits a valid config: fix this by hand first)", err)
+	}
+	if cfg.Gate(gate).Paused == paused {
+		return nil
+	}
+	out, err := editPaused(path, data, cfg, gate, paused)
+	if err != nil {
+		return err
+	}
+	if err := editVerify(path, out, cfg, gate, paused); err != nil {
+		return err
+	}
+	return editReplace(where, target, out, st)
+}
+
+// editPaused returns data with gate's paused set (see SetPaused); cfg is
+// data parsed, and the gate's current state differs from paused.
+func editPaused(path string, data []byte, cfg *Config, gate string, paused bool) ([]byte, error) {
+	sc, err := editScan(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cron-gate cannot follow this line well enough to edit the file safely (%s); edit it by hand",
+			cfgWhere(path, err.line), err.msg)
+	}
+	gateKey := []string{"gates", gate}
+	byHand := func(line int, form string) error {
+		return fmt.Errorf("%s: the paused setting of gate %s is written as %s, which cron-gate cannot edit safely; edit it by hand, or write it as paused = true|false in a [%s] table",
+			cfgWhere(path, line), gate, form, cfgKey(gateKey...))
+	}
+
+	if g := cfg.Gates[gate]; g != nil && g.PausedLine > 0 {
+		// Replace the value of the existing key.
+		st := sc.stmtAt(g.PausedLine)
+		if st == nil || st.kind != stmtKey {
+			return nil, byHand(g.PausedLine, "part of a multi-line inline table")
+		}
+		full := append(slices0(sc.tableOf(st)), st.key...)
+		switch {
+		case !editKeyEq(full, append(slices0(gateKey), "paused")):
+			return nil, byHand(g.PausedLine, "an inline table")
+		case len(st.key) != 1:
+			return nil, byHand(g.PausedLine, "a dotted key ("+cfgKey(st.key...)+")")
+		case sc.headerOf(st) == nil || sc.headerOf(st).kind != stmtTable:
+			return nil, byHand(g.PausedLine, "part of an array of tables")
+		case !st.simpleBool:
+			return nil, byHand(g.PausedLine, "a value other than a plain true or false")
+		}
+		var b bytes.Buffer
+		b.Write(data[:st.valStart])
+		b.WriteString(strconv.FormatBool(paused))
+		b.Write(data[st.valEnd:])
+		return b.Bytes(), nil
+	}
+	if !paused {
+		// Not paused by the config and nothing to remove. (SetPaused does
+		// not get here: the states are equal.)
+		return data, nil
+	}
+
+	// Insert "paused = true" after the gate's own header, if it has one.
+	var header *editStmt
+	for i := range sc.stmts {
+		st := &sc.stmts[i]
+		if (st.kind == stmtTable || st.kind == stmtArrayTable) && editKeyEq(st.key, gateKey) {
+			if st.kind == stmtArrayTable {
+				return nil, byHand(st.line, "an array of tables [["+cfgKey(gateKey...)+"]]")
+			}
+			header = st
+			break
+		}
+	}
+	if header != nil {
+		indent := ""
+		eol := header.eol
+		if i := header.index + 1; i < len(sc.stmts) && sc.stmts[i].kind == stmtKey {
+			indent = sc.stmts[i].indent // indent like the table's first key
+		}
+		var b bytes.Buffer
+		b.Write(data[:header.end])
+		if eol == "" { // header on the last line, no final newline
+			b.WriteString(sc.eol)
+			b.WriteString(indent + "paused = true")
+		} else {
+			b.WriteString(indent + "paused = true" + eol)
+		}
+		b.Write(data[header.end:])
+		return b.Bytes(), nil
+	}
+
+	// No header of its own. If the gate is declared some other way, or
+	// "gates" is an inline table, a new [gates.NAME] table would clash.
+	for i := range sc.stmts {
+		st := &sc.stmts[i]
+		if st.kind != stmtKey {
+			continue
+		}
+		full := append(slices0(sc.tableOf(st)), st.key...)
+		if len(full) >= 2 && editKeyEq(full[:2], gateKey) {
+			form := "an inline table"
+			if len(full) > 2 {
+				form = "dotted keys (" + cfgKey(st.key...) + ")"
+			}
+			return nil, fmt.Errorf("%s: gate %s is declared as %s, which cron-gate cannot edit safely; add paused = true to it by hand",
+				cfgWhere(path, st.line), gate, form)
+		}
+		if len(full) == 1 && full[0] == "gates" {
+			return nil, fmt.Errorf("%s: gates is written as an inline table, which cron-gate cannot edit safely; add the gate with paused = true by hand",
+				cfgWhere(path, st.line))
+		}
+	}
+	var b bytes.Buffer
+	b.Write(data)
+	if len(data) > 0 {
+		if data[len(data)-1] != '\n' {
+			b.WriteString(sc.eol)
+		}
+		b.WriteString(sc.eol)
+	}
+	b.WriteString("[" + cfgKey(gateKey...) + "]" + sc.eol)
+	b.WriteString("paused = true" + sc.eol)
+	return b.Bytes(), nil
+}
+
+// slices0 returns a copy of s with room to append, so that appending never
+// writes into the scanner's slices.
+func slices0(s []string) []string {
+	return append(make([]string, 0, len(s)+4), s...)
+}
+
+func editKeyEq(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// editVerify parses out and checks that it is cfg with only gate's paused
+// changed to paused.
+func editVerify(path string, out []byte, cfg *Config, gate string, paused bool) error {
+	got, err := Parse(path, out)
+	if err != nil {
+		return fmt.Errorf("%s: the edit would make the file invalid (%s); nothing was changed, edit it by hand",
+			cfgWhere(path, 0), err)
+	}
+	if g := got.Gates[gate]; g == nil || g.Paused != paused || paused && g.PausedLine == 0 {
+		return fmt.Errorf("%s: the edit did not set paused = %t for gate %s; nothing was changed, edit it by hand",
+			cfgWhere(path, 0), paused, gate)
+	}
+	want := editNormal(cfg)
+	if g := want.Gates[gate]; g != nil {
+		g.Paused = paused
+	} else {
+		want.Gates[gate] = &GateConfig{Name: gate, Paused: paused}
+	}
+	if !reflect.DeepEqual(editNormal(got), want) {
+		return fmt.Errorf("%s: the edit would have changed more than paused of gate %s; nothing was changed, edit it by hand",
+			cfgWhere(path, 0), gate)
+	}
+	return nil
+}
+
+// editNormal copies c without line numbers (an inserted line moves them).
+func editNormal(c *Config) *Config {
+	n := *c
+	n.Gates = make(map[string]*GateConfig, len(c.Gates))
+	for k, g := range c.Gates {
+		gc := *g
+		gc.PausedLine = 0
+		n.Gates[k] = &gc
+	}
+	return &n
+}
+
+// editLock takes an exclusive flock on lockPath, creating it (0600) if
+// needed and never following a symlink. The returned func releases it.
+func editLock(lockPath string) (func(), error) {
+	where := "lock file " + cfgQuotePath(lockPath)
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(lockPath, unix.O_CREAT|unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		switch {
+		case err == unix.ELOOP:
+			return nil, fmt.Errorf("%s: is a symlink; remove it (cron-gate creates it)", where)
+		case err == unix.ENOENT:
+			return nil, fmt.Errorf("%s: its directory does not exist; create the state directory first", where)
+		case errors.Is(err, fs.ErrPermission):
+			return nil, fmt.Errorf("%s: permission denied; run as the user that owns the state directory", where)
+		}
+		return nil, fmt.Errorf("%s: cannot open: %s", where, cfgOneLine(err.Error()))
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: cannot stat: %s", where, cfgOneLine(err.Error()))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: is not a regular file; remove it (cron-gate creates it)", where)
+	}
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: cannot lock: %s", where, cfgOneLine(err.Error()))
+	}
+	return func() { unix.Close(fd) }, nil
+}
+
+// editStat is what editRead saw of the file, to notice a replacement.
+type editStat struct {
+	dev, ino uint64
+	size     int64
+	mtime    unix.Timespec
+	mode     uint32
+	uid, gid uint32
+}
+
+// editRead reads the regular file target without following a symlink.
+func editRead(where, target string) ([]byte, editStat, error) {
+	var es editStat
+	f, err := os.OpenFile(target, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, es, fmt.Errorf("%s: permission denied; run as a user who can edit it", where)
+		}
+		return nil, es, fmt.Errorf("%s: cannot open %s: %s", where, cfgQuotePath(target), cfgOneLine(cfgUnwrapPath(err).Error()))
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, es, fmt.Errorf("%s: cannot stat: %s", where, cfgOneLine(err.Error()))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, es, fmt.Errorf("%s: is not a regular file; cron-gate only edits regular files", where)
+	}
+	es = editStatOf(&st)
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	if err != nil {
+		return nil, es, fmt.Errorf("%s: cannot read: %s", where, cfgOneLine(cfgUnwrapPath(err).Error()))
+	}
+	if len(data) > MaxConfigBytes {
+		return nil, es, fmt.Errorf("%s: is larger than %d bytes; is this the right file?", where, MaxConfigBytes)
+	}
+	return data, es, nil
+}
+
+func editStatOf(st *unix.Stat_t) editStat {
+	return editStat{
+		dev: uint64(st.Dev), ino: uint64(st.Ino), size: int64(st.Size), mtime: st.Mtim,
+		mode: uint32(st.Mode), uid: st.Uid, gid: st.Gid,
+	}
+}
+
+// editReplace atomically replaces target with data (see SetPaused). It
+// returns errEditRaced if target is no longer the file that was read.
+func editReplace(where, target string, data []byte, orig editStat) (err error) {
+	dir, base := filepath.Split(target)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".cron-gate-*")
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("%s: cannot create a file in %s (permission denied); run as a user who can write there", where, cfgQuotePath(dir))
+		}
+		return fmt.Errorf("%s: cannot create a temporary file: %s", where, cfgOneLine(cfgUnwrapPath(err).Error()))
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+	fail := func(what string, e error) error {
+		return fmt.Errorf("%s: cannot %s the temporary file %s: %s; the config was not changed",
+			where, what, cfgQuotePath(tmpName), cfgOneLine(cfgUnwrapPath(e).Error()))
+	}
+	// Owner first: chown may clear set-id bits, which the chmod restores.
+	// Only root (or the owner, for its own groups) may do it; otherwise the
+	// new file keeps the editing user's ids.
+	if int(orig.uid) != os.Geteuid() || int(orig.gid) != os.Getegid() {
+		_ = tmp.Chown(int(orig.uid), int(orig.gid))
+	}
+	perm := fs.FileMode(orig.mode & 0o777)
+	if orig.mode&unix.S_ISUID != 0 {
+		perm |= fs.ModeSetuid
+	}
+	if orig.mode&unix.S_ISGID != 0 {
+		perm |= fs.ModeSetgid
+	}
+	if orig.mode&unix.S_ISVTX != 0 {
+		perm |= fs.ModeSticky
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return fail("chmod", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fail("write", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail("fsync", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fail("close", err)
+	}
+	var now unix.Stat_t
+	if err := unix.Lstat(target, &now); err != nil || editStatOf(&now) != orig {
+		return errEditRaced
+	}
+	if err := os.Rename(tmpName, target); err != nil {
+		return fmt.Errorf("%s: cannot replace %s: %s; the config was not changed",
+			where, cfgQuotePath(target), cfgOneLine(cfgUnwrapPath(err).Error()))
+	}
+	d, err := os.Open(dir)
+	if err == nil {
+		err = d.Sync()
+		d.Close()
+		if errors.Is(err, unix.EINVAL) { // a file system without directory fsync
+			err = nil
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("%s: changed, but cannot fsync its directory %s: %s; check the file system",
+			where, cfgQuotePath(dir), cfgOneLine(cfgUnwrapPath(err).Error()))
+		return err
+	}
+	return nil
+}
+
+// ---- the statement scanner ----
+
+const (
+	stmtTable      = iota + 1 // [a.b]
+	stmtArrayTable            // [[a.b]]
+	stmtKey                   // a.b = value
+)
+
+// editStmt is one top-level statement of a TOML file.
+type editStmt struct {
+	kind       int
+	index      int      // position in editScanner.stmts
+	line       int      // 1-based line it starts on
+	start      int      // byte offset of the start of that line
+	end        int      // byte offset just past the statement's last line, EOL included
+	eol        string   // the EOL ending the statement: "\n", "\r\n" or "" at EOF
+	indent     string   // whitespace before the statement
+	key        []string // table name or key, decoded
+	valStart   int      // stmtKey: the value's first byte
+	valEnd     int      // stmtKey: just past the value
+	simpleBool bool     // stmtKey: the value is true or false on this line alone
+}
+
+type editScanner struct {
+	stmts []editStmt
+	eol   string // line ending to use for new lines: that of the first line
+}
+
+type editScanErr struct {
+	line int
+	msg  string
+}
+
+// stmtAt returns the statement starting on line, or nil.
+func (sc *editScanner) stmtAt(line int) *editStmt {
+	for i := range sc.stmts {
+		if sc.stmts[i].line == line {
+			return &sc.stmts[i]
+		}
+	}
+	return nil
+}
+
+// headerOf returns the table header st is under, nil for the root table.
+func (sc *editScanner) headerOf(st *editStmt) *editStmt {
+	for i := st.index - 1; i >= 0; i-- {
+		if k := sc.stmts[i].kind; k == stmtTable || k == stmtArrayTable {
+			return &sc.stmts[i]
+		}
+	}
+	return nil
+}
+
+// tableOf returns the name of the table st is in (nil for the root).
+func (sc *editScanner) tableOf(st *editStmt) []string {
+	if h := sc.headerOf(st); h != nil {
+		return h.key
+	}
+	return nil
+}
+
+// editScan splits data into statements. It understands the whole TOML
+// syntax as far as line structure goes (strings of all four kinds,
+// multi-line arrays and inline tables with comments), and reports, rather
+// than guesses at, anything else.
+func editScan(data []byte) (*editScanner, *editScanErr) {
+	s := &editLexer{data: data, line: 1}
+	sc := &editScanner{eol: "\n"}
+	if i := bytes.IndexByte(data, '\n'); i > 0 && data[i-1] == '\r' {
+		sc.eol = "\r\n"
+	}
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		s.pos = 3
+	}
+	for s.pos < len(data) {
+		st, err := s.statement()
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			st.index = len(sc.stmts)
+			sc.stmts = append(sc.stmts, *st)
+		}
+	}
+	return sc, nil
+}
+
+type editLexer struct {
+	data []byte
+	pos  int
+	line int
+}
+
+func (s *editLexer) errf(format string, args ...any) *editScanErr {
+	return &editScanErr{line: s.line, msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *editLexer) peek(off int) byte {
+	if s.pos+off < len(s.data) {
+		return s.data[s.pos+off]
+	}
+	return 0
+}
+
+func (s *editLexer) skipWS() {
+	for s.pos < len(s.data) && (s.data[s.pos] == ' ' || s.data[s.pos] == '\t') {
+		s.pos++
+	}
+}
+
+// atEOL reports whether pos is at a line break or the end.
+func (s *editLexer) atEOL() bool {
+	return s.pos >= len(s.data) || s.data[s.pos] == '\n' ||
+		s.data[s.pos] == '\r' && s.peek(1) == '\n'
+}
+
+// eolOrComment consumes optional whitespace, an optional comment and the
+// line break; it returns the line break ("" at the end of the data).
+func (s *editLexer) eolOrComment() (string, *editScanErr) {
+	s.skipWS()
+	if s.peek(0) == '#' {
+		for s.pos < len(s.data) && !s.atEOL() {
+			s.pos++
+		}
+	}
+	return s.newline()
+}
+
+func (s *editLexer) newline() (string, *editScanErr) {
+	switch {
+	case s.pos >= len(s.data):
+		return "", nil
+	case s.data[s.pos] == '\n':
+		s.pos++
+		s.line++
+		return "\n", nil
+	case s.data[s.pos] == '\r' && s.peek(1) == '\n':
+		s.pos += 2
+		s.line++
+		return "\r\n", nil
+	}
+	return "", s.errf("unexpected %s after a value or table header", editQuoteByte(s.data[s.pos]))
+}
+
+// statement reads one top-level line (blank, comment, header) or key/value
+// statement (possibly spanning lines). It returns nil for blank and
+// comment lines.
+func (s *editLexer) statement() (*editStmt, *editScanErr) {
+	st := &editStmt{line: s.line, start: s.pos}
+	s.skipWS()
+	st.indent = string(s.data[st.start:s.pos])
+	switch c := s.peek(0); {
+	case c == '#' || s.atEOL():
+		if _, err := s.eolOrComment(); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	case c == '[':
+		st.kind = stmtTable
+		s.pos++
+		if s.peek(0) == '[' {
+			st.kind = stmtArrayTable
+			s.pos++
+		}
+		key, err := s.key()
+		if err != nil {
+			return nil, err
+		}
+		st.key = key
+		if s.peek(0) != ']' {
+			return nil, s.errf("a table header that does not end with ]")
+		}
+		s.pos++
+		if st.kind == stmtArrayTable {
+			if s.peek(0) != ']' {
+				return nil, s.errf("an array-of-tables header that does not end with ]]")
+			}
+			s.pos++
+		}
+	default:
+		st.kind = stmtKey
+		key, err := s.key()
+		if err != nil {
+			return nil, err
+		}
+		st.key = key
+		if s.peek(0) != '=' {
+			return nil, s.errf("a key without =")
+		}
+		s.pos++
+		s.skipWS()
+		st.valStart = s.pos
+		startLine := s.line
+		if err := s.value(0); err != nil {
+			return nil, err
+		}
+		st.valEnd = s.pos
+		v := string(s.data[st.valStart:st.valEnd])
+		st.simpleBool = s.line == startLine && (v == "true" || v == "false")
+	}
+	eol, err := s.eolOrComment()
+	if err != nil {
+		return nil, err
+	}
+	st.eol = eol
+	st.end = s.pos
+	return st, nil
+}
+
+// key reads a dotted key (of a key/value line or a table header) and the
+// whitespace after it.
+func (s *editLexer) key() ([]string, *editScanErr) {
+	var parts []string
+	for {
+		s.skipWS()
+		var part string
+		switch c := s.peek(0); {
+		case c == '"':
+			if s.peek(1) == '"' && s.peek(2) == '"' {
+				return nil, s.errf("a multi-line string used as a key")
+			}
+			str, err := s.basicString()
+			if err != nil {
+				return nil, err
+			}
+			part = str
+		case c == '\'':
+			if s.peek(1) == '\'' && s.peek(2) == '\'' {
+				return nil, s.errf("a multi-line string used as a key")
+			}
+			str, err := s.literalString()
+			if err != nil {
+				return nil, err
+			}
+			part = str
+		case cfgIsBare(string(c)):
+			start := s.pos
+			for s.pos < len(s.data) && cfgIsBare(string(s.data[s.pos])) {
+				s.pos++
+			}
+			part = string(s.data[start:s.pos])
+		case s.pos >= len(s.data):
+			return nil, s.errf("the file ends in the middle of a key")
+		default:
+			return nil, s.errf("unexpected %s where a key should be", editQuoteByte(c))
+		}
+		parts = append(parts, part)
+		s.skipWS()
+		if s.peek(0) != '.' {
+			return parts, nil
+		}
+		s.pos++
+	}
+}
+
+// basicString reads a "..." string and returns its decoded value.
+func (s *editLexer) basicString() (string, *editScanErr) {
+	s.pos++ // "
+	var b strings.Builder
+	for {
+		if s.pos >= len(s.data) || s.atEOL() {
+			return "", s.errf("a string that does not end on its line")
+		}
+		c := s.data[s.pos]
+		switch c {
+		case '"':
+			s.pos++
+			return b.String(), nil
+		case '\\':
+			r, err := s.escape()
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(r)
+		default:
+			b.WriteByte(c)
+			s.pos++
+		}
+	}
+}
+
+// TOML's escape sequences (1.1 adds \e and \xHH): the simple ones, and the
+// number of hex digits of the others.
+var (
+	editSimpleEscapes = map[byte]string{'b': "\b", 't': "\t", 'n': "\n", 'f': "\f", 'r': "\r", 'e': "\x1b", '"': "\"", '\\': "\\"}
+	editHexEscapes    = map[byte]int{'x': 2, 'u': 4, 'U': 8}
+)
+
+// escape decodes the escape sequence at pos (a backslash).
+func (s *editLexer) escape() (string, *editScanErr) {
+	s.pos++
+	c := s.peek(0)
+	s.pos++
+	if r, ok := editSimpleEscapes[c]; ok {
+		return r, nil
+	}
+	n := editHexEscapes[c]
+	if n == 0 || s.pos+n > len(s.data) {
+		return "", s.errf("an escape sequence it does not know")
+	}
+	v, err := strconv.ParseUint(string(s.data[s.pos:s.pos+n]), 16, 32)
+	if err != nil || !utf8.ValidRune(rune(v)) {
+		return "", s.errf("an escape sequence it does not know")
+	}
+	s.pos += n
+	return string(rune(v)), nil
+}
+
+// literalString reads a '...' string and returns its value.
+func (s *editLexer) literalString() (string, *editScanErr) {
+	s.pos++ // '
+	start := s.pos
+	for {
+		if s.pos >= len(s.data) || s.atEOL() {
+			return "", s.errf("a string that does not end on its line")
+		}
+		if s.data[s.pos] == '\'' {
+			v := string(s.data[start:s.pos])
+			s.pos++
+			return v, nil
+		}
+		s.pos++
+	}
+}
+
+// multiline skips a """...""" or ”'...”' string (pos at its opening
+// quotes), counting lines.
+func (s *editLexer) multiline(q byte) *editScanErr {
+	s.pos += 3
+	for {
+		if s.pos >= len(s.data) {
+			return s.errf("a multi-line string that does not end")
+		}
+		c := s.data[s.pos]
+		switch {
+		case c == '\\' && q == '"':
+			s.pos++
+			if s.peek(0) == '\n' {
+				s.line++
+			}
+			s.pos++
+		case c == q && s.peek(1) == q && s.peek(2) == q:
+			s.pos += 3
+			// Up to two more quotes belong to the content: """a""""".
+			for i := 0; i < 2 && s.peek(0) == q; i++ {
+				s.pos++
+			}
+			return nil
+		case c == '\n':
+			s.line++
+			s.pos++
+		default:
+			s.pos++
+		}
+	}
+}
+
+// value skips one value starting at pos. depth > 0 inside arrays and
+// inline tables, where values may be followed by , ] or }.
+func (s *editLexer) value(depth int) *editScanErr {
+	if depth > 100 {
+		return s.errf("values nested too deeply")
+	}
+	switch c := s.peek(0); {
+	case c == '"' && s.peek(1) == '"' && s.peek(2) == '"':
+		return s.multiline('"')
+	case c == '\'' && s.peek(1) == '\'' && s.peek(2) == '\'':
+		return s.multiline('\'')
+	case c == '"':
+		_, err := s.basicString()
+		return err
+	case c == '\'':
+		_, err := s.literalString()
+		return err
+	case c == '[' || c == '{':
+		return s.container(depth)
+	case s.pos >= len(s.data) || s.atEOL() || c == '#':
+		return s.errf("a key without a value")
+	}
+	// A number, boolean or date/time. At the top level a date/time may
+	// contain one space ("1979-05-27 07:32:00Z"); inside [ ] and { } the
+	// value ends at , ] } or whitespace.
+	for s.pos < len(s.data) && !s.atEOL() {
+		c := s.data[s.pos]
+		if c == '#' || c == ',' || c == ']' || c == '}' || c == '\t' {
+			break
+		}
+		if c == ' ' {
+			if depth > 0 || !editIsDigit(s.peek(1)) || s.pos == 0 || !editIsDigit(s.data[s.pos-1]) {
+				break
+			}
+		}
+		s.pos++
+	}
+	return nil
+}
+
+func editIsDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// container skips an array or inline table (pos at its [ or {), which may
+// span lines and hold comments.
+func (s *editLexer) container(depth int) *editScanErr {
+	open := s.data[s.pos]
+	closer := byte(']')
+	if open == '{' {
+		closer = '}'
+	}
+	s.pos++
+	for {
+		// Whitespace, line breaks, comments and commas between elements.
+		for {
+			s.skipWS()
+			if s.peek(0) == '#' {
+				for s.pos < len(s.data) && !s.atEOL() {
+					s.pos++
+				}
+			}
+			if s.pos < len(s.data) && !s.atEOL() && s.data[s.pos] == ',' {
+				s.pos++
+				continue
+			}
+			if s.pos < len(s.data) && s.atEOL() {
+				if _, err := s.newline(); err != nil {
+					return err
+				}
+				continue
+			}
+			break
+		}
+		if s.pos >= len(s.data) {
+			return s.errf("an array or inline table that does not end")
+		}
+		if s.data[s.pos] == closer {
+			s.pos++
+			return nil
+		}
+		if open == '{' {
+			// key = value
+			if _, err := s.key(); err != nil {
+				return err
+			}
+			if s.peek(0) != '=' {
+				return s.errf("a key without = in an inline table")
+			}
+			s.pos++
+			s.skipWS()
+		}
+		before := s.pos
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		if s.pos == before {
+			return s.errf("unexpected %s in an array or inline table", editQuoteByte(s.peek(0)))
+		}
+	}
+}
+
+func editQuoteByte(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}

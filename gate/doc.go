@@ -1,0 +1,16 @@
+// Package gate holds cron-gate's gates: the TOML config (config.go) and its
+// in-place editor (configedit.go), pauses set from the command line
+// (pause.go), legacy lock and pidfile probes (legacy.go), the per-gate run
+// journal and summary (journal.go), the optional output log (outputlog.go),
+// the decision and recording of one run (run.go), and the status judgement
+// (status.go) that the status view, the watchdog and the dashboard share.
+//
+// State lives under the state dir:
+//
+//	pauses.json               command-line pauses, by gate
+//	gates/NAME/journal.jsonl  one JSON record per line, appended and fsynced
+//	gates/NAME/journal.1.jsonl  the previous journal after rotation
+//	gates/NAME/summary.json   the digest: last start/end/success/failure/skip
+//	gates/NAME/output.log     last runs' output, when log_output is on
+//	.lock, .pauses.lock, .config.lock  short locks; never deleted
+package gate

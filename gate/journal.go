@@ -1,0 +1,400 @@
+package gate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/crongate/crongate/lockfile"
+	"github.com/crongate/crongate/statefile"
+)
+
+// Events of a journal record.
+const (
+	EventStart = "start" // the command was started
+	EventEnd   = "end"   // the command ended (any outcome)
+	EventSkip  = "skip"  // the command was not run
+	EventError = "error" // cron-gate could not decide (bad config, bad state)
+)
+
+// Outcomes of end, skip and error records.
+const (
+	OutcomeSuccess  = "success"  // exit 0
+	OutcomeFailure  = "failure"  // any other exit that is not the skip code
+	OutcomeTimeout  = "timeout"  // stopped by --timeout
+	OutcomeSignal   = "signal"   // died of a signal
+	OutcomeSkipped  = "skipped"  // not run, or the command itself exited with the skip code
+	OutcomeError    = "error"    // cron-gate's own failure; the command did not run
+	OutcomeVanished = "vanished" // cron-gate was killed while the command ran: no end record
+)
+
+// Reasons for skips and errors.
+const (
+	ReasonPaused        = "paused"
+	ReasonLegacyLock    = "legacy_lock"
+	ReasonLegacyPidfile = "legacy_pidfile"
+	ReasonBusy          = "busy" // the command exited with the skip code (withlock found its locks busy)
+	ReasonConfig        = "config_error"
+	ReasonState         = "state_error"
+	ReasonStart         = "start_error" // the command could not be started (126, 127)
+)
+
+// Record is one line of a gate's journal (JSON Lines, schema version 1;
+// README, "Journal"). Fields not relevant to an event are omitted.
+type Record struct {
+	V          int       `json:"v"`
+	Gate       string    `json:"gate"`
+	Run        string    `json:"run"`
+	Event      string    `json:"event"`
+	Time       time.Time `json:"time"`
+	Pid        int       `json:"pid,omitempty"`       // cron-gate's own PID
+	PidStart   uint64    `json:"pid_start,omitempty"` // its start time in clock ticks since boot
+	ChildPid   int       `json:"child_pid,omitempty"` // the command's PID
+	Argv       []string  `json:"argv,omitempty"`
+	Host       string    `json:"host,omitempty"`
+	Outcome    string    `json:"outcome,omitempty"`
+	Exit       *int      `json:"exit,omitempty"`
+	Signal     string    `json:"signal,omitempty"`
+	Started    time.Time `json:"started,omitzero"`
+	DurationMS int64     `json:"duration_ms,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+}
+
+// Event is what a summary keeps of one record.
+type Event struct {
+	Run        string    `json:"run"`
+	Time       time.Time `json:"time"`
+	Outcome    string    `json:"outcome,omitempty"`
+	Exit       *int      `json:"exit,omitempty"`
+	Signal     string    `json:"signal,omitempty"`
+	Started    time.Time `json:"started,omitzero"`
+	DurationMS int64     `json:"duration_ms,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+}
+
+// Running is a run that has started and not yet ended.
+type Running struct {
+	Run        string    `json:"run"`
+	Pid        int       `json:"pid"`
+	ChildPid   int       `json:"child_pid,omitempty"`
+	StartTicks uint64    `json:"start_ticks,omitempty"` // of Pid, to tell a recycled PID
+	Since      time.Time `json:"since"`
+}
+
+// Summary is the per-gate digest kept beside the journal, so that the last
+// success and the current state are known without reading the history.
+type Summary struct {
+	V                   int                `json:"v"`
+	Gate                string             `json:"gate"`
+	LastStart           *Event             `json:"last_start,omitempty"`
+	LastEnd             *Event             `json:"last_end,omitempty"`
+	LastSuccess         *Event             `json:"last_success,omitempty"`
+	LastFailure         *Event             `json:"last_failure,omitempty"`
+	LastSkip            *Event             `json:"last_skip,omitempty"`
+	LastError           *Event             `json:"last_error,omitempty"`
+	ConsecutiveFailures int                `json:"consecutive_failures"`
+	Runs                int64              `json:"runs"`
+	Successes           int64              `json:"successes"`
+	Failures            int64              `json:"failures"`
+	Skips               map[string]int64   `json:"skips,omitempty"`
+	Running             map[string]Running `json:"running,omitempty"`
+	Records             int                `json:"records"` // lines in the current journal file
+}
+
+// File names inside a gate's state directory.
+const (
+	journalFile    = "journal.jsonl"
+	journalOldFile = "journal.1.jsonl"
+	summaryFile    = "summary.json"
+	gateLockFile   = ".lock"
+)
+
+// Journal is one gate's run journal in StateDir/gates/NAME/.
+//
+// Guarantees: every Append is one write of one line to journal.jsonl,
+// fsynced, followed by an atomic rewrite of summary.json, both under the
+// gate's short flock, so concurrent cron-gate processes re-read and merge
+// and never lose each other's records. A call costs the same whatever the
+// length of the history: the journal is appended, never rewritten, and it
+// is rotated (journal.jsonl -> journal.1.jsonl) once it holds History
+// records, so between History and 2×History records are kept.
+type Journal struct {
+	Gate    string
+	Dir     string
+	History int
+	dir     *lockfile.Dir
+}
+
+// OpenJournal opens (creating it if needed) the gate's state directory.
+func OpenJournal(stateDir, gate string, history int) (*Journal, error) {
+	d := filepath.Join(stateDir, "gates", gate)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", stateDir, unwrapPathErr(err))
+	}
+	dir, err := lockfile.OpenDir(d, false)
+	if err != nil {
+		return nil, err
+	}
+	if history <= 0 {
+		history = DefaultHistory
+	}
+	return &Journal{Gate: gate, Dir: d, History: history, dir: dir}, nil
+}
+
+// DefaultHistory is the number of records kept per gate before rotation.
+const DefaultHistory = 1000
+
+// Close releases the directory handle.
+func (j *Journal) Close() error { return j.dir.Close() }
+
+// Append writes rec and folds it into the summary. now is used to notice
+// runs whose cron-gate has died.
+func (j *Journal) Append(rec Record) error {
+	rec.V = 1
+	rec.Gate = j.Gate
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	return statefile.Locked(j.dir, gateLockFile, func() error {
+		s, _ := j.readSummary()
+		if err := j.appendLine(line); err != nil {
+			return err
+		}
+		s.Records++
+		s.apply(rec)
+		s.reapVanished(rec.Time)
+		if s.Records >= j.History {
+			if err := os.Rename(filepath.Join(j.Dir, journalFile), filepath.Join(j.Dir, journalOldFile)); err != nil {
+				return fmt.Errorf("rotate journal: %w", unwrapPathErr(err))
+			}
+			s.Records = 0
+		}
+		return j.writeSummary(s)
+	})
+}
+
+func (j *Journal) appendLine(line []byte) error {
+	p := filepath.Join(j.Dir, journalFile)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unixNoFollow, 0o644)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
+	}
+	defer f.Close()
+	if _, err := f.Write(line); err != nil {
+		return fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("journal %s: fsync: %w", p, unwrapPathErr(err))
+	}
+	return nil
+}
+
+// Summary returns the gate's summary. A missing or unreadable summary is
+// rebuilt from the journal files.
+func (j *Journal) Summary() (*Summary, error) {
+	return j.readSummary()
+}
+
+func (j *Journal) readSummary() (*Summary, error) {
+	data, err := os.ReadFile(filepath.Join(j.Dir, summaryFile))
+	if err == nil {
+		s := &Summary{}
+		if jerr := json.Unmarshal(data, s); jerr == nil && s.V == 1 {
+			return s, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, unwrapPathErr(err))
+	}
+	return j.rebuild()
+}
+
+// rebuild recomputes the summary from the journal files (after a crash
+// between the journal append and the summary write, or a corrupt summary).
+func (j *Journal) rebuild() (*Summary, error) {
+	s := &Summary{V: 1, Gate: j.Gate}
+	for _, name := range []string{journalOldFile, journalFile} {
+		f, err := os.Open(filepath.Join(j.Dir, name))
+		if err != nil {
+			continue
+		}
+		recs, _ := ReadRecords(f)
+		f.Close()
+		for _, r := range recs {
+			s.apply(r)
+		}
+		if name == journalFile {
+			s.Records = len(recs)
+		}
+	}
+	return s, nil
+}
+
+func (j *Journal) writeSummary(s *Summary) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return statefile.WriteFile(filepath.Join(j.Dir, summaryFile), append(data, '\n'), 0o644)
+}
+
+func eventOf(r Record) *Event {
+	return &Event{Run: r.Run, Time: r.Time, Outcome: r.Outcome, Exit: r.Exit, Signal: r.Signal,
+		Started: r.Started, DurationMS: r.DurationMS, Reason: r.Reason, Detail: r.Detail}
+}
+
+// apply folds one record into the summary.
+func (s *Summary) apply(r Record) {
+	s.V, s.Gate = 1, r.Gate
+	if s.Running == nil {
+		s.Running = map[string]Running{}
+	}
+	switch r.Event {
+	case EventStart:
+		s.LastStart = eventOf(r)
+		s.Running[r.Run] = Running{Run: r.Run, Pid: r.Pid, ChildPid: r.ChildPid, StartTicks: r.PidStart, Since: r.Time}
+	case EventEnd:
+		delete(s.Running, r.Run)
+		ev := eventOf(r)
+		switch r.Outcome {
+		case OutcomeSkipped:
+			s.skip(r.Reason, ev)
+			return
+		case OutcomeSuccess:
+			s.Runs++
+			s.Successes++
+			s.LastSuccess = ev
+			s.ConsecutiveFailures = 0
+		default:
+			s.Runs++
+			s.Failures++
+			s.LastFailure = ev
+			s.ConsecutiveFailures++
+		}
+		s.LastEnd = ev
+	case EventSkip:
+		s.skip(r.Reason, eventOf(r))
+	case EventError:
+		s.LastError = eventOf(r)
+		s.skip(r.Reason, eventOf(r))
+	}
+	if len(s.Running) == 0 {
+		s.Running = nil
+	}
+}
+
+func (s *Summary) skip(reason string, ev *Event) {
+	if s.Skips == nil {
+		s.Skips = map[string]int64{}
+	}
+	s.Skips[reason]++
+	s.LastSkip = ev
+}
+
+// reapVanished turns runs whose cron-gate process is gone into failures
+// with outcome "vanished": the run started and nobody recorded its end
+// (cron-gate was killed with SIGKILL, or the host crashed).
+func (s *Summary) reapVanished(now time.Time) {
+	var gone []string
+	for id, r := range s.Running {
+		if !r.alive() {
+			gone = append(gone, id)
+		}
+	}
+	sort.Strings(gone)
+	for _, id := range gone {
+		r := s.Running[id]
+		delete(s.Running, id)
+		ev := &Event{Run: id, Time: now, Outcome: OutcomeVanished, Started: r.Since,
+			Detail: fmt.Sprintf("cron-gate pid %d ended without recording the end of the run", r.Pid)}
+		s.Runs++
+		s.Failures++
+		s.LastFailure, s.LastEnd = ev, ev
+		s.ConsecutiveFailures++
+	}
+	if len(s.Running) == 0 {
+		s.Running = nil
+	}
+}
+
+// alive reports whether the run's cron-gate process still exists (and is
+// the same process, not a recycled PID).
+func (r Running) alive() bool {
+	t := processStartTicks(r.Pid)
+	return t != 0 && (r.StartTicks == 0 || t == r.StartTicks)
+}
+
+// ReadRecords parses a journal. Lines that are not valid records (a torn
+// write, corruption) are skipped; each yields one error naming the line.
+// It never panics.
+func ReadRecords(r io.Reader) ([]Record, []error) {
+	var recs []Record
+	var errs []error
+	br := bufio.NewReaderSize(r, 64*1024)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			complete := line[len(line)-1] == '\n'
+			line = bytes.TrimSpace(line)
+			if len(line) > 0 {
+				var rec Record
+				switch {
+				case !complete:
+					errs = append(errs, fmt.Errorf("line %d: torn record (no newline)", n))
+				case json.Unmarshal(line, &rec) != nil || rec.V != 1 || rec.Event == "":
+					errs = append(errs, fmt.Errorf("line %d: not a journal record", n))
+				default:
+					recs = append(recs, rec)
+				}
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				errs = append(errs, err)
+			}
+			return recs, errs
+		}
+	}
+}
+
+// Records returns the journal's records, oldest first (rotated file
+// included), and the problems met while reading.
+func (j *Journal) Records() ([]Record, []error) {
+	var all []Record
+	var errs []error
+	for _, name := range []string{journalOldFile, journalFile} {
+		f, err := os.Open(filepath.Join(j.Dir, name))
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		recs, es := ReadRecords(f)
+		f.Close()
+		all = append(all, recs...)
+		for _, e := range es {
+			errs = append(errs, fmt.Errorf("%s %w", name, e))
+		}
+	}
+	return all, errs
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

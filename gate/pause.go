@@ -1,0 +1,139 @@
+package gate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crongate/crongate/lockfile"
+	"github.com/crongate/crongate/statefile"
+)
+
+// Pause sources.
+const (
+	PausedByConfig  = "config"
+	PausedByCommand = "command"
+)
+
+// Pause says that a gate does not run, who decided it and until when.
+type Pause struct {
+	By     string    `json:"by"` // PausedByConfig or PausedByCommand
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since,omitzero"` // unknown for config pauses
+	Until  time.Time `json:"until,omitzero"` // zero: until resumed
+	Who    string    `json:"who,omitempty"`  // user@host that paused from the command line
+}
+
+// Active reports whether the pause applies at now: a pause with an expiry
+// ends by itself.
+func (p *Pause) Active(now time.Time) bool {
+	return p != nil && (p.Until.IsZero() || now.Before(p.Until))
+}
+
+const (
+	pausesFile     = "pauses.json"
+	pausesLockFile = ".pauses.lock"
+)
+
+type pauseDoc struct {
+	V     int              `json:"v"`
+	Gates map[string]Pause `json:"gates"`
+}
+
+// ReadPauses returns the pauses set from the command line, by gate. A
+// missing file means none; a file that cannot be read or parsed is an
+// error, so that a paused gate never runs because its pause was unreadable.
+func ReadPauses(stateDir string) (map[string]Pause, error) {
+	p := filepath.Join(stateDir, pausesFile)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]Pause{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pause state %s: %w", p, unwrapPathErr(err))
+	}
+	var d pauseDoc
+	if err := json.Unmarshal(data, &d); err != nil || d.V != 1 {
+		return nil, fmt.Errorf("pause state %s is corrupt; fix or remove it (pauses set from the command line are lost then)", p)
+	}
+	if d.Gates == nil {
+		d.Gates = map[string]Pause{}
+	}
+	return d.Gates, nil
+}
+
+// updatePauses re-reads pauses.json under its lock, lets fn change the
+// map, and writes it back atomically: concurrent pause and resume calls
+// never lose each other's changes.
+func updatePauses(stateDir string, fn func(map[string]Pause) bool) error {
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return fmt.Errorf("state dir %s: %w", stateDir, unwrapPathErr(err))
+	}
+	dir, err := lockfile.OpenDir(stateDir, false)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	p := filepath.Join(stateDir, pausesFile)
+	return statefile.Update(dir, pausesLockFile, p, 0o644, func(old []byte) ([]byte, error) {
+		d := pauseDoc{V: 1, Gates: map[string]Pause{}}
+		if old != nil {
+			if err := json.Unmarshal(old, &d); err != nil || d.V != 1 {
+				return nil, fmt.Errorf("pause state %s is corrupt; fix or remove it", p)
+			}
+			if d.Gates == nil {
+				d.Gates = map[string]Pause{}
+			}
+		}
+		if !fn(d.Gates) {
+			return nil, nil
+		}
+		data, err := json.MarshalIndent(d, "", "  ")
+		return append(data, '\n'), err
+	})
+}
+
+// SetPause records a command-line pause of gate (replacing an earlier one).
+func SetPause(stateDir, gate string, p Pause) error {
+	p.By = PausedByCommand
+	return updatePauses(stateDir, func(m map[string]Pause) bool {
+		m[gate] = p
+		return true
+	})
+}
+
+// ClearPause removes gate's command-line pause, expired or not, and
+// reports whether there was one.
+func ClearPause(stateDir, gate string) (bool, error) {
+	had := false
+	err := updatePauses(stateDir, func(m map[string]Pause) bool {
+		_, had = m[gate]
+		delete(m, gate)
+		return had
+	})
+	return had, err
+}
+
+// PauseOf returns the pause that applies to gate at now, or nil: a
+// command-line pause first (it carries since, until and who), else the
+// config's.
+func PauseOf(g *GateConfig, cmdPauses map[string]Pause, now time.Time) *Pause {
+	if p, ok := cmdPauses[g.Name]; ok && p.Active(now) {
+		return &p
+	}
+	if g.Paused {
+		return &Pause{By: PausedByConfig, Reason: g.Reason}
+	}
+	return nil
+}
+
+// ConfigLockPath is the lock file that serialises edits of the config
+// (resume of a config pause); it lives in the state dir because the
+// config's own directory (/etc) may not be writable.
+func ConfigLockPath(stateDir string) string {
+	return filepath.Join(stateDir, ".config.lock")
+}

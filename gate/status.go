@@ -1,0 +1,151 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// Gate states, from most to least pressing. The status view, the watchdog
+// and the dashboard all take a gate's state from GateStatus: the judgement
+// is made here once.
+const (
+	StateRunning  = "running"   // a run has started and not ended
+	StatePaused   = "paused"    // paused by config or command line
+	StateError    = "error"     // the last attempt failed before running (bad config, bad state)
+	StateFailing  = "failing"   // the last run ended badly (failure, timeout, signal, vanished)
+	StateOK       = "ok"        // the last run succeeded
+	StateSkipped  = "skipped"   // it never ran, but it was skipped (busy, legacy lock...)
+	StateNeverRun = "never-run" // no record at all
+)
+
+// GateStatus is one gate in the status report (JSON schema v1, README).
+type GateStatus struct {
+	Name                string           `json:"name"`
+	Declared            bool             `json:"declared"`
+	State               string           `json:"state"`
+	Pause               *Pause           `json:"pause,omitempty"`
+	Interval            string           `json:"interval,omitempty"`
+	Running             []Running        `json:"running,omitempty"`
+	LastStart           *Event           `json:"last_start,omitempty"`
+	LastEnd             *Event           `json:"last_end,omitempty"`
+	LastSuccess         *Event           `json:"last_success,omitempty"`
+	LastFailure         *Event           `json:"last_failure,omitempty"`
+	LastSkip            *Event           `json:"last_skip,omitempty"`
+	LastError           *Event           `json:"last_error,omitempty"`
+	ConsecutiveFailures int              `json:"consecutive_failures"`
+	Runs                int64            `json:"runs"`
+	Successes           int64            `json:"successes"`
+	Failures            int64            `json:"failures"`
+	Skips               map[string]int64 `json:"skips,omitempty"`
+	JournalError        string           `json:"journal_error,omitempty"`
+}
+
+// Report is the whole status: what `cron-gate status --json` prints.
+type Report struct {
+	V         int          `json:"v"`
+	Generated time.Time    `json:"generated"`
+	Config    string       `json:"config,omitempty"`
+	StateDir  string       `json:"state_dir"`
+	Gates     []GateStatus `json:"gates"`
+	Warnings  []string     `json:"warnings,omitempty"`
+}
+
+// Status builds the report for the named gates, or for every gate the
+// config declares or the state dir has records of. It only reads: it
+// creates and locks nothing, so it can run as another user.
+func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
+	stateDir := StateDirFor(cfg)
+	r := &Report{V: 1, Generated: now, Config: cfg.Path, StateDir: stateDir}
+	pauses, err := ReadPauses(stateDir)
+	if err != nil {
+		r.Warnings = append(r.Warnings, err.Error())
+		pauses = map[string]Pause{}
+	}
+	if len(names) == 0 {
+		seen := map[string]bool{}
+		for n := range cfg.Gates {
+			seen[n] = true
+		}
+		ents, err := os.ReadDir(filepath.Join(stateDir, "gates"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", stateDir, unwrapPathErr(err)))
+		}
+		for _, e := range ents {
+			if e.IsDir() && CheckName(e.Name()) == nil {
+				seen[e.Name()] = true
+			}
+		}
+		for n := range seen {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	for _, n := range names {
+		r.Gates = append(r.Gates, gateStatus(cfg, stateDir, n, pauses, now))
+	}
+	return r, nil
+}
+
+func gateStatus(cfg *Config, stateDir, name string, pauses map[string]Pause, now time.Time) GateStatus {
+	g := cfg.Gate(name)
+	_, declared := cfg.Gates[name]
+	st := GateStatus{Name: name, Declared: declared, Pause: PauseOf(g, pauses, now)}
+	if g.Interval > 0 {
+		st.Interval = shortDuration(g.Interval)
+	}
+	j := &Journal{Gate: name, Dir: filepath.Join(stateDir, "gates", name)}
+	s := &Summary{}
+	if _, err := os.Stat(j.Dir); err == nil {
+		if s, err = j.readSummary(); err != nil {
+			st.JournalError = err.Error()
+		}
+	}
+	// A run whose cron-gate has died is judged vanished here too, without
+	// writing: the next run of the gate records it.
+	s.reapVanished(now)
+	for _, r := range s.Running {
+		st.Running = append(st.Running, r)
+	}
+	sort.Slice(st.Running, func(a, b int) bool { return st.Running[a].Since.Before(st.Running[b].Since) })
+	st.LastStart, st.LastEnd, st.LastSuccess, st.LastFailure, st.LastSkip, st.LastError =
+		s.LastStart, s.LastEnd, s.LastSuccess, s.LastFailure, s.LastSkip, s.LastError
+	st.ConsecutiveFailures, st.Runs, st.Successes, st.Failures, st.Skips =
+		s.ConsecutiveFailures, s.Runs, s.Successes, s.Failures, s.Skips
+	st.State = judge(&st)
+	return st
+}
+
+// judge names the gate's state from its status, most pressing first.
+func judge(st *GateStatus) string {
+	switch {
+	case len(st.Running) > 0:
+		return StateRunning
+	case st.Pause != nil:
+		return StatePaused
+	case st.LastError != nil && (st.LastEnd == nil || st.LastError.Time.After(st.LastEnd.Time)):
+		return StateError
+	case st.LastEnd != nil && st.LastEnd.Outcome != OutcomeSuccess:
+		return StateFailing
+	case st.LastEnd != nil:
+		return StateOK
+	case st.LastSkip != nil:
+		return StateSkipped
+	}
+	return StateNeverRun
+}
+
+// shortDuration prints 30m rather than 30m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	for _, suf := range []string{"m0s", "h0m"} {
+		if len(s) > len(suf) && s[len(s)-len(suf):] == suf {
+			s = s[:len(s)-len(suf)+1]
+		}
+	}
+	return s
+}
