@@ -1,0 +1,218 @@
+package gate
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+
+func TestJournalSummaryAndRotation(t *testing.T) {
+	dir := t.TempDir()
+	j, err := OpenJournal(dir, "g", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for i := 0; i < 25; i++ {
+		rec := Record{Run: "r", Event: EventEnd, Time: t0.Add(time.Duration(i) * time.Minute), Outcome: OutcomeSuccess, Exit: intp(0)}
+		if i == 24 {
+			rec.Outcome, rec.Exit = OutcomeFailure, intp(3)
+		}
+		if err := j.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := j.Summary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Runs != 25 || s.Successes != 24 || s.Failures != 1 || s.ConsecutiveFailures != 1 {
+		t.Fatalf("summary counts: %+v", s)
+	}
+	if !s.LastSuccess.Time.Equal(t0.Add(23 * time.Minute)) {
+		t.Fatalf("last success %v", s.LastSuccess.Time)
+	}
+	recs, errs := j.Records()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	// History 10: rotation keeps between 10 and 20 records.
+	if len(recs) < 10 || len(recs) > 20 {
+		t.Fatalf("kept %d records, want 10..20", len(recs))
+	}
+	if recs[len(recs)-1].Outcome != OutcomeFailure {
+		t.Fatalf("newest record is not last: %+v", recs[len(recs)-1])
+	}
+}
+
+func TestJournalRebuildsLostSummary(t *testing.T) {
+	dir := t.TempDir()
+	j, _ := OpenJournal(dir, "g", 100)
+	defer j.Close()
+	now := time.Now()
+	j.Append(Record{Run: "a", Event: EventEnd, Time: now, Outcome: OutcomeSuccess, Exit: intp(0)})
+	j.Append(Record{Run: "b", Event: EventSkip, Time: now, Outcome: OutcomeSkipped, Reason: ReasonPaused})
+	// A crash after the journal append but with the summary gone or torn.
+	os.WriteFile(filepath.Join(j.Dir, summaryFile), []byte(`{"v":1,"gate"`), 0o644)
+	s, err := j.Summary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.LastSuccess == nil || s.LastSkip == nil || s.Skips[ReasonPaused] != 1 {
+		t.Fatalf("rebuilt summary lost facts: %+v", s)
+	}
+}
+
+func TestReadRecordsSkipsTornAndCorrupt(t *testing.T) {
+	in := `{"v":1,"gate":"g","run":"a","event":"end","time":"2026-01-01T00:00:00Z","outcome":"success"}
+garbage
+{"v":2,"event":"end"}
+
+{"v":1,"gate":"g","run":"b","event":"start","time":"2026-01-01T00:00:01Z"}
+{"v":1,"gate":"g","run":"c","event":"end","ti`
+	recs, errs := ReadRecords(strings.NewReader(in))
+	if len(recs) != 2 || recs[0].Run != "a" || recs[1].Run != "b" {
+		t.Fatalf("records: %+v", recs)
+	}
+	if len(errs) != 3 || !strings.Contains(errs[2].Error(), "torn") {
+		t.Fatalf("errors: %v", errs)
+	}
+}
+
+func FuzzReadRecords(f *testing.F) {
+	f.Add([]byte(`{"v":1,"gate":"g","run":"a","event":"end","time":"2026-01-01T00:00:00Z","outcome":"success","exit":0}` + "\n"))
+	f.Add([]byte("\n\n{\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		recs, errs := ReadRecords(bytes.NewReader(data))
+		for _, r := range recs {
+			if r.V != 1 || r.Event == "" {
+				t.Fatalf("invalid record accepted: %+v", r)
+			}
+		}
+		for _, e := range errs {
+			if e == nil || strings.Contains(e.Error(), "\n") {
+				t.Fatalf("bad error %q", e)
+			}
+		}
+		// Folding anything that parses must not panic.
+		s := &Summary{}
+		for _, r := range recs {
+			s.apply(r)
+		}
+	})
+}
+
+func TestConcurrentAppendsLoseNothing(t *testing.T) {
+	dir := t.TempDir()
+	const n = 40
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			j, err := OpenJournal(dir, "g", 1000)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer j.Close()
+			if err := j.Append(Record{Run: string(rune('a' + i%26)), Event: EventEnd, Time: time.Now(), Outcome: OutcomeSuccess, Exit: intp(0)}); err != nil {
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	j, _ := OpenJournal(dir, "g", 1000)
+	s, _ := j.Summary()
+	recs, _ := j.Records()
+	if s.Runs != n || len(recs) != n || s.Records != n {
+		t.Fatalf("runs %d, records %d, counted %d; want %d each", s.Runs, len(recs), s.Records, n)
+	}
+}
+
+func TestVanishedRunIsAFailure(t *testing.T) {
+	s := &Summary{}
+	// A start record of a PID that is not alive (PID 4194304 never exists).
+	s.apply(Record{Gate: "g", Run: "x", Event: EventStart, Time: time.Now(), Pid: 4194304})
+	if len(s.Running) != 1 {
+		t.Fatal("start not recorded as running")
+	}
+	s.reapVanished(time.Now())
+	if len(s.Running) != 0 || s.LastFailure == nil || s.LastFailure.Outcome != OutcomeVanished || s.ConsecutiveFailures != 1 {
+		t.Fatalf("vanished run not judged a failure: %+v", s)
+	}
+	// Our own live process is not reaped.
+	s.apply(Record{Gate: "g", Run: "y", Event: EventStart, Time: time.Now(), Pid: os.Getpid(), PidStart: processStartTicks(os.Getpid())})
+	s.reapVanished(time.Now())
+	if len(s.Running) != 1 {
+		t.Fatal("a live run was reaped")
+	}
+}
+
+func TestJudge(t *testing.T) {
+	now := time.Now()
+	ok := &Event{Time: now.Add(-time.Hour), Outcome: OutcomeSuccess}
+	bad := &Event{Time: now.Add(-time.Minute), Outcome: OutcomeFailure}
+	for _, c := range []struct {
+		st   GateStatus
+		want string
+	}{
+		{GateStatus{}, StateNeverRun},
+		{GateStatus{LastSkip: &Event{}}, StateSkipped},
+		{GateStatus{LastEnd: ok}, StateOK},
+		{GateStatus{LastEnd: bad}, StateFailing},
+		{GateStatus{LastEnd: ok, LastError: &Event{Time: now}}, StateError},
+		{GateStatus{LastEnd: bad, Pause: &Pause{By: PausedByConfig}}, StatePaused},
+		{GateStatus{LastEnd: bad, Pause: &Pause{}, Running: []Running{{}}}, StateRunning},
+	} {
+		if got := judge(&c.st); got != c.want {
+			t.Errorf("judge(%+v) = %s, want %s", c.st, got, c.want)
+		}
+	}
+}
+
+func TestPauseExpiresAndConcurrentPausesMerge(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			name := "g" + string(rune('a'+i))
+			if err := SetPause(dir, name, Pause{Reason: name, Since: now, Until: now.Add(time.Hour)}); err != nil {
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	ps, err := ReadPauses(dir)
+	if err != nil || len(ps) != 20 {
+		t.Fatalf("pauses after 20 concurrent calls: %d, %v", len(ps), err)
+	}
+	g := &GateConfig{Name: "ga"}
+	if PauseOf(g, ps, now) == nil {
+		t.Fatal("pause not active")
+	}
+	if PauseOf(g, ps, now.Add(2*time.Hour)) != nil {
+		t.Fatal("pause did not expire by itself")
+	}
+	if had, _ := ClearPause(dir, "ga"); !had {
+		t.Fatal("resume found no pause")
+	}
+	ps, _ = ReadPauses(dir)
+	if _, ok := ps["ga"]; ok || len(ps) != 19 {
+		t.Fatalf("resume removed the wrong pauses: %v", ps)
+	}
+	// A corrupt pause file is an error, never "not paused".
+	os.WriteFile(filepath.Join(dir, pausesFile), []byte("{"), 0o644)
+	if _, err := ReadPauses(dir); err == nil {
+		t.Fatal("corrupt pause file read as no pauses")
+	}
+}
