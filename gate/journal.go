@@ -13,6 +13,8 @@ import (
 	"sort"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/statefile"
 )
@@ -108,7 +110,9 @@ type Summary struct {
 	Failures            int64              `json:"failures"`
 	Skips               map[string]int64   `json:"skips,omitempty"`
 	Running             map[string]Running `json:"running,omitempty"`
-	Records             int                `json:"records"` // lines in the current journal file
+	Records             int                `json:"records"`        // records in the current journal file
+	JournalIno          uint64             `json:"journal_ino"`    // the journal file this checkpoint is of
+	JournalOffset       int64              `json:"journal_offset"` // bytes of it folded in
 }
 
 // File names inside a gate's state directory.
@@ -121,13 +125,21 @@ const (
 
 // Journal is one gate's run journal in StateDir/gates/NAME/.
 //
-// Guarantees: every Append is one write of one line to journal.jsonl,
-// fsynced, followed by an atomic rewrite of summary.json, both under the
-// gate's short flock, so concurrent cron-gate processes re-read and merge
-// and never lose each other's records. A call costs the same whatever the
-// length of the history: the journal is appended, never rewritten, and it
-// is rotated (journal.jsonl -> journal.1.jsonl) once it holds History
-// records, so between History and 2×History records are kept.
+// Guarantees: every Append is one write of one line to journal.jsonl under
+// the gate's short flock, so concurrent cron-gate processes never lose or
+// interleave each other's records. End, skip and error records are fsynced
+// before Append returns; a start record is not (the end record's fsync
+// flushes it, and a crash in between ends the run anyway).
+//
+// The journal is the truth. summary.json is a checkpoint of it — the
+// digest of every record up to a byte offset of journal.jsonl — replaced
+// atomically (temp file and rename) but not fsynced: whoever reads it folds
+// in the records past its offset, and rebuilds it from the journal if it is
+// missing, torn or belongs to another journal file. So the last success is
+// always known, and a call costs the same whatever the length of the
+// history: the journal is appended, never rewritten, and rotated
+// (journal.jsonl -> journal.1.jsonl) once it holds History records, so
+// between History and 2×History records are kept.
 type Journal struct {
 	Gate    string
 	Dir     string
@@ -157,8 +169,7 @@ const DefaultHistory = 1000
 // Close releases the directory handle.
 func (j *Journal) Close() error { return j.dir.Close() }
 
-// Append writes rec and folds it into the summary. now is used to notice
-// runs whose cron-gate has died.
+// Append writes rec and folds it into the summary.
 func (j *Journal) Append(rec Record) error {
 	rec.V = 1
 	rec.Gate = j.Gate
@@ -167,11 +178,14 @@ func (j *Journal) Append(rec Record) error {
 		return err
 	}
 	line = append(line, '\n')
+	durable := rec.Event != EventStart
 	return statefile.Locked(j.dir, gateLockFile, func() error {
 		s, _ := j.readSummary()
-		if err := j.appendLine(line); err != nil {
+		ino, end, err := j.appendLine(line, durable)
+		if err != nil {
 			return err
 		}
+		s.JournalIno, s.JournalOffset = ino, end
 		s.Records++
 		s.apply(rec)
 		s.reapVanished(rec.Time)
@@ -179,74 +193,114 @@ func (j *Journal) Append(rec Record) error {
 			if err := os.Rename(filepath.Join(j.Dir, journalFile), filepath.Join(j.Dir, journalOldFile)); err != nil {
 				return fmt.Errorf("rotate journal: %w", unwrapPathErr(err))
 			}
-			s.Records = 0
+			s.Records, s.JournalIno, s.JournalOffset = 0, 0, 0
 		}
 		return j.writeSummary(s)
 	})
 }
 
-func (j *Journal) appendLine(line []byte) error {
+// appendLine appends one record and returns the journal file's inode.
+func (j *Journal) appendLine(line []byte, durable bool) (uint64, int64, error) {
 	p := filepath.Join(j.Dir, journalFile)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unixNoFollow, 0o644)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE|unixNoFollow, 0o644)
 	if err != nil {
-		return fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
+		return 0, 0, fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
 	}
 	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, 0, fmt.Errorf("journal %s: %w", p, err)
+	}
+	if st.Size > 0 {
+		// A record torn by a crash has no newline; end it, so that this
+		// record is not glued to it and lost too.
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], st.Size-1); err == nil && last[0] != '\n' {
+			line = append([]byte{'\n'}, line...)
+		}
+	}
 	if _, err := f.Write(line); err != nil {
-		return fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
+		return 0, 0, fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("journal %s: fsync: %w", p, unwrapPathErr(err))
+	if durable {
+		if err := f.Sync(); err != nil {
+			return 0, 0, fmt.Errorf("journal %s: fsync: %w", p, unwrapPathErr(err))
+		}
 	}
-	return nil
+	return st.Ino, st.Size + int64(len(line)), nil
 }
 
-// Summary returns the gate's summary. A missing or unreadable summary is
-// rebuilt from the journal files.
+// Summary returns the gate's summary, brought up to date with the journal.
 func (j *Journal) Summary() (*Summary, error) {
 	return j.readSummary()
 }
 
+// readSummary reads the checkpoint and folds in the journal records past
+// its offset; a missing, torn or foreign checkpoint is rebuilt from the
+// journal files.
 func (j *Journal) readSummary() (*Summary, error) {
+	jp := filepath.Join(j.Dir, journalFile)
+	var st unix.Stat_t
+	if err := unix.Stat(jp, &st); err != nil {
+		st.Ino, st.Size = 0, 0
+	}
 	data, err := os.ReadFile(filepath.Join(j.Dir, summaryFile))
-	if err == nil {
-		s := &Summary{}
-		if jerr := json.Unmarshal(data, s); jerr == nil && s.V == 1 {
-			return s, nil
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, unwrapPathErr(err))
 	}
-	return j.rebuild()
-}
-
-// rebuild recomputes the summary from the journal files (after a crash
-// between the journal append and the summary write, or a corrupt summary).
-func (j *Journal) rebuild() (*Summary, error) {
-	s := &Summary{V: 1, Gate: j.Gate}
-	for _, name := range []string{journalOldFile, journalFile} {
-		f, err := os.Open(filepath.Join(j.Dir, name))
-		if err != nil {
-			continue
+	s := &Summary{}
+	if err == nil && json.Unmarshal(data, s) == nil && s.V == 1 &&
+		(s.JournalIno == st.Ino || (s.JournalIno == 0 && s.JournalOffset == 0)) && s.JournalOffset <= st.Size {
+		if s.JournalOffset < st.Size {
+			j.replay(s, jp, s.JournalOffset)
 		}
-		recs, _ := ReadRecords(f)
-		f.Close()
-		for _, r := range recs {
-			s.apply(r)
-		}
-		if name == journalFile {
-			s.Records = len(recs)
-		}
+		s.JournalIno = st.Ino
+		return s, nil
 	}
-	return s, nil
+	return j.rebuild(), nil
 }
 
+// replay folds the records of file from offset on into s.
+func (j *Journal) replay(s *Summary, file string, offset int64) {
+	f, err := os.Open(file)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return
+	}
+	recs, _ := ReadRecords(f)
+	for _, r := range recs {
+		s.apply(r)
+	}
+	s.Records += len(recs)
+	if end, err := f.Seek(0, io.SeekCurrent); err == nil {
+		s.JournalOffset = end
+	}
+}
+
+// rebuild recomputes the summary from the journal files.
+func (j *Journal) rebuild() *Summary {
+	s := &Summary{V: 1, Gate: j.Gate}
+	j.replay(s, filepath.Join(j.Dir, journalOldFile), 0)
+	s.Records, s.JournalOffset = 0, 0
+	j.replay(s, filepath.Join(j.Dir, journalFile), 0)
+	var st unix.Stat_t
+	if unix.Stat(filepath.Join(j.Dir, journalFile), &st) == nil {
+		s.JournalIno = st.Ino
+	}
+	return s
+}
+
+// writeSummary replaces the checkpoint atomically, without fsync: the
+// journal, fsynced, is what a crash is recovered from (readSummary).
 func (j *Journal) writeSummary(s *Summary) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	return statefile.WriteFile(filepath.Join(j.Dir, summaryFile), append(data, '\n'), 0o644)
+	return statefile.WriteFileNoSync(filepath.Join(j.Dir, summaryFile), append(data, '\n'), 0o644)
 }
 
 func eventOf(r Record) *Event {

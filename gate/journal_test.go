@@ -10,7 +10,6 @@ import (
 	"time"
 )
 
-
 func TestJournalSummaryAndRotation(t *testing.T) {
 	dir := t.TempDir()
 	j, err := OpenJournal(dir, "g", 10)
@@ -214,5 +213,34 @@ func TestPauseExpiresAndConcurrentPausesMerge(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, pausesFile), []byte("{"), 0o644)
 	if _, err := ReadPauses(dir); err == nil {
 		t.Fatal("corrupt pause file read as no pauses")
+	}
+}
+
+func TestStaleCheckpointCatchesUp(t *testing.T) {
+	dir := t.TempDir()
+	j, _ := OpenJournal(dir, "g", 100)
+	defer j.Close()
+	now := time.Now()
+	j.Append(Record{Run: "a", Event: EventEnd, Time: now, Outcome: OutcomeSuccess, Exit: intp(0)})
+	old, _ := os.ReadFile(filepath.Join(j.Dir, summaryFile))
+	j.Append(Record{Run: "b", Event: EventEnd, Time: now.Add(time.Minute), Outcome: OutcomeFailure, Exit: intp(1)})
+	// The checkpoint's rename was lost in a crash: the old one is back.
+	os.WriteFile(filepath.Join(j.Dir, summaryFile), old, 0o644)
+	s, _ := j.Summary()
+	if s.Runs != 2 || s.LastFailure == nil || s.LastFailure.Run != "b" {
+		t.Fatalf("stale checkpoint not caught up: %+v", s)
+	}
+	// A record torn by a crash must not swallow the next one.
+	f, _ := os.OpenFile(filepath.Join(j.Dir, journalFile), os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"v":1,"gate":"g","run":"torn","ev`)
+	f.Close()
+	j.Append(Record{Run: "c", Event: EventEnd, Time: now.Add(2 * time.Minute), Outcome: OutcomeSuccess, Exit: intp(0)})
+	recs, errs := j.Records()
+	if len(recs) != 3 || recs[2].Run != "c" || len(errs) != 1 {
+		t.Fatalf("after a torn record: %d records, errors %v", len(recs), errs)
+	}
+	s, _ = j.Summary()
+	if s.Runs != 3 || s.LastSuccess.Run != "c" {
+		t.Fatalf("summary after torn record: %+v", s)
 	}
 }

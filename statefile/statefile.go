@@ -19,8 +19,21 @@ import (
 	"github.com/crongate/crongate/lockfile"
 )
 
-// WriteFile atomically replaces path with data, created with perm.
+// WriteFile atomically replaces path with data, created with perm, and
+// makes the replacement durable.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, true)
+}
+
+// WriteFileNoSync atomically replaces path with data but does not fsync:
+// readers see the old or the new content, never a mix, but after a crash
+// the file may be the old one, or empty. Use it only for caches that can be
+// rebuilt from a durable source.
+func WriteFileNoSync(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, false)
+}
+
+func write(path string, data []byte, perm os.FileMode, durable bool) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -43,8 +56,10 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if _, err := tmp.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, unwrap(err))
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, unwrap(err))
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("write %s: fsync: %w", path, unwrap(err))
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, unwrap(err))
@@ -53,6 +68,9 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, unwrap(err))
 	}
 	ok = true
+	if !durable {
+		return nil
+	}
 	return SyncDir(dir)
 }
 
