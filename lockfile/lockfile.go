@@ -67,6 +67,12 @@ func OpenDir(path string, create bool) (*Dir, error) {
 		case errors.Is(err, unix.ELOOP):
 			return nil, fmt.Errorf("lock dir %s is a symlink; refusing to follow it: %w", path, ErrUnsafe)
 		case errors.Is(err, unix.ENOTDIR):
+			// O_NOFOLLOW|O_DIRECTORY on a symlink fails with ENOTDIR,
+			// not ELOOP: tell the two apart.
+			var st unix.Stat_t
+			if unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				return nil, fmt.Errorf("lock dir %s is a symlink; refusing to follow it: %w", path, ErrUnsafe)
+			}
 			return nil, fmt.Errorf("lock dir %s is not a directory", path)
 		}
 		return nil, fmt.Errorf("lock dir %s: %w", path, err)

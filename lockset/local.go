@@ -91,7 +91,7 @@ func (c *localClaim) releaseAll() {
 
 func (c *localClaim) Paths() []string {
 	if c.paths == nil {
-		return nil
+		return []string{}
 	}
 	return c.paths.Paths()
 }

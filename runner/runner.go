@@ -78,6 +78,16 @@ type Result struct {
 type Child struct {
 	spec Spec
 	cmd  *exec.Cmd
+	tty  bool // stdin is a terminal: no process group of its own
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // StartError is returned when the command could not be started; Code is 126,
@@ -93,6 +103,10 @@ func (e *StartError) Error() string {
 	case ExitNotFound:
 		return fmt.Sprintf("%s: command not found", e.Argv0)
 	case ExitCannotRun:
+		var pe *fs.PathError
+		if errors.As(e.Err, &pe) {
+			return fmt.Sprintf("%s: cannot execute %s: %v", e.Argv0, pe.Path, pe.Err)
+		}
 		return fmt.Sprintf("%s: cannot execute: %v", e.Argv0, unwrapSyscall(e.Err))
 	}
 	return fmt.Sprintf("start %s: %v", e.Argv0, e.Err)
@@ -124,8 +138,16 @@ func Prepare(spec Spec) (*Child, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return &Child{spec: spec, cmd: cmd}, nil
+	c := &Child{spec: spec, cmd: cmd}
+	// Under cron (no terminal) the command gets a process group of its
+	// own, so that a timeout or a forwarded signal reaches everything it
+	// started. On a terminal it stays in the wrapper's group, which is the
+	// terminal's foreground group: a background group would be stopped by
+	// SIGTTIN at its first read. The terminal then sends ^C and ^\ to the
+	// command itself, so INT and QUIT are not forwarded a second time.
+	c.tty = isTerminal(cmd.Stdin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !c.tty}
+	return c, nil
 }
 
 // lookPath is exec.LookPath with execvp's default search path when PATH is
@@ -137,14 +159,35 @@ func lookPath(name string) (string, error) {
 		}
 		return name, nil
 	}
-	if _, ok := os.LookupEnv("PATH"); ok {
-		return exec.LookPath(name)
+	path, ok := os.LookupEnv("PATH")
+	if !ok {
+		path = defaultPath
 	}
-	for _, dir := range filepath.SplitList(defaultPath) {
+	// As execvp(3) and the shells: the first executable match wins; if
+	// there is none but a file of that name exists, it is "found but not
+	// executable" (126), not "not found" (127).
+	var denied error
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
 		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+		st, err := os.Stat(p)
+		if err != nil || st.IsDir() {
+			continue
+		}
+		if unix.Access(p, unix.X_OK) == nil {
+			if !filepath.IsAbs(p) {
+				return p, exec.ErrDot
+			}
 			return p, nil
 		}
+		if denied == nil {
+			denied = &fs.PathError{Op: "exec", Path: p, Err: fs.ErrPermission}
+		}
+	}
+	if denied != nil {
+		return "", denied
 	}
 	return "", exec.ErrNotFound
 }
@@ -212,10 +255,14 @@ func (c *Child) Wait(sigs <-chan os.Signal, start time.Time) Result {
 	for {
 		select {
 		case s := <-sigs:
-			signalGroup(pid, s.(syscall.Signal))
+			sig := s.(syscall.Signal)
+			if c.tty && (sig == unix.SIGINT || sig == unix.SIGQUIT) {
+				continue
+			}
+			c.signal(sig)
 		case <-timeout:
 			res.TimedOut = true
-			signalGroup(pid, unix.SIGTERM)
+			c.signal(unix.SIGTERM)
 			grace := c.spec.KillAfter
 			if grace <= 0 {
 				grace = DefaultKillAfter
@@ -224,7 +271,7 @@ func (c *Child) Wait(sigs <-chan os.Signal, start time.Time) Result {
 			defer k.Stop()
 			kill = k.C
 		case <-kill:
-			signalGroup(pid, unix.SIGKILL)
+			c.signal(unix.SIGKILL)
 		case err := <-done:
 			res.End = time.Now()
 			res.Code, res.Signal = codeOf(c.cmd.ProcessState, err)
@@ -236,10 +283,11 @@ func (c *Child) Wait(sigs <-chan os.Signal, start time.Time) Result {
 	}
 }
 
-// signalGroup signals the child's process group, falling back to the child
-// alone if the group is already gone.
-func signalGroup(pid int, s syscall.Signal) {
-	if err := unix.Kill(-pid, s); err != nil {
+// signal signals the child's process group (the child alone on a
+// terminal, or if the group is already gone).
+func (c *Child) signal(s syscall.Signal) {
+	pid := c.cmd.Process.Pid
+	if c.tty || unix.Kill(-pid, s) != nil {
 		_ = unix.Kill(pid, s)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,13 +52,13 @@ func run(args []string) int {
 		return runner.ExitCode(err)
 	}
 
+	if err := checkFileLimit(len(req.Paths) + len(req.Pools)); err != nil {
+		out.Errorf("%v", err)
+		return runner.ExitFailure
+	}
 	claim, err := lockset.Local{LockDir: o.LockDir}.Open(req)
 	if err != nil {
-		out.Errorf("%v", err)
-		if errors.Is(err, lockfile.ErrUnsafe) {
-			out.Hintf("lock files and dirs are never followed through symlinks or shared with other users; see README, Permissions")
-		}
-		return runner.ExitFailure
+		return failure(out, err)
 	}
 	defer claim.Close()
 
@@ -76,21 +75,27 @@ func run(args []string) int {
 			}
 			return o.SkipCode
 		}
-		out.Errorf("%v", err)
-		return runner.ExitFailure
+		return failure(out, err)
 	}
 	defer held.Release()
 
-	paths, _ := json.Marshal(held.Paths())
-	slotIdx := make([]string, len(held.Slots()))
-	for i, s := range held.Slots() {
-		slotIdx[i] = strconv.Itoa(s)
-	}
-	spec.Env = []string{"WITHLOCK_PATHS=" + string(paths), "WITHLOCK_SLOT=" + strings.Join(slotIdx, ",")}
 	// The command inherits the lock descriptors: the locks live as long as
 	// the command does, even if withlock itself is killed (README, Lock
 	// lifetime).
 	spec.ExtraFiles = held.Files()
+	env, pathsFile, err := pathsEnv(held.Paths(), 3+len(spec.ExtraFiles))
+	if err != nil {
+		return failure(out, err)
+	}
+	if pathsFile != nil {
+		defer pathsFile.Close()
+		spec.ExtraFiles = append(spec.ExtraFiles, pathsFile)
+	}
+	slotIdx := make([]string, len(held.Slots()))
+	for i, s := range held.Slots() {
+		slotIdx[i] = strconv.Itoa(s)
+	}
+	spec.Env = append(env, "WITHLOCK_SLOT="+strings.Join(slotIdx, ","))
 	out.Infof("holding %d path lock(s) in %s, slot(s) %s", len(held.Paths()), o.LockDir, strings.Join(slotIdx, ","))
 
 	child, err := runner.Prepare(spec)
@@ -108,6 +113,30 @@ func run(args []string) int {
 	return runner.ExitCode(err)
 }
 
+// failure reports withlock's own failure (exit 125), with a hint where a
+// lock dir or file was refused for safety.
+func failure(out *tui.Printer, err error) int {
+	out.Errorf("%v", err)
+	if errors.Is(err, lockfile.ErrUnsafe) {
+		out.Hintf("withlock never follows a symlink or uses another user's lock dir; see README, Permissions")
+	}
+	return runner.ExitFailure
+}
+
+// checkFileLimit refuses, before anything is taken, a set that cannot be
+// held: every lock is an open file, in withlock and again in the command.
+// (Go has already raised the soft limit to the hard one.)
+func checkFileLimit(n int) error {
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil {
+		return nil
+	}
+	if need := uint64(n) + 16; need > rl.Cur {
+		return fmt.Errorf("%d locks need %d open files, but the limit is %d; raise it (ulimit -Hn) or split the set", n, need, rl.Cur)
+	}
+	return nil
+}
+
 // acquire takes the claim, waiting up to wait. A forwarded signal arriving
 // meanwhile stops the wait: the command never starts and withlock exits
 // 128+N, as if it had died of it.
@@ -117,9 +146,12 @@ func acquire(c lockset.Claim, wait time.Duration, sigs chan os.Signal) (lockset.
 		return h, 0, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	got := make(chan int, 1)
 	stop := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		select {
 		case s := <-sigs:
 			got <- int(s.(syscall.Signal))
@@ -129,7 +161,9 @@ func acquire(c lockset.Claim, wait time.Duration, sigs chan os.Signal) (lockset.
 	}()
 	h, err := lockset.Acquire(ctx, c, wait)
 	close(stop)
-	cancel()
+	<-done
+	// A signal taken by the watcher is never lost: even if the set was
+	// acquired meanwhile, the command does not start.
 	select {
 	case s := <-got:
 		if h != nil {
