@@ -42,6 +42,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 // waitDeadline bounds every wait of the custom commands.
@@ -83,6 +85,7 @@ func mainWithBinaries(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	defer testbin.Cleanup()
 	if err := buildBinaries(tmp); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -90,29 +93,15 @@ func mainWithBinaries(m *testing.M) int {
 	return m.Run()
 }
 
-// buildBinaries builds ./cmd/... of the module into tmp/bin and writes the
-// Python holder into tmp.
+// buildBinaries builds the binaries (testbin, shared with the stress and
+// fault tests) and writes the Python holder into tmp.
 func buildBinaries(tmp string) error {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	dir, err := testbin.Dir()
 	if err != nil {
-		return fmt.Errorf("go env GOMOD: %v", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return errors.New("go env GOMOD: not inside a module")
-	}
-	root := filepath.Dir(gomod)
-	binDir = filepath.Join(tmp, "bin")
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return err
 	}
-	build := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/...")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("CGO_ENABLED=0 go build -o %s/ ./cmd/...: %v\n%s", binDir, err, out)
-	}
-	pyRuleDir = filepath.Join(root, "tests", "pyrule")
+	binDir = dir
+	pyRuleDir = filepath.Join(testbin.Module(), "tests", "pyrule")
 	pyHolder = filepath.Join(tmp, "holder.py")
 	return os.WriteFile(pyHolder, []byte(holderPy), 0o644)
 }
