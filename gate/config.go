@@ -145,6 +145,19 @@ func DefaultConfig() *Config {
 // that starts with "config PATH" and, where the problem is in the file, says
 // the line and the key (see Parse).
 func Load(path string, missingOK bool) (*Config, error) {
+	data, err := readConfig(path, missingOK)
+	if err != nil || data == nil {
+		if err == nil {
+			return DefaultConfig(), nil
+		}
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// readConfig reads the config file's bytes; nil, nil for a missing file
+// when missingOK.
+func readConfig(path string, missingOK bool) ([]byte, error) {
 	where := cfgWhere(path, 0)
 	f, err := os.Open(path)
 	if err != nil {
@@ -155,7 +168,7 @@ func Load(path string, missingOK bool) (*Config, error) {
 					where, cfgQuotePath(target))
 			}
 			if missingOK {
-				return DefaultConfig(), nil
+				return nil, nil
 			}
 			return nil, fmt.Errorf("%s: file does not exist; check the path or create the file", where)
 		}
@@ -179,7 +192,10 @@ func Load(path string, missingOK bool) (*Config, error) {
 	if len(data) > MaxConfigBytes {
 		return nil, fmt.Errorf("%s: is larger than %d bytes; is this the right file?", where, MaxConfigBytes)
 	}
-	return Parse(path, data)
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
 }
 
 // Parse decodes and validates a config held in memory; path is only used in

@@ -113,7 +113,14 @@ type Summary struct {
 	Records             int                `json:"records"`        // records in the current journal file
 	JournalIno          uint64             `json:"journal_ino"`    // the journal file this checkpoint is of
 	JournalOffset       int64              `json:"journal_offset"` // bytes of it folded in
+
+	diskOffset int64 // JournalOffset of the checkpoint on disk; -1: none usable
 }
+
+// checkpointEvery is how far the journal may run ahead of summary.json
+// before the checkpoint is rewritten: readers fold in at most this much,
+// and most appends write one line and nothing else.
+const checkpointEvery = 16 << 10
 
 // File names inside a gate's state directory.
 const (
@@ -178,24 +185,35 @@ func (j *Journal) Append(rec Record) error {
 		return err
 	}
 	line = append(line, '\n')
-	durable := rec.Event != EventStart
+	if rec.Event == EventStart {
+		// On the per-tick path while the command already runs: append
+		// only. Readers fold it in past the checkpoint's offset.
+		return statefile.Locked(j.dir, gateLockFile, func() error {
+			_, _, err := j.appendLine(line, false)
+			return err
+		})
+	}
 	return statefile.Locked(j.dir, gateLockFile, func() error {
 		s, _ := j.readSummary()
-		ino, end, err := j.appendLine(line, durable)
+		ino, end, err := j.appendLine(line, true)
 		if err != nil {
 			return err
 		}
 		s.JournalIno, s.JournalOffset = ino, end
 		s.Records++
 		s.apply(rec)
-		s.reapVanished(rec.Time)
+		reaped := s.reapVanished(rec.Time)
 		if s.Records >= j.History {
 			if err := os.Rename(filepath.Join(j.Dir, journalFile), filepath.Join(j.Dir, journalOldFile)); err != nil {
 				return fmt.Errorf("rotate journal: %w", unwrapPathErr(err))
 			}
 			s.Records, s.JournalIno, s.JournalOffset = 0, 0, 0
+			return j.writeSummary(s)
 		}
-		return j.writeSummary(s)
+		if reaped || s.diskOffset < 0 || end-s.diskOffset > checkpointEvery {
+			return j.writeSummary(s)
+		}
+		return nil
 	})
 }
 
@@ -251,6 +269,7 @@ func (j *Journal) readSummary() (*Summary, error) {
 	s := &Summary{}
 	if err == nil && json.Unmarshal(data, s) == nil && s.V == 1 &&
 		(s.JournalIno == st.Ino || (s.JournalIno == 0 && s.JournalOffset == 0)) && s.JournalOffset <= st.Size {
+		s.diskOffset = s.JournalOffset
 		if s.JournalOffset < st.Size {
 			j.replay(s, jp, s.JournalOffset)
 		}
@@ -282,7 +301,7 @@ func (j *Journal) replay(s *Summary, file string, offset int64) {
 
 // rebuild recomputes the summary from the journal files.
 func (j *Journal) rebuild() *Summary {
-	s := &Summary{V: 1, Gate: j.Gate}
+	s := &Summary{V: 1, Gate: j.Gate, diskOffset: -1}
 	j.replay(s, filepath.Join(j.Dir, journalOldFile), 0)
 	s.Records, s.JournalOffset = 0, 0
 	j.replay(s, filepath.Join(j.Dir, journalFile), 0)
@@ -296,7 +315,7 @@ func (j *Journal) rebuild() *Summary {
 // writeSummary replaces the checkpoint atomically, without fsync: the
 // journal, fsynced, is what a crash is recovered from (readSummary).
 func (j *Journal) writeSummary(s *Summary) error {
-	data, err := json.MarshalIndent(s, "", "  ")
+	data, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
@@ -359,7 +378,7 @@ func (s *Summary) skip(reason string, ev *Event) {
 // reapVanished turns runs whose cron-gate process is gone into failures
 // with outcome "vanished": the run started and nobody recorded its end
 // (cron-gate was killed with SIGKILL, or the host crashed).
-func (s *Summary) reapVanished(now time.Time) {
+func (s *Summary) reapVanished(now time.Time) bool {
 	var gone []string
 	for id, r := range s.Running {
 		if !r.alive() {
@@ -380,6 +399,7 @@ func (s *Summary) reapVanished(now time.Time) {
 	if len(s.Running) == 0 {
 		s.Running = nil
 	}
+	return len(gone) > 0
 }
 
 // alive reports whether the run's cron-gate process still exists (and is

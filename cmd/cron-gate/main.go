@@ -29,14 +29,14 @@ func run(args []string) int {
 		return runner.ExitFailure
 	}
 	out.Quiet, out.Verbose = p.Quiet, p.Verbose
-	cfg, cfgErr := loadConfig(p.Config)
-
 	if p.cmd == "run" {
+		cfg, cfgErr := loadConfig(p.Config, p.Run.Name)
 		return gate.Run(gate.Invocation{
 			Gate: p.Run.Name, Argv: p.command, Config: cfg, ConfigErr: cfgErr,
 			Timeout: p.Run.Timeout, KillAfter: p.Run.KillAfter, Out: out, Sigs: sigs,
 		})
 	}
+	cfg, cfgErr := loadConfig(p.Config, "")
 	if cfgErr != nil {
 		out.Errorf("%v", cfgErr)
 		return runner.ExitFailure
@@ -55,12 +55,17 @@ func run(args []string) int {
 
 // loadConfig loads --config, else $CRON_GATE_CONFIG (kong or fastParse put
 // it in path), else the default path, where a missing file is an empty
-// config.
-func loadConfig(path string) (*gate.Config, error) {
+// config. With a gate name (the run path) it loads through the cache and
+// returns only that gate.
+func loadConfig(path, gateName string) (*gate.Config, error) {
+	missingOK := path == ""
 	if path == "" {
-		return gate.Load(gate.DefaultConfigPath, true)
+		path = gate.DefaultConfigPath
 	}
-	return gate.Load(path, false)
+	if gateName != "" {
+		return gate.LoadGate(path, missingOK, gateName)
+	}
+	return gate.Load(path, missingOK)
 }
 
 func pause(cfg *gate.Config, c *PauseCmd, out *tui.Printer) int {

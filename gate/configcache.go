@@ -1,0 +1,146 @@
+package gate
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/buildinfo"
+	"github.com/crongate/crongate/statefile"
+)
+
+// cacheSchema changes whenever Config, GateConfig or their validation
+// change meaning, so that no binary reads another's cache entries.
+const cacheSchema = "1"
+
+// cacheEntry is what the run path needs of a validated config: the global
+// settings and one gate.
+type cacheEntry struct {
+	Key      string      `json:"key"`
+	StateDir string      `json:"state_dir"`
+	SkipCode int         `json:"skip_code"`
+	History  int         `json:"history"`
+	Gate     *GateConfig `json:"gate,omitempty"` // nil: not declared
+}
+
+// LoadGate is Load for the run path. Parsing and validating the TOML is
+// most of a cron-gate call's own cost (about 1 ms for 50 gates), so a
+// config whose exact bytes were validated before is served from a cache
+// entry that holds the global settings and the one gate asked for.
+//
+// Guarantees: the entry is keyed by a 128-bit hash of the config's bytes, its
+// path, cron-gate's version and cacheSchema, so any change to the file is a
+// miss; only a config that passed full validation is ever cached, so an
+// invalid config is refused exactly as by Load; the cache lives in a
+// private directory (CacheDir: 0700, owned by the caller, never a symlink)
+// and a cache that cannot be used is simply not used. The returned Config
+// holds no other gates than name (Gates has at most one entry).
+func LoadGate(path string, missingOK bool, name string) (*Config, error) {
+	data, err := readConfig(path, missingOK)
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		return DefaultConfig(), nil
+	}
+	// FNV-1a/128: the key tells versions of the file apart, it does not
+	// defend against anyone (whoever can change the config can change the
+	// config), and crypto/sha256 would add its package set-up to every call.
+	h := fnv.New128a()
+	for _, part := range []string{cacheSchema, buildinfo.String(), path, name} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	h.Write(data)
+	key := hex.EncodeToString(h.Sum(nil))
+	dir := CacheDir()
+	file := ""
+	if dir != "" && CheckName(name) == nil {
+		file = filepath.Join(dir, key+"-"+name+".json")
+		if cfg := readCacheEntry(file, key, path); cfg != nil {
+			return cfg, nil
+		}
+	}
+	full, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	e := cacheEntry{Key: key, StateDir: full.StateDir, SkipCode: full.SkipCode, History: full.History, Gate: full.Gates[name]}
+	if file != "" {
+		if b, err := json.Marshal(e); err == nil && privateDir(dir) {
+			statefile.WriteFileNoSync(file, b, 0o600) // a cache: failing to write it costs only time
+		}
+	}
+	return e.config(path), nil
+}
+
+// config is the Config an entry stands for.
+func (e *cacheEntry) config(path string) *Config {
+	cfg := DefaultConfig()
+	cfg.Path, cfg.StateDir, cfg.SkipCode, cfg.History = path, e.StateDir, e.SkipCode, e.History
+	if e.Gate != nil {
+		cfg.Gates[e.Gate.Name] = e.Gate
+	}
+	return cfg
+}
+
+func readCacheEntry(file, key, path string) *Config {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var e cacheEntry
+	if json.Unmarshal(b, &e) != nil || e.Key != key {
+		return nil
+	}
+	cfg := e.config(path)
+	if cfg.Validate() != nil {
+		return nil
+	}
+	return cfg
+}
+
+// CacheDir returns the private directory of the config cache, creating it,
+// or "" if caching is off or no safe directory is available:
+// $CRON_GATE_CACHE_DIR ("off" disables the cache), else /var/cache/cron-gate
+// for root, else $XDG_CACHE_HOME/cron-gate, else $HOME/.cache/cron-gate,
+// else /var/tmp/cron-gate-cache-UID.
+func CacheDir() string {
+	d, set := os.LookupEnv("CRON_GATE_CACHE_DIR")
+	switch {
+	case set && (d == "off" || d == ""):
+		return ""
+	case set:
+	case os.Geteuid() == 0:
+		d = "/var/cache/cron-gate"
+	case os.Getenv("XDG_CACHE_HOME") != "":
+		d = filepath.Join(os.Getenv("XDG_CACHE_HOME"), "cron-gate")
+	case os.Getenv("HOME") != "":
+		d = filepath.Join(os.Getenv("HOME"), ".cache", "cron-gate")
+	default:
+		d = "/var/tmp/cron-gate-cache-" + strconv.Itoa(os.Geteuid())
+	}
+	if !privateDir(d) {
+		if err := os.MkdirAll(d, 0o700); err != nil || !privateDir(d) {
+			return ""
+		}
+	}
+	return d
+}
+
+// privateDir reports whether d is a real directory (not a symlink), owned
+// by this user, that nobody else can write or read.
+func privateDir(d string) bool {
+	var st unix.Stat_t
+	if unix.Lstat(d, &st) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Uid == uint32(os.Geteuid()) && st.Mode&0o077 == 0 &&
+		!strings.Contains(d, "\x00")
+}
