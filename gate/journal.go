@@ -60,6 +60,7 @@ type Record struct {
 	Pid        int       `json:"pid,omitempty"`       // cron-gate's own PID
 	PidStart   uint64    `json:"pid_start,omitempty"` // its start time in clock ticks since boot
 	ChildPid   int       `json:"child_pid,omitempty"` // the command's PID
+	ChildStart uint64    `json:"child_start,omitempty"`
 	Argv       []string  `json:"argv,omitempty"`
 	Host       string    `json:"host,omitempty"`
 	Outcome    string    `json:"outcome,omitempty"`
@@ -90,6 +91,7 @@ type Running struct {
 	Pid        int       `json:"pid"`
 	ChildPid   int       `json:"child_pid,omitempty"`
 	StartTicks uint64    `json:"start_ticks,omitempty"` // of Pid, to tell a recycled PID
+	ChildTicks uint64    `json:"child_ticks,omitempty"` // of ChildPid
 	Since      time.Time `json:"since"`
 }
 
@@ -336,7 +338,7 @@ func (s *Summary) apply(r Record) {
 	switch r.Event {
 	case EventStart:
 		s.LastStart = eventOf(r)
-		s.Running[r.Run] = Running{Run: r.Run, Pid: r.Pid, ChildPid: r.ChildPid, StartTicks: r.PidStart, Since: r.Time}
+		s.Running[r.Run] = Running{Run: r.Run, Pid: r.Pid, ChildPid: r.ChildPid, StartTicks: r.PidStart, ChildTicks: r.ChildStart, Since: r.Time}
 	case EventEnd:
 		delete(s.Running, r.Run)
 		ev := eventOf(r)
@@ -390,7 +392,7 @@ func (s *Summary) reapVanished(now time.Time) bool {
 		r := s.Running[id]
 		delete(s.Running, id)
 		ev := &Event{Run: id, Time: now, Outcome: OutcomeVanished, Started: r.Since,
-			Detail: fmt.Sprintf("cron-gate pid %d ended without recording the end of the run", r.Pid)}
+			Detail: fmt.Sprintf("cron-gate pid %d ended without recording the end of the run (killed?)", r.Pid)}
 		s.Runs++
 		s.Failures++
 		s.LastFailure, s.LastEnd = ev, ev
@@ -402,11 +404,16 @@ func (s *Summary) reapVanished(now time.Time) bool {
 	return len(gone) > 0
 }
 
-// alive reports whether the run's cron-gate process still exists (and is
-// the same process, not a recycled PID).
+// alive reports whether the run's cron-gate process, or the command it
+// started, still exists (the same process, not a recycled PID). A command
+// whose cron-gate was killed is still running; its end will never be
+// recorded, so once it is gone too the run is judged vanished.
 func (r Running) alive() bool {
-	t := processStartTicks(r.Pid)
-	return t != 0 && (r.StartTicks == 0 || t == r.StartTicks)
+	same := func(pid int, ticks uint64) bool {
+		t := processStartTicks(pid)
+		return t != 0 && (ticks == 0 || t == ticks)
+	}
+	return same(r.Pid, r.StartTicks) || (r.ChildPid > 0 && r.ChildTicks != 0 && same(r.ChildPid, r.ChildTicks))
 }
 
 // ReadRecords parses a journal. Lines that are not valid records (a torn

@@ -147,6 +147,7 @@ func Run(inv Invocation) int {
 	}
 	rec := base
 	rec.Event, rec.Time, rec.ChildPid, rec.Argv = EventStart, start, child.Pid(), inv.Argv
+	rec.ChildStart = processStartTicks(child.Pid())
 	record(rec)
 
 	res := child.Wait(inv.Sigs, start)

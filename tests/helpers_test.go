@@ -167,6 +167,10 @@ func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 		"alive":    cmdAlive,
 		"lockname": cmdLockname,
 		"pylock":   cmdPylock,
+		"expand":   cmdExpand,
+		"envfile":  cmdEnvfile,
+		"json":     cmdJSON,
+		"waitjson": cmdWaitjson,
 	}
 }
 
