@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -36,8 +34,6 @@ const (
 	legacyRecycleSlack = 2 * time.Second
 	// legacyPidfileMax caps what is read of a pidfile.
 	legacyPidfileMax = 64
-	// legacyCmdMax is the most bytes of a command line shown, before "…".
-	legacyCmdMax = 60
 )
 
 // legacyProcRoot is where /proc is.
@@ -382,57 +378,13 @@ func legacyBootTime() (int64, error) {
 	return 0, fmt.Errorf("no btime in %s/stat", legacyProcRoot)
 }
 
-// legacyCommand gives pid's command line (NULs as spaces), or comm when it
-// is empty (zombies, kernel threads) or unreadable, sanitized for a one-line
-// message.
+// legacyCommand gives pid's command line for a message, or its comm when
+// that cannot be read.
 func legacyCommand(pid int, comm string) string {
-	if f, err := os.Open(fmt.Sprintf("%s/%d/cmdline", legacyProcRoot, pid)); err == nil {
-		buf := make([]byte, 4*legacyCmdMax)
-		n, _ := io.ReadFull(f, buf)
-		f.Close()
-		s := strings.TrimRight(strings.ReplaceAll(string(buf[:n]), "\x00", " "), " ")
-		if s != "" {
-			return legacySanitize(s, legacyCmdMax)
-		}
+	if c := lockfile.ProcessCommand(pid); c != "" {
+		return c
 	}
-	return legacySanitize(comm, legacyCmdMax)
-}
-
-// legacySanitize escapes control and format characters (newlines, escape
-// sequences, bidi overrides) and invalid UTF-8, and cuts s at max bytes with
-// "…".
-func legacySanitize(s string, max int) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		var piece string
-		switch {
-		case r == utf8.RuneError && size == 1:
-			piece = fmt.Sprintf(`\x%02x`, s[i])
-		case r == '\n':
-			piece = `\n`
-		case r == '\t':
-			piece = `\t`
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.In(r, unicode.Zl, unicode.Zp):
-			switch {
-			case r < 0x100:
-				piece = fmt.Sprintf(`\x%02x`, r)
-			case r < 0x10000:
-				piece = fmt.Sprintf(`\u%04x`, r)
-			default:
-				piece = fmt.Sprintf(`\U%08x`, r)
-			}
-		default:
-			piece = s[i : i+size]
-		}
-		if b.Len()+len(piece) > max {
-			b.WriteString("…")
-			break
-		}
-		b.WriteString(piece)
-		i += size
-	}
-	return b.String()
+	return comm
 }
 
 // legacyErrText drops the path from a *PathError, which the message gives

@@ -454,9 +454,12 @@ func (t *holderTarget) scan(gone []ProcLock) []holderHeir {
 // holderCmdMax is the most bytes of a command shown, before "…".
 const holderCmdMax = 60
 
-// holderCommand gives pid's command line, NULs as spaces, sanitized and
-// shortened; or its comm when the command line is empty (kernel threads,
+// ProcessCommand gives pid's command line, NULs as spaces, sanitized for a
+// one-line message (control and format characters escaped, cut at 60 bytes
+// with "…"); or its comm when the command line is empty (kernel threads,
 // zombies); or "" when neither can be read.
+func ProcessCommand(pid int) string { return holderCommand(pid) }
+
 func holderCommand(pid int) string {
 	base := fmt.Sprintf("%s/%d/", holderProcRoot, pid)
 	if f, err := os.Open(base + "cmdline"); err == nil {
