@@ -95,26 +95,32 @@ type Running struct {
 	Since      time.Time `json:"since"`
 }
 
+// Digest is what is known of a gate's past: its last events and counts.
+// The summary keeps it and the status shows it, with the same JSON names.
+type Digest struct {
+	LastStart           *Event           `json:"last_start,omitempty"`
+	LastEnd             *Event           `json:"last_end,omitempty"`
+	LastSuccess         *Event           `json:"last_success,omitempty"`
+	LastFailure         *Event           `json:"last_failure,omitempty"`
+	LastSkip            *Event           `json:"last_skip,omitempty"`
+	LastError           *Event           `json:"last_error,omitempty"`
+	ConsecutiveFailures int              `json:"consecutive_failures"`
+	Runs                int64            `json:"runs"`
+	Successes           int64            `json:"successes"`
+	Failures            int64            `json:"failures"`
+	Skips               map[string]int64 `json:"skips,omitempty"`
+}
+
 // Summary is the per-gate digest kept beside the journal, so that the last
 // success and the current state are known without reading the history.
 type Summary struct {
-	V                   int                `json:"v"`
-	Gate                string             `json:"gate"`
-	LastStart           *Event             `json:"last_start,omitempty"`
-	LastEnd             *Event             `json:"last_end,omitempty"`
-	LastSuccess         *Event             `json:"last_success,omitempty"`
-	LastFailure         *Event             `json:"last_failure,omitempty"`
-	LastSkip            *Event             `json:"last_skip,omitempty"`
-	LastError           *Event             `json:"last_error,omitempty"`
-	ConsecutiveFailures int                `json:"consecutive_failures"`
-	Runs                int64              `json:"runs"`
-	Successes           int64              `json:"successes"`
-	Failures            int64              `json:"failures"`
-	Skips               map[string]int64   `json:"skips,omitempty"`
-	Running             map[string]Running `json:"running,omitempty"`
-	Records             int                `json:"records"`        // records in the current journal file
-	JournalIno          uint64             `json:"journal_ino"`    // the journal file this checkpoint is of
-	JournalOffset       int64              `json:"journal_offset"` // bytes of it folded in
+	V    int    `json:"v"`
+	Gate string `json:"gate"`
+	Digest
+	Running       map[string]Running `json:"running,omitempty"`
+	Records       int                `json:"records"`        // records in the current journal file
+	JournalIno    uint64             `json:"journal_ino"`    // the journal file this checkpoint is of
+	JournalOffset int64              `json:"journal_offset"` // bytes of it folded in
 
 	diskOffset int64 // JournalOffset of the checkpoint on disk; -1: none usable
 }

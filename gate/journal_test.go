@@ -163,12 +163,12 @@ func TestJudge(t *testing.T) {
 		want string
 	}{
 		{GateStatus{}, StateNeverRun},
-		{GateStatus{LastSkip: &Event{}}, StateSkipped},
-		{GateStatus{LastEnd: ok}, StateOK},
-		{GateStatus{LastEnd: bad}, StateFailing},
-		{GateStatus{LastEnd: ok, LastError: &Event{Time: now}}, StateError},
-		{GateStatus{LastEnd: bad, Pause: &Pause{By: PausedByConfig}}, StatePaused},
-		{GateStatus{LastEnd: bad, Pause: &Pause{}, Running: []Running{{}}}, StateRunning},
+		{GateStatus{Digest: Digest{LastSkip: &Event{}}}, StateSkipped},
+		{GateStatus{Digest: Digest{LastEnd: ok}}, StateOK},
+		{GateStatus{Digest: Digest{LastEnd: bad}}, StateFailing},
+		{GateStatus{Digest: Digest{LastEnd: ok, LastError: &Event{Time: now}}}, StateError},
+		{GateStatus{Digest: Digest{LastEnd: bad}, Pause: &Pause{By: PausedByConfig}}, StatePaused},
+		{GateStatus{Digest: Digest{LastEnd: bad}, Pause: &Pause{}, Running: []Running{{}}}, StateRunning},
 	} {
 		if got := judge(&c.st); got != c.want {
 			t.Errorf("judge(%+v) = %s, want %s", c.st, got, c.want)

@@ -25,24 +25,14 @@ const (
 
 // GateStatus is one gate in the status report (JSON schema v1, README).
 type GateStatus struct {
-	Name                string           `json:"name"`
-	Declared            bool             `json:"declared"`
-	State               string           `json:"state"`
-	Pause               *Pause           `json:"pause,omitempty"`
-	Interval            string           `json:"interval,omitempty"`
-	Running             []Running        `json:"running,omitempty"`
-	LastStart           *Event           `json:"last_start,omitempty"`
-	LastEnd             *Event           `json:"last_end,omitempty"`
-	LastSuccess         *Event           `json:"last_success,omitempty"`
-	LastFailure         *Event           `json:"last_failure,omitempty"`
-	LastSkip            *Event           `json:"last_skip,omitempty"`
-	LastError           *Event           `json:"last_error,omitempty"`
-	ConsecutiveFailures int              `json:"consecutive_failures"`
-	Runs                int64            `json:"runs"`
-	Successes           int64            `json:"successes"`
-	Failures            int64            `json:"failures"`
-	Skips               map[string]int64 `json:"skips,omitempty"`
-	JournalError        string           `json:"journal_error,omitempty"`
+	Name     string    `json:"name"`
+	Declared bool      `json:"declared"`
+	State    string    `json:"state"`
+	Pause    *Pause    `json:"pause,omitempty"`
+	Interval string    `json:"interval,omitempty"`
+	Running  []Running `json:"running,omitempty"`
+	Digest
+	JournalError string `json:"journal_error,omitempty"`
 }
 
 // Report is the whole status: what `cron-gate status --json` prints.
@@ -112,10 +102,7 @@ func gateStatus(cfg *Config, stateDir, name string, pauses map[string]Pause, now
 		st.Running = append(st.Running, r)
 	}
 	sort.Slice(st.Running, func(a, b int) bool { return st.Running[a].Since.Before(st.Running[b].Since) })
-	st.LastStart, st.LastEnd, st.LastSuccess, st.LastFailure, st.LastSkip, st.LastError =
-		s.LastStart, s.LastEnd, s.LastSuccess, s.LastFailure, s.LastSkip, s.LastError
-	st.ConsecutiveFailures, st.Runs, st.Successes, st.Failures, st.Skips =
-		s.ConsecutiveFailures, s.Runs, s.Successes, s.Failures, s.Skips
+	st.Digest = s.Digest
 	st.State = judge(&st)
 	return st
 }
