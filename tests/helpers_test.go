@@ -813,55 +813,9 @@ from pathlib import Path
 sys.path.insert(0, os.environ.get("PYRULE_DIR", ""))
 
 
-def _canonical(paths):
-    return tuple(sorted({Path(p).resolve(strict=False) for p in paths}, key=str))
-
-
-def lock_name(path):
-    return hashlib.sha256(str(path).encode("utf-8")).hexdigest() + ".lock"
-
-
-class FileLockSet:
-    def __init__(self, fds, paths):
-        self.fds = fds
-        self.paths = paths
-
-
-def try_acquire_file_locks(paths, *, lock_dir):
-    fds = []
-    try:
-        for path in _canonical(paths):
-            fd = os.open(Path(lock_dir) / lock_name(path), os.O_CREAT | os.O_RDWR, 0o664)
-            fds.append(fd)
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return FileLockSet(fds, _canonical(paths))
-    except OSError:
-        while fds:
-            os.close(fds.pop())
-        return None
-
-
-def acquire_slot(slot_paths):
-    for i, path in enumerate(slot_paths):
-        lock_fh = open(path, "w")
-        try:
-            fcntl.flock(lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return i, lock_fh
-        except OSError:
-            lock_fh.close()
-    return None, None
-
-
-source = "inline copy of the rule"
-try:
-    from blog_file_lock import _canonical, acquire_slot, try_acquire_file_locks  # noqa: F811
-    source = "tests/pyrule/blog_file_lock.py (seed 000)"
-except ImportError:
-    try:
-        from pyrule import _canonical, lockname as lock_name  # noqa: F811
-        source = "tests/pyrule/pyrule.py"
-    except ImportError:
-        pass
+# The seed's own code (tests/pyrule/blog_file_lock.py), not a copy of it.
+from blog_file_lock import _canonical, acquire_slot, try_acquire_file_locks  # noqa: E402
+source = "tests/pyrule/blog_file_lock.py (seed 000)"
 print("python lock rule: " + source, file=sys.stderr, flush=True)
 
 
