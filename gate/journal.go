@@ -122,7 +122,8 @@ type Summary struct {
 	JournalIno    uint64             `json:"journal_ino"`    // the journal file this checkpoint is of
 	JournalOffset int64              `json:"journal_offset"` // bytes of it folded in
 
-	diskOffset int64 // JournalOffset of the checkpoint on disk; -1: none usable
+	diskOffset int64   // JournalOffset of the checkpoint on disk; -1: none usable
+	problems   []error // torn or corrupt records met while folding in the journal
 }
 
 // checkpointEvery is how far the journal may run ahead of summary.json
@@ -297,9 +298,12 @@ func (j *Journal) replay(s *Summary, file string, offset int64) {
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return
 	}
-	recs, _ := ReadRecords(f)
+	recs, errs := ReadRecords(f)
 	for _, r := range recs {
 		s.apply(r)
+	}
+	for _, e := range errs {
+		s.problems = append(s.problems, fmt.Errorf("%s from byte %d: %w", filepath.Base(file), offset, e))
 	}
 	s.Records += len(recs)
 	if end, err := f.Seek(0, io.SeekCurrent); err == nil {

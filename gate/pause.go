@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/statefile"
 )
@@ -50,7 +52,9 @@ type pauseDoc struct {
 func ReadPauses(stateDir string) (map[string]Pause, error) {
 	p := filepath.Join(stateDir, pausesFile)
 	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		// No pause file (or no state dir at all, e.g. a state_dir that is
+		// a file): nobody has paused anything from the command line.
 		return map[string]Pause{}, nil
 	}
 	if err != nil {

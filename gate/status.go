@@ -61,6 +61,11 @@ func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 		for n := range cfg.Gates {
 			seen[n] = true
 		}
+		for n := range pauses { // paused ahead of its first run
+			if CheckName(n) == nil {
+				seen[n] = true
+			}
+		}
 		ents, err := os.ReadDir(filepath.Join(stateDir, "gates"))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", stateDir, unwrapPathErr(err)))
@@ -93,6 +98,8 @@ func gateStatus(cfg *Config, stateDir, name string, pauses map[string]Pause, now
 	if _, err := os.Stat(j.Dir); err == nil {
 		if s, err = j.readSummary(); err != nil {
 			st.JournalError = err.Error()
+		} else if len(s.problems) > 0 {
+			st.JournalError = fmt.Sprintf("%v (%d unreadable record(s) skipped)", s.problems[len(s.problems)-1], len(s.problems))
 		}
 	}
 	// A run whose cron-gate has died is judged vanished here too, without
