@@ -469,3 +469,20 @@ func legacyTestWaitFlock(t *testing.T, ino uint64) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// FuzzParsePid: pidfile contents are outside input; parsing never panics
+// and yields either a valid PID or a reason.
+func FuzzParsePid(f *testing.F) {
+	for _, s := range []string{"123\n", " 42 ", "", "0", "-1", "99999999999", "12abc", "4194304", "\x00"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pid, why := legacyParsePid(b)
+		if why == "" && (pid <= 0 || pid > 4194304) {
+			t.Fatalf("legacyParsePid(%q) = %d with no reason", b, pid)
+		}
+		if why != "" && pid != 0 {
+			t.Fatalf("legacyParsePid(%q) = %d and reason %q", b, pid, why)
+		}
+	})
+}

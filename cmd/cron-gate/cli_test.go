@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
@@ -93,5 +94,26 @@ func FuzzFastParse(f *testing.F) {
 			}
 		}
 		agree(t, args)
+	})
+}
+
+// FuzzParseUntil: --until is outside input; it never panics, and a time it
+// accepts prints back to the same instant.
+func FuzzParseUntil(f *testing.F) {
+	for _, s := range []string{"2026-12-01T09:00:00+09:00", "2026-12-01 09:00", "2026-12-01T09:00:05", "tomorrow", ""} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		tm, err := parseUntil(s, now)
+		if err != nil {
+			if _, ok := err.(usageError); !ok {
+				t.Fatalf("parseUntil(%q): %v is not a usage error", s, err)
+			}
+			return
+		}
+		if back, err := parseUntil(tm.Format(time.RFC3339Nano), now); err != nil || !back.Equal(tm) {
+			t.Fatalf("parseUntil(%q) = %v does not round-trip: %v %v", s, tm, back, err)
+		}
 	})
 }
