@@ -33,6 +33,7 @@ func (b Local) Open(r Request) (Claim, error) {
 			return nil, err
 		}
 		c.dir = dir
+		dir.Reserve(len(canon) + len(r.Pools))
 		c.paths = pathlock.NewSet(dir, canon)
 	}
 	for _, ps := range r.Pools {

@@ -222,6 +222,17 @@ func ExitCode(err error) int {
 	return ExitFailure
 }
 
+// AddEnv appends entries to the command's environment (after os.Environ(),
+// so they win). Call it before Start.
+func (c *Child) AddEnv(env ...string) { c.cmd.Env = append(c.cmd.Env, env...) }
+
+// AddFiles hands files to the command: the first file added becomes fd
+// 3+len(Files()) in the command. Call it before Start.
+func (c *Child) AddFiles(files ...*os.File) { c.cmd.ExtraFiles = append(c.cmd.ExtraFiles, files...) }
+
+// Files returns the files the command will inherit, in fd order from 3.
+func (c *Child) Files() []*os.File { return c.cmd.ExtraFiles }
+
 // Start starts the command. Errors are *StartError.
 func (c *Child) Start() error {
 	if err := c.cmd.Start(); err != nil {

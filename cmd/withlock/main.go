@@ -1,238 +1,24 @@
 // Command withlock runs a command while holding per-path flock locks that
 // are byte-compatible with the user's Python workers, plus concurrency
 // slots, all or nothing. See README.md for the contract.
+//
+// This is the binary cron runs on every tick: it links no CLI library and
+// parses the common command lines itself; anything else (help, errors,
+// rare forms) is handed to withlock-full, which parses with kong.
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
 
-	"github.com/crongate/crongate/lockfile"
-	"github.com/crongate/crongate/lockset"
-	"github.com/crongate/crongate/runner"
-	"github.com/crongate/crongate/tui"
+	"github.com/crongate/crongate/internal/withlockcmd"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
-}
-
-func run(args []string) int {
-	sigs := runner.Notify()
-	out := &tui.Printer{Prog: "withlock"}
-
-	o, err := parse(args, os.Stdout, os.Exit)
-	if err != nil {
-		out.Errorf("%v", err)
-		out.Hintf("see withlock --help")
-		return runner.ExitFailure
+	// --backend etcd (or WITHLOCK_BACKEND=etcd): exec withlock-etcd with
+	// the same argv before anything else (backend.go). The local path pays
+	// one scan of the flags for it.
+	if wantsEtcd(os.Args[1:]) {
+		os.Exit(execEtcd(os.Args[1:]))
 	}
-	out.Quiet, out.Verbose = o.Quiet, o.Verbose
-
-	req, err := o.request()
-	if err != nil {
-		out.Errorf("%v", err)
-		return runner.ExitFailure
-	}
-
-	// Resolve the command before taking any lock: "not found" needs none.
-	spec := runner.Spec{Argv: o.Command, Timeout: o.Timeout, KillAfter: o.KillAfter}
-	if _, err := runner.Prepare(spec); err != nil {
-		out.Errorf("%v", err)
-		return runner.ExitCode(err)
-	}
-
-	if err := checkFileLimit(len(req.Paths) + len(req.Pools)); err != nil {
-		out.Errorf("%v", err)
-		return runner.ExitFailure
-	}
-	claim, err := lockset.Local{LockDir: o.LockDir}.Open(req)
-	if err != nil {
-		return failure(out, err)
-	}
-	defer claim.Close()
-
-	held, sig, err := acquire(claim, o.Wait, sigs)
-	if sig != 0 {
-		return runner.ExitSignalBase + sig
-	}
-	if err != nil {
-		var be *lockfile.BusyError
-		if errors.As(err, &be) {
-			if !o.Quiet {
-				be.FindHolders()
-				out.Skipf("skipped %s: %v", quoteArgs(o.Command), be)
-			}
-			return o.SkipCode
-		}
-		return failure(out, err)
-	}
-	defer held.Release()
-
-	// The command inherits the lock descriptors: the locks live as long as
-	// the command does, even if withlock itself is killed (README, Lock
-	// lifetime).
-	spec.ExtraFiles = held.Files()
-	env, pathsFile, err := pathsEnv(held.Paths(), 3+len(spec.ExtraFiles))
-	if err != nil {
-		return failure(out, err)
-	}
-	if pathsFile != nil {
-		defer pathsFile.Close()
-		spec.ExtraFiles = append(spec.ExtraFiles, pathsFile)
-	}
-	slotIdx := make([]string, len(held.Slots()))
-	for i, s := range held.Slots() {
-		slotIdx[i] = strconv.Itoa(s)
-	}
-	spec.Env = append(env, "WITHLOCK_SLOT="+strings.Join(slotIdx, ","))
-	out.Infof("holding %d path lock(s) in %s, slot(s) %s", len(held.Paths()), o.LockDir, strings.Join(slotIdx, ","))
-
-	child, err := runner.Prepare(spec)
-	if err == nil {
-		start := time.Now()
-		if err = child.Start(); err == nil {
-			res := child.Wait(sigs, start)
-			if res.TimedOut {
-				out.Errorf("%s timed out after %v", quoteArgs(o.Command), o.Timeout)
-			}
-			return res.Code
-		}
-	}
-	out.Errorf("%v", err)
-	return runner.ExitCode(err)
-}
-
-// failure reports withlock's own failure (exit 125), with a hint where a
-// lock dir or file was refused for safety.
-func failure(out *tui.Printer, err error) int {
-	out.Errorf("%v", err)
-	if errors.Is(err, lockfile.ErrUnsafe) {
-		out.Hintf("withlock never follows a symlink or uses another user's lock dir; see README, Permissions")
-	}
-	return runner.ExitFailure
-}
-
-// checkFileLimit refuses, before anything is taken, a set that cannot be
-// held: every lock is an open file, in withlock and again in the command.
-// (Go has already raised the soft limit to the hard one.)
-func checkFileLimit(n int) error {
-	var rl syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil {
-		return nil
-	}
-	if need := uint64(n) + 16; need > rl.Cur {
-		return fmt.Errorf("%d locks need %d open files, but the limit is %d; raise it (ulimit -Hn) or split the set", n, need, rl.Cur)
-	}
-	return nil
-}
-
-// acquire takes the claim, waiting up to wait. A forwarded signal arriving
-// meanwhile stops the wait: the command never starts and withlock exits
-// 128+N, as if it had died of it.
-func acquire(c lockset.Claim, wait time.Duration, sigs chan os.Signal) (lockset.Held, int, error) {
-	if wait <= 0 {
-		h, err := lockset.Acquire(context.Background(), c, 0)
-		return h, 0, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := make(chan int, 1)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		select {
-		case s := <-sigs:
-			got <- int(s.(syscall.Signal))
-			cancel()
-		case <-stop:
-		}
-	}()
-	h, err := lockset.Acquire(ctx, c, wait)
-	close(stop)
-	<-done
-	// A signal taken by the watcher is never lost: even if the set was
-	// acquired meanwhile, the command does not start.
-	select {
-	case s := <-got:
-		if h != nil {
-			h.Release()
-		}
-		return nil, s, nil
-	default:
-	}
-	return h, 0, err
-}
-
-// request builds the lock request from the options.
-func (o *options) request() (lockset.Request, error) {
-	r := lockset.Request{Paths: o.Paths}
-	if o.PathsFrom != "" {
-		more, err := readPaths(o.PathsFrom, o.Null)
-		if err != nil {
-			return r, err
-		}
-		r.Paths = append(r.Paths, more...)
-	}
-	for i, n := range o.Slots {
-		t := filepath.Join(o.LockDir, lockset.DefaultSlotTemplate)
-		if i < len(o.SlotFile) {
-			t = o.SlotFile[i]
-		}
-		r.Pools = append(r.Pools, lockset.PoolSpec{Size: n, Template: t})
-	}
-	if len(r.Paths) == 0 && len(r.Pools) == 0 {
-		return r, fmt.Errorf("nothing to lock: %s holds no paths", o.PathsFrom)
-	}
-	return r, nil
-}
-
-// readPaths reads one path per line (or per NUL with -0); empty lines are
-// skipped and only the line terminator is removed.
-func readPaths(name string, null bool) ([]string, error) {
-	var r io.Reader = os.Stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, fmt.Errorf("--paths-from: %w", err)
-		}
-		defer f.Close()
-		r = f
-	}
-	sep := byte('\n')
-	if null {
-		sep = 0
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-		if i := bytes.IndexByte(data, sep); i >= 0 {
-			return i + 1, data[:i], nil
-		}
-		if atEOF && len(data) > 0 {
-			return len(data), data, nil
-		}
-		return 0, nil, nil
-	})
-	var paths []string
-	for sc.Scan() {
-		if line := sc.Text(); line != "" {
-			paths = append(paths, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--paths-from %s: %w", name, err)
-	}
-	return paths, nil
+	os.Exit(withlockcmd.Main(os.Args[1:]))
 }

@@ -1,4 +1,4 @@
-package main
+package withlockcmd
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// fastParse parses the common, well-formed command lines without kong, so
+// FastParse parses the common, well-formed command lines without kong, so
 // that a per-tick call does not pay for kong's reflective set-up (about
 // 0.4 ms, most of withlock's own cost; see BENCHMARKS.md). It accepts only
 // long flags with "=" or a separate value, -p VALUE, and -v, -q, -0 on their
@@ -15,7 +15,7 @@ import (
 // value it is not sure about — it returns false and kong parses the line,
 // with kong's help and error messages. FuzzFastParse checks that whenever it
 // accepts, kong accepts too and fills in exactly the same values.
-func fastParse(args []string, c *CLI) bool {
+func FastParse(args []string, c *CLI) bool {
 	*c = CLI{SkipCode: 75, KillAfter: 10 * time.Second, LockDir: DefaultLockDir}
 	if v, ok := os.LookupEnv("WITHLOCK_LOCK_DIR"); ok {
 		c.LockDir = v

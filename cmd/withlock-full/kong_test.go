@@ -8,13 +8,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
+
+	wc "github.com/crongate/crongate/internal/withlockcmd"
 )
 
 // kongParse parses with kong alone, the authority fastParse must agree with.
-func kongParse(t testing.TB, args []string) (CLI, bool) {
-	var c CLI
+func kongParse(t testing.TB, args []string) (wc.CLI, bool) {
+	var c wc.CLI
 	p, err := kong.New(&c, kong.Name("withlock"),
-		kong.Vars{"lockdir": DefaultLockDir, "version": "test"},
+		kong.Vars{"lockdir": wc.DefaultLockDir, "version": "test"},
 		kong.Writers(io.Discard, io.Discard),
 		kong.Exit(func(int) { panic("kong exit") }))
 	if err != nil {
@@ -33,8 +35,8 @@ func kongParse(t testing.TB, args []string) (CLI, bool) {
 }
 
 func checkAgree(t testing.TB, args []string) {
-	var fast CLI
-	if !fastParse(args, &fast) {
+	var fast wc.CLI
+	if !wc.FastParse(args, &fast) {
 		return
 	}
 	if !utf8.ValidString(strings.Join(args, "")) {
@@ -70,8 +72,8 @@ func TestFastParseAgreesWithKong(t *testing.T) {
 		{"--paths=", "x"},
 	}
 	for _, c := range cases {
-		var fast CLI
-		if !fastParse(c, &fast) && !strings.Contains(strings.Join(c, " "), "--paths=") {
+		var fast wc.CLI
+		if !wc.FastParse(c, &fast) && !strings.Contains(strings.Join(c, " "), "--paths=") {
 			t.Errorf("fastParse declined the common line %q", c)
 		}
 		checkAgree(t, c)
@@ -84,8 +86,8 @@ func TestFastParseDeclines(t *testing.T) {
 		{"--skip-code", "010"}, {"--skip-code", "0x10"}, {"--wait", "1s", "--wait", "2s"},
 		{"--paths"}, {"--paths", "-v"}, {"positional"},
 	} {
-		var fast CLI
-		if fastParse(c, &fast) {
+		var fast wc.CLI
+		if wc.FastParse(c, &fast) {
 			t.Errorf("fastParse accepted %q; it must leave it to kong", c)
 		}
 	}
