@@ -14,11 +14,5 @@ import (
 )
 
 func main() {
-	// --backend etcd (or WITHLOCK_BACKEND=etcd): exec withlock-etcd with
-	// the same argv before anything else (backend.go). The local path pays
-	// one scan of the flags for it.
-	if wantsEtcd(os.Args[1:]) {
-		os.Exit(execEtcd(os.Args[1:]))
-	}
 	os.Exit(withlockcmd.Main(os.Args[1:]))
 }
