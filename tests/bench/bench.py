@@ -31,10 +31,15 @@ import time
 from pathlib import Path
 
 
+sys.dont_write_bytecode = True  # leave no __pycache__ in the repo
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyrule"))
+import blog_file_lock  # noqa: E402  the seed's lock rule
+
+
 def lockname(path):
-    """The Python workers' rule (see tests/pyrule/pyrule.py)."""
-    canon = Path(path).resolve(strict=False)
-    return hashlib.sha256(str(canon).encode("utf-8")).hexdigest() + ".lock"
+    """The Python workers' rule: the seed's own functions."""
+    (canon,) = blog_file_lock._canonical([path])
+    return blog_file_lock.lock_name(canon)
 
 
 def lockpath(lockdir, path):

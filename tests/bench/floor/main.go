@@ -79,11 +79,14 @@ func run(lockdir, list string, pregrow bool) error {
 	}
 	defer unix.Close(dfd)
 	if pregrow {
-		high := len(paths) + 64
-		if err := unix.Dup3(dfd, high, unix.O_CLOEXEC); err != nil {
+		// F_DUPFD_CLOEXEC takes the lowest free descriptor >= the
+		// argument, so unlike dup2 it never closes one in use; the table
+		// is enlarged to fit it, once.
+		fd, err := unix.FcntlInt(uintptr(dfd), unix.F_DUPFD_CLOEXEC, len(paths)+64)
+		if err != nil {
 			return fmt.Errorf("pregrow: %w", err)
 		}
-		unix.Close(high)
+		unix.Close(fd)
 	}
 	fds := make([]int, 0, len(paths))
 	defer func() {
