@@ -270,7 +270,8 @@ func holdersFrom(all []ProcLock, dev, ino uint64) []Holder {
 
 	t := holderTarget{dev: dev, ino: ino, locks: exact}
 	var out []Holder
-	var gone []ProcLock // placer exited, no longer has the file, or not visible
+	var gone []ProcLock     // placer exited, no longer has the file, or not visible
+	alive := map[int]bool{} // placers in gone that still exist
 	for _, pl := range exact {
 		if pl.Pid <= 0 {
 			gone = append(gone, pl)
@@ -282,9 +283,11 @@ func holdersFrom(all []ProcLock, dev, ino uint64) []Holder {
 		}
 		if has, known := t.heldBy(pl.Pid); !has && known {
 			// Its descriptors are readable and none carries the lock:
-			// a zombie, a reused pid, or it closed the file after
-			// handing it to a child.
+			// a zombie, a reused pid, it closed the file after handing
+			// it to a child — or it released the lock since /proc/locks
+			// was read.
 			gone = append(gone, pl)
+			alive[pl.Pid] = holderAlive(pl.Pid)
 			continue
 		}
 		out = holderAppend(out, Holder{Pid: pl.Pid, Command: holderCommand(pl.Pid), Shared: !pl.Write})
@@ -313,6 +316,10 @@ func holdersFrom(all []ProcLock, dev, ino uint64) []Holder {
 			continue
 		}
 		switch {
+		case pl.Pid > 0 && alive[pl.Pid]:
+			// Alive and no longer holding it, and no heir: it released
+			// the lock a moment ago. It was the holder when we tried.
+			out = holderAppend(out, Holder{Pid: pl.Pid, Command: holderCommand(pl.Pid), Shared: !pl.Write})
 		case pl.Pid > 0:
 			out = holderAppend(out, Holder{Pid: pl.Pid, Shared: !pl.Write, Exited: true})
 		default:
@@ -324,6 +331,16 @@ func holdersFrom(all []ProcLock, dev, ino uint64) []Holder {
 		}
 	}
 	return out
+}
+
+// holderAlive reports whether pid exists and is not a zombie.
+func holderAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/stat", holderProcRoot, pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 // holderAppend adds h unless a holder with the same pid is already there (a

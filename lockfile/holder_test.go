@@ -485,3 +485,24 @@ func holderTestIsWaiter(t *testing.T, pid int, ino uint64) bool {
 	}
 	return false
 }
+
+// TestHolderJustReleased: a placer that is alive but no longer holds the
+// lock (it released it between our failed flock and the /proc/locks read)
+// is named as the holder, never as "exited".
+func TestHolderJustReleased(t *testing.T) {
+	root := t.TempDir()
+	old := holderProcRoot
+	holderProcRoot = root
+	t.Cleanup(func() { holderProcRoot = old })
+	const pid = 4242
+	dir := fmt.Sprintf("%s/%d", root, pid)
+	os.MkdirAll(dir+"/fd", 0o755)
+	os.MkdirAll(dir+"/fdinfo", 0o755)
+	os.WriteFile(dir+"/stat", []byte("4242 (python3) S 1 4242 4242 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n"), 0o644)
+	os.WriteFile(dir+"/cmdline", []byte("python3\x00worker.py\x00"), 0o644)
+	all := ParseProcLocks([]byte("1: FLOCK  ADVISORY  WRITE 4242 08:01:777 0 EOF\n"))
+	hs := holdersFrom(all, unix.Mkdev(8, 1), 777)
+	if len(hs) != 1 || hs[0].Pid != pid || hs[0].Exited || !strings.Contains(hs[0].String(), "worker.py") {
+		t.Fatalf("holders = %+v (%v)", hs, hs)
+	}
+}
