@@ -166,6 +166,11 @@ type Journal struct {
 // OpenJournal opens (creating it if needed) the gate's state directory.
 func OpenJournal(stateDir, gate string, history int) (*Journal, error) {
 	d := filepath.Join(stateDir, "gates", gate)
+	// Check before creating anything: never make directories under an
+	// ancestor another user controls.
+	if err := lockfile.CheckAncestors(d); err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", stateDir, err)
+	}
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return nil, fmt.Errorf("state dir %s: %w", stateDir, unwrapPathErr(err))
 	}
@@ -217,10 +222,13 @@ func (j *Journal) Append(rec Record) error {
 				return fmt.Errorf("rotate journal: %w", unwrapPathErr(err))
 			}
 			s.Records, s.JournalIno, s.JournalOffset = 0, 0, 0
-			return j.writeSummary(s)
+			_ = j.writeSummary(s) // as below: the journal has the record
+			return nil
 		}
 		if reaped || s.diskOffset < 0 || end-s.diskOffset > checkpointEvery {
-			return j.writeSummary(s)
+			// The record is safe in the journal; a checkpoint that cannot
+			// be written (disk full) is rebuilt by the next reader.
+			_ = j.writeSummary(s)
 		}
 		return nil
 	})

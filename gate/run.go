@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
 )
@@ -104,8 +106,17 @@ func Run(inv Invocation) int {
 		return skipCode
 	}
 
-	pauses, err := ReadPauses(stateDir)
-	if err != nil {
+	// A state dir that another user could have made or redirected (the
+	// /var/tmp fallback, a symlink planted in /tmp) is not this user's
+	// state: a pause found there was not set by this user, so it is
+	// neither obeyed nor allowed to stop the job, and nothing is written
+	// there (OpenJournal refused it above). The run goes on, as with an
+	// unwritable state dir, and says so.
+	var pauses map[string]Pause
+	if err := lockfile.CheckAncestors(filepath.Join(stateDir, pausesFile)); err != nil {
+		out.Warnf("state dir %s is not safe to use (%v); its pauses are ignored", stateDir, err)
+		pauses = map[string]Pause{}
+	} else if pauses, err = ReadPauses(stateDir); err != nil {
 		return fail(ReasonState, err)
 	}
 	if p := PauseOf(g, pauses, now()); p != nil {

@@ -25,6 +25,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,6 +55,9 @@ type Dir struct {
 func OpenDir(path string, create bool) (*Dir, error) {
 	if path == "" {
 		return nil, errors.New("lock dir: empty path")
+	}
+	if err := CheckAncestors(path); err != nil {
+		return nil, fmt.Errorf("lock dir %s: %w", path, err)
 	}
 	fd, err := openDir(path)
 	if errors.Is(err, unix.ENOENT) && create {
@@ -87,6 +91,51 @@ func OpenDir(path string, create bool) (*Dir, error) {
 		return nil, err
 	}
 	return &Dir{Path: path, fd: fd}, nil
+}
+
+// CheckAncestors refuses a path whose existing ancestors another user could
+// change under us, as OpenSSH's StrictModes does: every existing directory
+// above path, after resolving symlinks, must be owned by root or by this
+// user, and a symlink on the way must itself be owned by root or by this
+// user. Otherwise whoever owns that ancestor could swap a component for a
+// symlink and make us create directories and lock files elsewhere. Parts
+// that do not exist yet are created by us, under an ancestor that passed.
+func CheckAncestors(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	uid := uint32(os.Geteuid())
+	trusted := func(owner uint32) bool { return owner == 0 || owner == uid }
+	// The longest existing prefix, checking symlinks as written.
+	existing := "/"
+	for _, comp := range strings.Split(strings.TrimPrefix(filepath.Dir(abs), "/"), "/") {
+		if comp == "" {
+			continue
+		}
+		next := filepath.Join(existing, comp)
+		var st unix.Stat_t
+		if unix.Lstat(next, &st) != nil {
+			break
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK && !trusted(st.Uid) {
+			return fmt.Errorf("%s is a symlink owned by uid %d; refusing to follow it: %w", next, st.Uid, ErrUnsafe)
+		}
+		existing = next
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return nil // gone meanwhile: the open that follows reports it
+	}
+	for p := real; ; p = filepath.Dir(p) {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) == nil && !trusted(st.Uid) {
+			return fmt.Errorf("its ancestor %s is owned by uid %d, who could redirect it; use a directory owned by root or by you: %w", p, st.Uid, ErrUnsafe)
+		}
+		if p == "/" || p == "." {
+			return nil
+		}
+	}
 }
 
 func openDir(path string) (int, error) {

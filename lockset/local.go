@@ -2,7 +2,10 @@ package lockset
 
 import (
 	"errors"
+	"fmt"
 	"os"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/pathlock"
@@ -24,6 +27,9 @@ const DefaultSlotTemplate = "withlock-slot-{i}.lock"
 func (b Local) Open(r Request) (Claim, error) {
 	canon, err := pathlock.CanonicalSet(r.Paths)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFileLimit(len(canon) + len(r.Pools)); err != nil {
 		return nil, err
 	}
 	c := &localClaim{}
@@ -137,4 +143,19 @@ func (c *localClaim) Close() {
 	if c.w != nil {
 		c.w.close()
 	}
+}
+
+// checkFileLimit refuses, before anything is taken, a set that cannot be
+// held: every lock is an open file, in withlock and again in the command.
+// It counts the set after deduplication. (Go has already raised the soft
+// limit to the hard one.)
+func checkFileLimit(n int) error {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil {
+		return nil
+	}
+	if need := uint64(n) + 16; need > rl.Cur {
+		return fmt.Errorf("%d locks need %d open files, but the limit is %d; raise it (ulimit -Hn) or split the set", n, need, rl.Cur)
+	}
+	return nil
 }

@@ -46,7 +46,7 @@ func when(e *gate.Event, now time.Time) string {
 func ago(d time.Duration) string {
 	switch {
 	case d < 0:
-		return "in the future"
+		return "in the future: clock stepped back?"
 	case d < time.Minute:
 		return fmt.Sprintf("%ds ago", int(d.Seconds()))
 	case d < time.Hour:
@@ -88,7 +88,11 @@ func runningText(rs []gate.Running, now time.Time) string {
 		if pid == 0 {
 			pid = r.Pid
 		}
-		parts = append(parts, fmt.Sprintf("pid %d for %s", pid, now.Sub(r.Since).Round(time.Second)))
+		d := now.Sub(r.Since).Round(time.Second)
+		if d < 0 {
+			d = 0 // the clock was stepped back since it started
+		}
+		parts = append(parts, fmt.Sprintf("pid %d for %s", pid, d))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -102,10 +102,6 @@ func Run(o *Options, sigs chan os.Signal) int {
 		return runner.ExitCode(err)
 	}
 
-	if err := checkFileLimit(len(req.Paths) + len(req.Pools)); err != nil {
-		out.Errorf("%v", err)
-		return runner.ExitFailure
-	}
 	claim, err := lockset.Local{LockDir: o.LockDir}.Open(req)
 	if err != nil {
 		return failure(out, err)
@@ -168,20 +164,6 @@ func failure(out *tui.Printer, err error) int {
 		out.Hintf("withlock never follows a symlink or uses another user's lock dir; see README, Permissions")
 	}
 	return runner.ExitFailure
-}
-
-// checkFileLimit refuses, before anything is taken, a set that cannot be
-// held: every lock is an open file, in withlock and again in the command.
-// (Go has already raised the soft limit to the hard one.)
-func checkFileLimit(n int) error {
-	var rl syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil {
-		return nil
-	}
-	if need := uint64(n) + 16; need > rl.Cur {
-		return fmt.Errorf("%d locks need %d open files, but the limit is %d; raise it (ulimit -Hn) or split the set", n, need, rl.Cur)
-	}
-	return nil
 }
 
 // acquire takes the claim, waiting up to wait. A forwarded signal arriving
