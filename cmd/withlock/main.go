@@ -14,5 +14,11 @@ import (
 )
 
 func main() {
+	// --backend etcd (or WITHLOCK_BACKEND=etcd): exec withlock-etcd with
+	// the same argv before anything else (backend.go). The local path pays
+	// one scan of the flags for it.
+	if code, done := dispatch(os.Args[1:]); done {
+		os.Exit(code)
+	}
 	os.Exit(withlockcmd.Main(os.Args[1:]))
 }

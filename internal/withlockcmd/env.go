@@ -9,21 +9,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxEnvPaths bounds WITHLOCK_PATHS: Linux refuses to exec with a single
+// MaxEnvPaths bounds WITHLOCK_PATHS: Linux refuses to exec with a single
 // environment string over 128 KiB (MAX_ARG_STRLEN), so a longer list is
 // handed over in a memory file instead.
-const maxEnvPaths = 64 << 10
+const MaxEnvPaths = 64 << 10
 
-// pathsEnv returns the environment entries that tell the command which
+// PathsEnv returns the environment entries that tell the command which
 // paths it holds, and a file the command must inherit (nil if none). fd is
 // the descriptor number that file will have in the command.
 //
 // The list is a JSON array. Bytes that are not UTF-8 are written as the
 // lone surrogates \udc80-\udcff, as Python's surrogateescape does, so that
 // json.loads() followed by os.fsencode() gives back the exact bytes.
-func pathsEnv(paths []string, fd int) ([]string, *os.File, error) {
-	js := jsonPaths(paths)
-	if len(js) <= maxEnvPaths {
+func PathsEnv(paths []string, fd int) ([]string, *os.File, error) {
+	js := JSONPaths(paths)
+	if len(js) <= MaxEnvPaths {
 		return []string{"WITHLOCK_PATHS=" + string(js)}, nil, nil
 	}
 	mfd, err := unix.MemfdCreate("withlock-paths", 0)
@@ -42,9 +42,9 @@ func pathsEnv(paths []string, fd int) ([]string, *os.File, error) {
 	return []string{"WITHLOCK_PATHS_FD=" + strconv.Itoa(fd)}, f, nil
 }
 
-// jsonPaths encodes paths as a JSON array, keeping non-UTF-8 bytes (see
-// pathsEnv).
-func jsonPaths(paths []string) []byte {
+// JSONPaths encodes paths as a JSON array, keeping non-UTF-8 bytes (see
+// PathsEnv).
+func JSONPaths(paths []string) []byte {
 	const hex = "0123456789abcdef"
 	b := []byte{'['}
 	for i, p := range paths {

@@ -9,7 +9,7 @@ import (
 
 func TestJSONPathsRoundTrip(t *testing.T) {
 	paths := []string{"/a", `/q"uote\back`, "/new\nline", "/ko/글.md", "/bad\x84\xff", "/tab\t\x7f"}
-	js := jsonPaths(paths)
+	js := JSONPaths(paths)
 	// Valid UTF-8 paths read back with Go's decoder.
 	var back []string
 	if err := json.Unmarshal(js, &back); err != nil {

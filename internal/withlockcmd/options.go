@@ -129,8 +129,8 @@ func (o *Options) Validate(found bool) error {
 	return nil
 }
 
-// quoteArgs renders a command for messages.
-func quoteArgs(argv []string) string {
+// QuoteArgs renders a command for messages.
+func QuoteArgs(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
 		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`") {

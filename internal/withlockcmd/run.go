@@ -89,7 +89,7 @@ func Run(o *Options, sigs chan os.Signal) int {
 		return 0
 	}
 
-	req, err := o.request()
+	req, err := o.Request()
 	if err != nil {
 		out.Errorf("%v", err)
 		return runner.ExitFailure
@@ -108,7 +108,7 @@ func Run(o *Options, sigs chan os.Signal) int {
 	}
 	defer claim.Close()
 
-	held, sig, err := acquire(claim, o.Wait, sigs)
+	held, sig, err := Acquire(claim, o.Wait, sigs)
 	if sig != 0 {
 		return runner.ExitSignalBase + sig
 	}
@@ -117,7 +117,7 @@ func Run(o *Options, sigs chan os.Signal) int {
 		if errors.As(err, &be) {
 			if !o.Quiet {
 				be.FindHolders()
-				out.Skipf("skipped %s: %v", quoteArgs(o.Command), be)
+				out.Skipf("skipped %s: %v", QuoteArgs(o.Command), be)
 			}
 			return o.SkipCode
 		}
@@ -129,7 +129,7 @@ func Run(o *Options, sigs chan os.Signal) int {
 	// the command does, even if withlock itself is killed (README, Lock
 	// lifetime).
 	child.AddFiles(held.Files()...)
-	env, pathsFile, err := pathsEnv(held.Paths(), 3+len(child.Files()))
+	env, pathsFile, err := PathsEnv(held.Paths(), 3+len(child.Files()))
 	if err != nil {
 		return failure(out, err)
 	}
@@ -148,7 +148,7 @@ func Run(o *Options, sigs chan os.Signal) int {
 	if err = child.Start(); err == nil {
 		res := child.Wait(sigs, start)
 		if res.TimedOut {
-			out.Errorf("%s timed out after %v", quoteArgs(o.Command), o.Timeout)
+			out.Errorf("%s timed out after %v", QuoteArgs(o.Command), o.Timeout)
 		}
 		return res.Code
 	}
@@ -166,10 +166,10 @@ func failure(out *tui.Printer, err error) int {
 	return runner.ExitFailure
 }
 
-// acquire takes the claim, waiting up to wait. A forwarded signal arriving
+// Acquire takes the claim, waiting up to wait. A forwarded signal arriving
 // meanwhile stops the wait: the command never starts and withlock exits
 // 128+N, as if it had died of it.
-func acquire(c lockset.Claim, wait time.Duration, sigs chan os.Signal) (lockset.Held, int, error) {
+func Acquire(c lockset.Claim, wait time.Duration, sigs chan os.Signal) (lockset.Held, int, error) {
 	if wait <= 0 {
 		h, err := lockset.Acquire(context.Background(), c, 0)
 		return h, 0, err
@@ -204,8 +204,8 @@ func acquire(c lockset.Claim, wait time.Duration, sigs chan os.Signal) (lockset.
 	return h, 0, err
 }
 
-// request builds the lock request from the options.
-func (o *Options) request() (lockset.Request, error) {
+// Request builds the lock request from the options.
+func (o *Options) Request() (lockset.Request, error) {
 	r := lockset.Request{Paths: o.Paths}
 	if o.PathsFrom != "" {
 		more, err := readPaths(o.PathsFrom, o.Null)

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/crongate/crongate/runner"
+	"github.com/crongate/crongate/tui"
+)
+
+// EtcdBinary is the etcd backend's binary. withlock never links the etcd
+// client (about 7 ms and 15 MB per call): a line that asks for the etcd
+// backend is handed over to this binary, by exec, so that the PID, the
+// process group and the signals a supervisor sends stay those of the
+// process it started.
+const EtcdBinary = "withlock-etcd"
+
+// dispatch runs the backend the command line chooses: for etcd it execs
+// withlock-etcd and returns only on failure (done, with the exit code); for
+// the local backend it returns done == false and withlock goes on. An
+// unknown $WITHLOCK_BACKEND is refused here (an unknown --backend is
+// refused by the parser).
+func dispatch(args []string) (code int, done bool) {
+	v, fromEnv := backend(args)
+	switch {
+	case v == "etcd":
+		return execEtcd(args), true
+	case fromEnv && v != "" && v != "local":
+		out := &tui.Printer{Prog: "withlock"}
+		out.Errorf("WITHLOCK_BACKEND=%q: use local or etcd", v)
+		return runner.ExitFailure, true
+	}
+	return 0, false
+}
+
+// backend returns the backend args (withlock's flags, before the first
+// "--") or $WITHLOCK_BACKEND choose. As in kong, the last --backend wins; a
+// flag wins over the environment. A value of "--" is not taken (it ends the
+// flags), so the command's own arguments are never read.
+func backend(args []string) (v string, fromEnv bool) {
+	set := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			i = len(args)
+		case a == "--backend":
+			if i+1 < len(args) && args[i+1] != "--" {
+				v, set = args[i+1], true
+				i++
+			}
+		case len(a) > len("--backend=") && a[:len("--backend=")] == "--backend=":
+			v, set = a[len("--backend="):], true
+		}
+	}
+	if !set {
+		return os.Getenv("WITHLOCK_BACKEND"), true
+	}
+	return v, false
+}
+
+// wantsEtcd reports whether args or the environment choose etcd.
+func wantsEtcd(args []string) bool {
+	v, _ := backend(args)
+	return v == "etcd"
+}
+
+// execEtcd replaces withlock with withlock-etcd (next to this executable,
+// else on PATH), with the same arguments. It returns only on failure.
+func execEtcd(args []string) int {
+	out := &tui.Printer{Prog: "withlock"}
+	self, _ := os.Executable()
+	path := ""
+	if self != "" {
+		if p := filepath.Join(filepath.Dir(self), EtcdBinary); isFile(p) {
+			path = p
+		}
+	}
+	if path == "" {
+		path, _ = exec.LookPath(EtcdBinary)
+	}
+	if path == "" {
+		out.Errorf("--backend etcd needs %s, which is not installed next to withlock or on PATH", EtcdBinary)
+		out.Hintf("install it: CGO_ENABLED=0 go install ./cmd/withlock-etcd")
+		return runner.ExitFailure
+	}
+	// A withlock-etcd that is this very file (a copy or link named so)
+	// would exec itself forever.
+	if a, b := stat(path), stat(self); a != nil && b != nil && os.SameFile(a, b) {
+		out.Errorf("%s is withlock itself, not the etcd backend", path)
+		return runner.ExitFailure
+	}
+	err := syscall.Exec(path, append([]string{EtcdBinary}, args...), os.Environ())
+	out.Errorf("exec %s: %v", path, err)
+	return runner.ExitFailure
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+func stat(p string) os.FileInfo {
+	if p == "" {
+		return nil
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil
+	}
+	return st
+}

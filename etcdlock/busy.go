@@ -1,0 +1,27 @@
+package etcdlock
+
+import (
+	"strings"
+
+	"github.com/crongate/crongate/lockset"
+)
+
+// BusyError says which path or pool was busy and who holds it (from the
+// keys' values). It wraps lockset.ErrBusy.
+type BusyError struct {
+	What    string   // the canonical path, or "slot pool TEMPLATE (N slots)"
+	Key     string   // the etcd key (or pool prefix)
+	Holders []string // "pid P on HOST (CMD) since T"
+	pool    bool
+	partial bool // keys may have been put in this attempt: revoke them
+}
+
+func (e *BusyError) Error() string {
+	s := e.What + " is busy (etcd key " + e.Key
+	if len(e.Holders) > 0 {
+		s += " held by " + strings.Join(e.Holders, ", ")
+	}
+	return s + ")"
+}
+
+func (e *BusyError) Unwrap() error { return lockset.ErrBusy }

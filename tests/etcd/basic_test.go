@@ -1,0 +1,264 @@
+//go:build etcd
+
+package etcd
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// withlock --backend etcd and WITHLOCK_BACKEND=etcd exec withlock-etcd with
+// the same argv: same PID (the command's parent is the process that was
+// started), exit codes passed through.
+func TestDispatchKeepsPID(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	for _, c := range []struct {
+		env  []string
+		args []string
+	}{
+		{nil, []string{"--backend", "etcd"}},
+		{nil, []string{"--backend=etcd"}},
+		{[]string{"WITHLOCK_BACKEND=etcd"}, nil},
+		{[]string{"WITHLOCK_BACKEND=etcd"}, []string{"-v"}},
+	} {
+		args := append(c.args, "--key-prefix", p, "--paths", "/srv/x", "--", "sh", "-c", `echo $PPID; exit 7`)
+		cmd := command(c.env, "withlock", args...)
+		out, _ := cmd.Output()
+		if code := exitCode(cmd, nil); code != 7 {
+			t.Fatalf("%v %q: exit %d, want the command's 7", c.env, args, code)
+		}
+		if got := strings.TrimSpace(string(out)); got != strconv.Itoa(cmd.Process.Pid) {
+			t.Errorf("%v %q: the command's parent is %s, want withlock's own PID %d", c.env, args, got, cmd.Process.Pid)
+		}
+	}
+	// --backend local wins over the environment; the etcd flags are
+	// refused without --backend etcd.
+	r := run(t, []string{"WITHLOCK_BACKEND=etcd", "WITHLOCK_LOCK_DIR=" + t.TempDir()}, "withlock", "--backend", "local", "--paths", "/srv/x", "--", "true")
+	if r.code != 0 {
+		t.Errorf("--backend local under WITHLOCK_BACKEND=etcd: exit %d %s", r.code, r.stderr)
+	}
+	r = run(t, nil, "withlock", "--ttl", "5s", "--paths", "/srv/x", "--", "true")
+	if r.code != 125 || !strings.Contains(r.stderr, "need --backend etcd") {
+		t.Errorf("--ttl without --backend etcd: exit %d %s", r.code, r.stderr)
+	}
+	// The command after -- is never read for --backend.
+	r = run(t, []string{"WITHLOCK_LOCK_DIR=" + t.TempDir()}, "withlock", "--paths", "/srv/x", "--", "echo", "--backend", "etcd")
+	if r.code != 0 || r.stdout != "--backend etcd\n" {
+		t.Errorf("--backend after --: exit %d %q %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Without withlock-etcd next to withlock or on PATH: 125, nothing runs.
+func TestDispatchWithoutBinary(t *testing.T) {
+	need(t)
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(binDir, "withlock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "withlock"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "ran")
+	cmd := exec.Command(filepath.Join(dir, "withlock"), "--backend", "etcd", "--paths", "/srv/x", "--", "touch", marker)
+	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+	out, _ := cmd.CombinedOutput()
+	if code := exitCode(cmd, nil); code != 125 || !strings.Contains(string(out), "withlock-etcd") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+// withlock --help documents the etcd flags, and withlock-etcd accepts
+// exactly withlock's flags (both parse withlockcmd.CLI).
+func TestHelpListsSameFlags(t *testing.T) {
+	need(t)
+	flags := func(bin string) []string {
+		out, err := exec.Command(filepath.Join(binDir, bin), "--help").Output()
+		if err != nil {
+			t.Fatalf("%s --help: %v", bin, err)
+		}
+		fs := regexp.MustCompile(`(?m)^\s+(?:-\w, )?(--[a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1)
+		var names []string
+		for _, f := range fs {
+			names = append(names, f[1])
+		}
+		slices.Sort(names)
+		return names
+	}
+	a, b := flags("withlock"), flags("withlock-etcd")
+	if !slices.Equal(a, b) {
+		t.Errorf("flags differ:\nwithlock      %v\nwithlock-etcd %v", a, b)
+	}
+	for _, f := range []string{"--backend", "--endpoints", "--key-root", "--key-prefix", "--ttl", "--on-coordinator-down"} {
+		if !slices.Contains(a, f) {
+			t.Errorf("withlock --help does not list %s", f)
+		}
+	}
+}
+
+// Busy: the skip code and the holder named; --wait hands over as soon as
+// the holder releases (an etcd watch, not a poll).
+func TestBusyAndWait(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	dir := t.TempDir()
+	base := []string{"--backend", "etcd", "--key-prefix", p, "--key-root", dir, "--paths", dir + "/post.md"}
+	release := filepath.Join(dir, "release")
+	holder := command(nil, "withlock", append(base, "--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.01; done`, "sh", release)...)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Process.Kill()
+	waitFor(t, 10*time.Second, "the holder's key", func() bool { return keys(t, p)[pathKey(p, "post.md")] != 0 })
+
+	r := run(t, nil, "withlock", append(base, "--", "true")...)
+	if r.code != 75 || !strings.Contains(r.stderr, "post.md is busy") || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", holder.Process.Pid)) {
+		t.Fatalf("busy: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = run(t, nil, "withlock", append(base, "--skip-code", "3", "-q", "--", "true")...)
+	if r.code != 3 || r.stderr != "" {
+		t.Fatalf("busy with --skip-code 3 -q: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	// A waiter starts the command within a fraction of a second of the
+	// release.
+	stamp := filepath.Join(dir, "stamp")
+	waiter := command(nil, "withlock", append(base, "--wait", "20s", "--", "sh", "-c", `date +%s.%N > "$1"`, "sh", stamp)...)
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	released := time.Now()
+	os.WriteFile(release, nil, 0o644)
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	if err := waiter.Wait(); err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	data, _ := os.ReadFile(stamp)
+	at, _ := strconv.ParseFloat(strings.TrimSpace(string(data)), 64)
+	handoff := time.Unix(0, int64(at*1e9)).Sub(released)
+	t.Logf("--wait handoff after the holder's command ended: %v", handoff.Round(time.Millisecond))
+	if handoff > 2*time.Second {
+		t.Errorf("--wait took %v to hand over", handoff)
+	}
+	if k := keys(t, p); len(k) != 0 {
+		t.Errorf("keys left after both exited: %v", k)
+	}
+}
+
+// The command learns the fencing token; successive holders of a path get
+// strictly increasing revisions, equal to the key's create revision.
+func TestFencingToken(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	var last int64
+	for i := 0; i < 3; i++ {
+		r := run(t, nil, "withlock", "--backend", "etcd", "--key-prefix", p, "--paths", "/srv/blog/a.md", "--slots", "2", "--",
+			"sh", "-c", `echo "$WITHLOCK_FENCE_LEASE $WITHLOCK_FENCE_REVISION $WITHLOCK_SLOT $WITHLOCK_KEY_PATHS $WITHLOCK_PATHS"`)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		f := strings.Fields(r.stdout)
+		if len(f) != 5 {
+			t.Fatalf("env: %q", r.stdout)
+		}
+		if _, err := strconv.ParseUint(f[0], 16, 64); err != nil || f[0] == "0" {
+			t.Errorf("WITHLOCK_FENCE_LEASE %q is not a lease ID in hex", f[0])
+		}
+		rev, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || rev <= last {
+			t.Errorf("WITHLOCK_FENCE_REVISION %q after %d: not increasing", f[1], last)
+		}
+		last = rev
+		if f[2] != "0" || f[3] != `["srv/blog/a.md"]` || f[4] != `["/srv/blog/a.md"]` {
+			t.Errorf("env %q", r.stdout)
+		}
+	}
+	// While held, the key's create revision is the token.
+	dir := t.TempDir()
+	out := filepath.Join(dir, "rev")
+	h := command(nil, "withlock-etcd", "--key-prefix", p, "--paths", "/srv/blog/a.md", "--", "sh", "-c", `echo $WITHLOCK_FENCE_REVISION > "$1.tmp"; mv "$1.tmp" "$1"; sleep 30`, "sh", out)
+	h.Start()
+	defer func() { h.Process.Kill(); h.Wait() }()
+	waitFor(t, 10*time.Second, "the token file", func() bool { _, err := os.Stat(out); return err == nil })
+	data, _ := os.ReadFile(out)
+	cli, _ := cl.Client()
+	defer cli.Close()
+	resp, err := cli.Get(t.Context(), pathKey(p, "srv/blog/a.md"))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("get: %v", err)
+	}
+	if got := strconv.FormatInt(resp.Kvs[0].CreateRevision, 10); got != strings.TrimSpace(string(data)) {
+		t.Errorf("create revision %s, token %s", got, data)
+	}
+}
+
+// Start-up failures: the command never runs. An unreachable cluster is 125
+// (or the skip code with --on-coordinator-down skip); a path outside the
+// key root is 125.
+func TestRefusals(t *testing.T) {
+	need(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--endpoints", "http://127.0.0.1:1,http://127.0.0.1:2", "--ttl", "2s"}, 125, "etcd unavailable"},
+		{[]string{"--endpoints", "http://127.0.0.1:1", "--ttl", "2s", "--on-coordinator-down", "skip"}, 75, "skipped"},
+		{[]string{"--key-root", "/srv/blog"}, 125, "outside the key root"},
+		{[]string{"--ttl", "1500ms"}, 125, "whole seconds"},
+		{[]string{"--on-coordinator-down", "maybe"}, 125, "fail or skip"},
+		{[]string{"--key-prefix", "nope"}, 125, "must start with /"},
+	} {
+		args := append([]string{"--backend", "etcd"}, c.args...)
+		args = append(args, "--paths", "/srv/other/a.md", "--", "touch", marker)
+		r := run(t, nil, "withlock", args...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.msg) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", c.args, r.code, r.stderr, c.code, c.msg)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("%q: the command ran", c.args)
+		}
+		if r.dur > 7*time.Second {
+			t.Errorf("%q: took %v to give up", c.args, r.dur)
+		}
+	}
+}
+
+// WITHLOCK_PATHS is encoded exactly as the local withlock encodes it (the
+// code is a copy): names with quotes, newlines and bytes that are not UTF-8.
+func TestPathsEnvMatchesLocal(t *testing.T) {
+	need(t)
+	dir := t.TempDir()
+	list := filepath.Join(dir, "list")
+	names := []string{dir + "/a \"q\"\\.md", dir + "/new\nline", dir + "/bad\xff\xfe.md", dir + "/ü.md"}
+	os.WriteFile(list, []byte(strings.Join(names, "\x00")), 0o644)
+	get := func(env []string, bin string, args ...string) string {
+		r := run(t, env, bin, append(args, "--paths-from", list, "-0", "--", "sh", "-c", `printf %s "$WITHLOCK_PATHS"`)...)
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d %s", bin, r.code, r.stderr)
+		}
+		return r.stdout
+	}
+	local := get([]string{"WITHLOCK_LOCK_DIR=" + filepath.Join(dir, "locks")}, "withlock")
+	etcd := get(nil, "withlock", "--backend", "etcd", "--key-prefix", prefix(t))
+	if local != etcd {
+		t.Errorf("WITHLOCK_PATHS differ:\nlocal %q\netcd  %q", local, etcd)
+	}
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Benchmarks withlock's etcd backend against a 3-member loopback etcd
+# cluster (started and stopped by etcdbench), in one run next to
+# `etcdctl lock` and the client's concurrency.Mutex recipe, plus the
+# per-call cost of the local withlock with and without the --backend scan
+# (the only thing the etcd backend adds to the local path). The README's
+# figures come from here.
+#
+#   bash tests/etcd/bench.sh [-n 300] [-secs 3] [-workers 8]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH=$PATH:/usr/local/go/bin
+command -v etcd >/dev/null && command -v etcdctl >/dev/null || bash .ci/etcd.sh --install-only
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+CGO_ENABLED=0 go build -o "$out/" ./cmd/...
+
+# The same tree with withlock's dispatch to withlock-etcd removed.
+mkdir "$out/tree"
+git ls-files -co --exclude-standard -z | tar --null -cf - -T - | tar -xf - -C "$out/tree"
+python3 - "$out/tree/cmd/withlock/main.go" <<'PY'
+import re, sys
+p = sys.argv[1]
+s = open(p).read()
+s2 = re.sub(r"\n\tif code, done := dispatch\(os\.Args\[1:\]\); done \{\n.*?\n\t\}\n", "\n", s, flags=re.S)
+assert s2 != s, "dispatch not found in cmd/withlock/main.go"
+open(p, "w").write(s2)
+PY
+(cd "$out/tree" && CGO_ENABLED=0 go build -o "$out/withlock-nodispatch" ./cmd/withlock)
+
+echo "binaries (CGO_ENABLED=0):"
+for b in withlock withlock-nodispatch withlock-full withlock-etcd; do
+	printf '  %-20s %5.1f MB, %d symbols from go.etcd.io\n' "$b" \
+		"$(awk -v s="$(stat -c %s "$out/$b")" 'BEGIN { print s / 1048576 }')" \
+		"$(go tool nm "$out/$b" | grep -c 'go\.etcd\.io' || true)"
+done
+echo
+go run ./tests/etcd/etcdbench -bin "$out" "$@"

@@ -1,0 +1,297 @@
+//go:build etcd
+
+// Package etcd tests withlock's etcd backend against a real 3-member etcd
+// cluster on loopback (one process per member, so members can be killed
+// and frozen), with the real binaries. Run it with .ci/etcd.sh, or
+//
+//	go test -tags etcd -count=1 -v ./tests/etcd/
+//
+// It is behind a build tag so that tests/all.sh does not run it next to
+// the CPU-heavy stress tests (a starved cluster elects leaders and makes
+// lease timing flaky). Without etcd installed every test is skipped, unless
+// CI is set: then the suite fails.
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/crongate/crongate/tests/etcd/cluster"
+	"github.com/crongate/crongate/tests/testbin"
+)
+
+var (
+	binDir  string
+	cl      *cluster.Cluster
+	skipAll string
+	self    string // this test binary, also the critical-section worker
+)
+
+// Ports of the test cluster; ETCD_TEST_PORTS=CLIENT,PEER moves them.
+var clientBase, peerBase = 23791, 23801
+
+func TestMain(m *testing.M) {
+	if os.Getenv("ETCDTEST_WORKER") != "" {
+		os.Exit(worker(os.Args[1:]))
+	}
+	os.Exit(mainWithCluster(m))
+}
+
+func mainWithCluster(m *testing.M) int {
+	defer testbin.Cleanup()
+	self, _ = os.Executable()
+	if cluster.Find() == "" {
+		if os.Getenv("CI") != "" {
+			fmt.Println("FAIL: etcd is not installed; CI requires the etcd suite (.ci/etcd.sh installs it)")
+			return 1
+		}
+		skipAll = "etcd is not installed (apt-get install etcd-server etcd-client)"
+		return m.Run()
+	}
+	if p := os.Getenv("ETCD_TEST_PORTS"); p != "" {
+		fmt.Sscanf(p, "%d,%d", &clientBase, &peerBase)
+	}
+	var err error
+	if binDir, err = testbin.Dir(); err != nil {
+		fmt.Println("FAIL: build:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "withlock-etcd-test-")
+	if err != nil {
+		fmt.Println("FAIL:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	t0 := time.Now()
+	cl, err = cluster.Start(dir, 3, clientBase, peerBase)
+	if err != nil {
+		fmt.Println("FAIL: start etcd:", err)
+		return 1
+	}
+	fmt.Printf("etcd cluster of 3 up in %v at %s\n", time.Since(t0).Round(time.Millisecond), cl.EndpointList())
+	defer cl.Close()
+	return m.Run()
+}
+
+// need skips the test when etcd is missing (never under CI, see TestMain)
+// and makes sure the cluster is whole and healthy before it starts.
+func need(t *testing.T) {
+	t.Helper()
+	if skipAll != "" {
+		t.Skip(skipAll)
+	}
+	for i := range cl.Members {
+		cl.Thaw(i)
+		if !cl.Running(i) {
+			if err := cl.Restart(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := cl.WaitHealthy(30 * time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, cl.Logs(20))
+	}
+}
+
+// prefix is a key prefix of the test's own.
+func prefix(t *testing.T) string {
+	return "/t/" + strings.ReplaceAll(t.Name(), "/", "_")
+}
+
+// result is one finished run of a binary.
+type result struct {
+	code           int
+	stdout, stderr string
+	dur            time.Duration
+}
+
+// run runs a binary from binDir with the cluster's endpoints in its
+// environment, and waits for it (at most a minute).
+func run(t *testing.T, env []string, bin string, args ...string) result {
+	t.Helper()
+	cmd := command(env, bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s %q did not finish within a minute", bin, args)
+	}
+	r := result{code: exitCode(cmd, err), stdout: out.String(), stderr: errb.String(), dur: time.Since(start)}
+	return r
+}
+
+func command(env []string, bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(binDir, bin), args...)
+	cmd.Env = append(os.Environ(), "WITHLOCK_ETCD_ENDPOINTS="+cl.EndpointList(), "WITHLOCK_BACKEND=")
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+func exitCode(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState == nil {
+		return -1
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// keys returns the keys under prefix and their leases.
+func keys(t *testing.T, prefix string) map[string]int64 {
+	t.Helper()
+	cli, err := cl.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int64{}
+	for _, kv := range resp.Kvs {
+		m[string(kv.Key)] = kv.Lease
+	}
+	return m
+}
+
+// waitFor polls cond every 20 ms until it holds or d has passed.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func pathKey(prefix, rel string) string {
+	h := sha256.Sum256([]byte(rel))
+	return prefix + "/paths/" + hex.EncodeToString(h[:])
+}
+
+// worker is the critical section (this test binary, run as the command
+// with ETCDTEST_WORKER set). Like tests/csworker, it claims an O_EXCL
+// marker per path and per slot; markers are named by the path *relative to
+// the key root* (WITHLOCK_KEY_PATHS), so that holders on different "hosts"
+// (different key roots, different local paths) collide on the same file.
+// Each argument NAME:SIZE is a pool: the slot index must be below SIZE, and
+// the holders of the pool inside at once are counted in mark/in-NAME/.
+func worker(pools []string) int {
+	mark := os.Getenv("ETCDTEST_MARK")
+	var rels []string
+	if err := json.Unmarshal([]byte(os.Getenv("WITHLOCK_KEY_PATHS")), &rels); err != nil {
+		violation(mark, "bad WITHLOCK_KEY_PATHS: "+err.Error())
+	}
+	var names []string
+	for _, r := range rels {
+		h := sha256.Sum256([]byte(r))
+		names = append(names, "path-"+hex.EncodeToString(h[:8]))
+	}
+	idx := strings.Split(os.Getenv("WITHLOCK_SLOT"), ",")
+	var inside []string
+	for i, p := range pools {
+		name, size, _ := strings.Cut(p, ":")
+		n, _ := strconv.Atoi(size)
+		s, err := strconv.Atoi(idx[i])
+		if err != nil || s < 0 || s >= n {
+			violation(mark, fmt.Sprintf("slot %q of pool %s outside 0..%d", idx[i], name, n-1))
+		}
+		names = append(names, "pool-"+name+"-"+idx[i])
+		dir := filepath.Join(mark, "in-"+name)
+		os.MkdirAll(dir, 0o755)
+		f := filepath.Join(dir, strconv.Itoa(os.Getpid()))
+		os.WriteFile(f, nil, 0o644)
+		inside = append(inside, f)
+		ents, _ := os.ReadDir(dir)
+		appendTo(filepath.Join(mark, "max-"+name), fmt.Sprintf("%d\n", len(ents)))
+	}
+	var made []string
+	for _, n := range names {
+		f, err := os.OpenFile(filepath.Join(mark, n), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			violation(mark, fmt.Sprintf("overlap on %s: %v", n, err))
+			continue
+		}
+		f.Close()
+		made = append(made, n)
+	}
+	hold, _ := time.ParseDuration(os.Getenv("ETCDTEST_HOLD"))
+	time.Sleep(hold)
+	for _, n := range made {
+		os.Remove(filepath.Join(mark, n))
+	}
+	for _, f := range inside {
+		os.Remove(f)
+	}
+	appendTo(filepath.Join(mark, "COUNT"), "w")
+	return 0
+}
+
+func violation(mark, msg string) {
+	appendTo(filepath.Join(mark, "VIOLATIONS"), fmt.Sprintf("pid %d: %s\n", os.Getpid(), msg))
+}
+
+func appendTo(name, s string) {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		os.Exit(3)
+	}
+	f.WriteString(s)
+	f.Close()
+}
+
+// checkMarks fails the test on any recorded overlap and returns how many
+// critical sections ran.
+func checkMarks(t *testing.T, mark string) int {
+	t.Helper()
+	if v, err := os.ReadFile(filepath.Join(mark, "VIOLATIONS")); err == nil {
+		t.Fatalf("mutual exclusion violated:\n%s", v)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	c, _ := os.ReadFile(filepath.Join(mark, "COUNT"))
+	return len(c)
+}
+
+// maxInside is the largest number of holders of pool name seen inside at
+// once.
+func maxInside(t *testing.T, mark, name string) int {
+	data, _ := os.ReadFile(filepath.Join(mark, "max-"+name))
+	m := 0
+	for _, l := range strings.Fields(string(data)) {
+		n, _ := strconv.Atoi(l)
+		m = max(m, n)
+	}
+	return m
+}
