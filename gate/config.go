@@ -39,6 +39,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,6 +92,8 @@ type Config struct {
 	SkipCode int                    // `skip_code`, default DefaultSkipCode, 0..255
 	History  int                    // `history`, records kept per gate before rotation, default DefaultHistory, >= MinHistory
 	Gates    map[string]*GateConfig // `[gates.NAME]`, by NAME
+	Check    CheckConfig            // `[check]`: the watchdog's settings (zero values: defaults)
+	Notify   []NotifyConfig         // `[[notify]]`: where the watchdog sends alerts, in file order
 }
 
 // GateConfig is the configuration of one gate, a `[gates.NAME]` table.
@@ -110,14 +113,115 @@ type GateConfig struct {
 	LogOutput      bool          // `log_output`: keep the command's output in a per-gate log
 	LogMaxBytes    int64         // `log_max_bytes`, >= MinLogMaxBytes; DefaultLogMaxBytes when LogOutput and not set, else 0 when not set
 	PausedLine     int           // line of the `paused` key in the file, 0 if absent (for the editor and messages)
+
+	// The watchdog's per-gate settings (cron-gate check, README).
+	SystemdTimer     string // `systemd_timer`: a systemd unit (e.g. "x.timer") that must be active; then the crontab is not looked at
+	FailureStateFile string // `failure_state_file`: absolute path of the worker's JSON state file
+	FailureStateKey  string // `failure_state_key`: its key whose truthy value means the worker reports the failure itself; DefaultFailureStateKey when the file is set
+	HealthchecksURL  string // `healthchecks_url`: a healthchecks.io-compatible ping URL (http or https)
+}
+
+// DefaultFailureStateKey is `failure_state_key` when only the file is set:
+// the translation worker's flag.
+const DefaultFailureStateKey = "failure_notice"
+
+// CheckConfig is the `[check]` table, the watchdog's settings. Zero values
+// mean "not set": use the methods, which apply the defaults.
+type CheckConfig struct {
+	StaleFactor      float64       // `stale_factor`: stale after this many intervals without a success; >= 1, default 2.5
+	AlertAfter       int           // `alert_after`: consecutive bad checks before an alert; 1..100, default 2
+	ResumeGrace      time.Duration // `resume_grace`: after a resume, stale is held for interval + this; default 15m (ResumeGraceSet: 0 is a value)
+	ResumeGraceSet   bool          // resume_grace was given (so that "0s" is not the default)
+	CrontabCommand   []string      // `crontab_command`: prints the crontab; nil: ["crontab", "-l"]; empty (not nil): do not read a crontab
+	CronD            []string      // `cron_d`: absolute paths of directories (every file in them) or files in system crontab format
+	SystemctlCommand []string      // `systemctl_command`: nil: ["systemctl"]; "is-active UNIT" is appended
+	MetricsFile      string        // `metrics_file`: absolute path; the check writes the Prometheus text there
+}
+
+// Defaults of the [check] table.
+const (
+	DefaultStaleFactor = 2.5
+	DefaultAlertAfter  = 2
+	DefaultResumeGrace = 15 * time.Minute
+)
+
+// StaleFactorOr returns stale_factor or its default.
+func (c CheckConfig) StaleFactorOr() float64 {
+	if c.StaleFactor == 0 {
+		return DefaultStaleFactor
+	}
+	return c.StaleFactor
+}
+
+// AlertAfterOr returns alert_after or its default.
+func (c CheckConfig) AlertAfterOr() int {
+	if c.AlertAfter == 0 {
+		return DefaultAlertAfter
+	}
+	return c.AlertAfter
+}
+
+// ResumeGraceOr returns resume_grace or its default.
+func (c CheckConfig) ResumeGraceOr() time.Duration {
+	if !c.ResumeGraceSet {
+		return DefaultResumeGrace
+	}
+	return c.ResumeGrace
+}
+
+// CrontabCommandOr returns crontab_command or its default; an empty result
+// means the crontab is not read.
+func (c CheckConfig) CrontabCommandOr() []string {
+	if c.CrontabCommand == nil {
+		return []string{"crontab", "-l"}
+	}
+	return c.CrontabCommand
+}
+
+// SystemctlCommandOr returns systemctl_command or its default.
+func (c CheckConfig) SystemctlCommandOr() []string {
+	if c.SystemctlCommand == nil {
+		return []string{"systemctl"}
+	}
+	return c.SystemctlCommand
+}
+
+// Notifier types of `[[notify]]`.
+const (
+	NotifyCommand = "command"
+	NotifyWebhook = "webhook"
+)
+
+// DefaultNotifyTimeout bounds one attempt of a notifier.
+const DefaultNotifyTimeout = 10 * time.Second
+
+// DefaultWebhookRetries is `retries` of a webhook when not set.
+const DefaultWebhookRetries = 2
+
+// MaxNotifyRetries is the largest accepted `retries`.
+const MaxNotifyRetries = 10
+
+// NotifyConfig is one `[[notify]]` table.
+type NotifyConfig struct {
+	Type    string        // `type`: NotifyCommand or NotifyWebhook
+	Name    string        // `name`: for messages; optional
+	Argv    []string      // `argv` (command): the command; title and body are appended, or replace {title} and {body}
+	URL     string        // `url` (webhook): http or https
+	Timeout time.Duration // `timeout`: of one attempt, > 0; DefaultNotifyTimeout when not set
+	Retries int           // `retries`: further attempts after a failure, 0..MaxNotifyRetries (webhook default DefaultWebhookRetries)
+	Line    int           // line of the table in the file, 0 if unknown (for messages)
 }
 
 // Keys accepted at the top level and in a gate table, in documentation
 // order (used in "unknown key" messages).
 var (
-	cfgTopKeys  = []string{"state_dir", "skip_code", "history", "gates"}
+	cfgTopKeys  = []string{"state_dir", "skip_code", "history", "gates", "check", "notify"}
 	cfgGateKeys = []string{"paused", "reason", "interval", "legacy_locks", "legacy_pidfiles",
-		"skip_code", "history", "log_output", "log_max_bytes"}
+		"skip_code", "history", "log_output", "log_max_bytes",
+		"systemd_timer", "failure_state_file", "failure_state_key", "healthchecks_url"}
+	cfgCheckKeys = []string{"stale_factor", "alert_after", "resume_grace", "crontab_command", "cron_d",
+		"systemctl_command", "metrics_file"}
+	cfgNotifyKeys = []string{"type", "name", "argv", "url", "timeout", "retries"}
 )
 
 // DefaultConfig returns the configuration used when there is no file: the
@@ -233,7 +337,7 @@ func Parse(path string, data []byte) (cfg *Config, err error) {
 		}
 		return nil, fmt.Errorf("%s: %s", cfgWhere(path, 0), cfgOneLine(strings.TrimPrefix(err.Error(), "toml: ")))
 	}
-	p := &cfgParser{path: path, md: &md}
+	p := &cfgParser{path: path, md: &md, data: data}
 	cfg = DefaultConfig()
 	cfg.Path = path
 	p.top(cfg, top)
@@ -339,6 +443,80 @@ func (c *Config) Validate() error {
 		if g.PausedLine < 0 {
 			return bad(k+".paused", "PausedLine %d is negative", g.PausedLine)
 		}
+		if msg := cfgCheckUnit(g.SystemdTimer); g.SystemdTimer != "" && msg != "" {
+			return bad(k+".systemd_timer", "%s", msg)
+		}
+		if msg := cfgCheckAbs(g.FailureStateFile); g.FailureStateFile != "" && msg != "" {
+			return bad(k+".failure_state_file", "%s", msg)
+		}
+		if g.FailureStateFile != "" && g.FailureStateKey == "" {
+			return bad(k+".failure_state_key", "is empty while failure_state_file is set")
+		}
+		if g.FailureStateFile == "" && g.FailureStateKey != "" {
+			return bad(k+".failure_state_key", "is set without failure_state_file")
+		}
+		if msg := cfgCheckURL(g.HealthchecksURL); g.HealthchecksURL != "" && msg != "" {
+			return bad(k+".healthchecks_url", "%s", msg)
+		}
+	}
+	return c.validateCheck(bad)
+}
+
+// validateCheck checks the [check] and [[notify]] settings.
+func (c *Config) validateCheck(bad func(key, format string, args ...any) error) error {
+	ck := c.Check
+	if ck.StaleFactor != 0 && (ck.StaleFactor < 1 || ck.StaleFactor > 1000 || math.IsNaN(ck.StaleFactor)) {
+		return bad("check.stale_factor", "%v is out of range; use 1 to 1000", ck.StaleFactor)
+	}
+	if ck.AlertAfter < 0 || ck.AlertAfter > 100 {
+		return bad("check.alert_after", "%d is out of range; use 1 to 100", ck.AlertAfter)
+	}
+	if ck.ResumeGrace < 0 {
+		return bad("check.resume_grace", "%s is negative", ck.ResumeGrace)
+	}
+	if msg := cfgCheckArgv(ck.CrontabCommand, true); msg != "" {
+		return bad("check.crontab_command", "%s", msg)
+	}
+	if msg := cfgCheckArgv(ck.SystemctlCommand, false); msg != "" {
+		return bad("check.systemctl_command", "%s", msg)
+	}
+	for i, d := range ck.CronD {
+		if msg := cfgCheckAbs(d); msg != "" {
+			return bad(fmt.Sprintf("check.cron_d[%d]", i), "%s", msg)
+		}
+	}
+	if msg := cfgCheckAbs(ck.MetricsFile); ck.MetricsFile != "" && msg != "" {
+		return bad("check.metrics_file", "%s", msg)
+	}
+	for i, n := range c.Notify {
+		k := fmt.Sprintf("notify[%d]", i)
+		switch n.Type {
+		case NotifyCommand:
+			if len(n.Argv) == 0 {
+				return bad(k+".argv", "is empty; a command notifier needs its command")
+			}
+			if msg := cfgCheckArgv(n.Argv, false); msg != "" {
+				return bad(k+".argv", "%s", msg)
+			}
+			if n.URL != "" {
+				return bad(k+".url", "is for type = \"webhook\"")
+			}
+		case NotifyWebhook:
+			if msg := cfgCheckURL(n.URL); msg != "" {
+				return bad(k+".url", "%s", msg)
+			}
+			if n.Argv != nil {
+				return bad(k+".argv", "is for type = \"command\"")
+			}
+		default:
+			return bad(k+".type", "%q is not a notifier type; use \"command\" or \"webhook\"", n.Type)
+		}
+		if n.Timeout < 0 {
+			return bad(k+".timeout", "%s is negative", n.Timeout)
+		}
+		if n.Retries < 0 || n.Retries > MaxNotifyRetries {
+			return bad(k+".retries", "%d is out of range; use 0 to %d", n.Retries, MaxNotifyRetries)
+		}
 	}
 	return nil
 }
@@ -387,6 +565,7 @@ func (c *Config) HistoryFor(name string) int {
 type cfgParser struct {
 	path  string
 	md    *toml.MetaData
+	data  []byte // the file, for the lines of [[array]] tables (arrayLines)
 	probs []cfgProblem
 }
 
@@ -539,6 +718,10 @@ func (p *cfgParser) top(cfg *Config, top map[string]toml.Primitive) {
 			}
 		case "gates":
 			p.gates(cfg, prim)
+		case "check":
+			p.check(cfg, prim)
+		case "notify":
+			p.notify(cfg, prim)
 		default:
 			p.unknown(prim, nil, k, cfgTopKeys)
 		}
@@ -605,12 +788,53 @@ func (p *cfgParser) gates(cfg *Config, prim toml.Primitive) {
 						logMaxSet = true
 					}
 				}
+			case "systemd_timer":
+				if s, ok := p.str(kp, key); ok {
+					if msg := cfgCheckUnit(s); msg != "" {
+						p.addf(p.lineOf(kp), "%s: %s", key, msg)
+					} else {
+						g.SystemdTimer = s
+					}
+				}
+			case "failure_state_file":
+				if s, ok := p.str(kp, key); ok {
+					if msg := cfgCheckAbs(s); msg != "" {
+						p.addf(p.lineOf(kp), "%s: %s", key, msg)
+					} else {
+						g.FailureStateFile = s
+					}
+				}
+			case "failure_state_key":
+				if s, ok := p.str(kp, key); ok {
+					if s == "" {
+						p.addf(p.lineOf(kp), "%s: is empty; name the key of the worker's state file, e.g. %q", key, DefaultFailureStateKey)
+					} else {
+						g.FailureStateKey = s
+					}
+				}
+			case "healthchecks_url":
+				if s, ok := p.str(kp, key); ok {
+					if msg := cfgCheckURL(s); msg != "" {
+						p.addf(p.lineOf(kp), "%s: %s", key, msg)
+					} else {
+						g.HealthchecksURL = s
+					}
+				}
 			default:
 				p.unknown(kp, []string{"gates", name}, k, cfgGateKeys)
 			}
 		}
 		if g.LogOutput && !logMaxSet {
 			g.LogMaxBytes = DefaultLogMaxBytes
+		}
+		switch {
+		case g.FailureStateFile != "" && g.FailureStateKey == "":
+			g.FailureStateKey = DefaultFailureStateKey
+		case g.FailureStateFile == "" && g.FailureStateKey != "":
+			if kp, ok := keys["failure_state_key"]; ok {
+				p.addf(p.lineOf(kp), "%s.failure_state_key: is set without failure_state_file; name the worker's JSON state file too", gk)
+			}
+			g.FailureStateKey = ""
 		}
 		cfg.Gates[name] = g
 	}
@@ -725,6 +949,361 @@ func (p *cfgParser) paths(prim toml.Primitive, key, example string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// check walks the [check] table.
+func (p *cfgParser) check(cfg *Config, prim toml.Primitive) {
+	keys, ok := p.table(prim, "check", "[check]")
+	if !ok {
+		return
+	}
+	c := &cfg.Check
+	for _, k := range cfgSortedKeys(keys) {
+		kp := keys[k]
+		key := "check." + cfgKey(k)
+		switch k {
+		case "stale_factor":
+			v := p.value(kp)
+			var f float64
+			switch v := v.(type) {
+			case int64:
+				f = float64(v)
+			case float64:
+				f = v
+			default:
+				p.addf(p.lineOf(kp), "%s: must be a number like 2.5, not %s", key, cfgDescribe(v))
+				continue
+			}
+			if !(f >= 1 && f <= 1000) {
+				p.addf(p.lineOf(kp), "%s: %v is out of range; use 1 to 1000 (stale after this many intervals without a success)", key, f)
+				continue
+			}
+			c.StaleFactor = f
+		case "alert_after":
+			if n, ok := p.integer(kp, key); ok {
+				if n < 1 || n > 100 {
+					p.addf(p.lineOf(kp), "%s: %d is out of range; use 1 to 100 (consecutive bad checks before an alert)", key, n)
+				} else {
+					c.AlertAfter = int(n)
+				}
+			}
+		case "resume_grace":
+			v := p.value(kp)
+			s, ok := v.(string)
+			if !ok {
+				p.addf(p.lineOf(kp), "%s: must be a duration string like \"15m\", not %s", key, cfgDescribe(v))
+				continue
+			}
+			d, err := time.ParseDuration(s)
+			if err != nil || d < 0 {
+				p.addf(p.lineOf(kp), "%s: %s is not a duration of 0 or more (e.g. \"15m\")", key, cfgShortQuote(s))
+				continue
+			}
+			c.ResumeGrace, c.ResumeGraceSet = d, true
+		case "crontab_command":
+			if argv, ok := p.argv(kp, key, true, `["crontab", "-l"]`); ok {
+				c.CrontabCommand = argv
+			}
+		case "systemctl_command":
+			if argv, ok := p.argv(kp, key, false, `["systemctl"]`); ok {
+				c.SystemctlCommand = argv
+			}
+		case "cron_d":
+			c.CronD = p.paths(kp, key, "/etc/cron.d")
+		case "metrics_file":
+			if s, ok := p.str(kp, key); ok {
+				if msg := cfgCheckAbs(s); msg != "" {
+					p.addf(p.lineOf(kp), "%s: %s", key, msg)
+				} else {
+					c.MetricsFile = s
+				}
+			}
+		default:
+			p.unknown(kp, []string{"check"}, k, cfgCheckKeys)
+		}
+	}
+}
+
+// notify walks the [[notify]] array of tables.
+func (p *cfgParser) notify(cfg *Config, prim toml.Primitive) {
+	v := p.value(prim)
+	okType := false
+	switch v := v.(type) {
+	case []map[string]any:
+		okType = true
+	case []any: // an inline array: [{...}, {...}], or []
+		okType = true
+		for _, e := range v {
+			if _, isMap := e.(map[string]any); !isMap {
+				okType = false
+			}
+		}
+	}
+	if !okType {
+		p.addf(p.lineOfDeep(prim), "notify: must be an array of tables ([[notify]]), not %s", cfgDescribe(v))
+		return
+	}
+	var tables []map[string]toml.Primitive
+	if err := p.md.PrimitiveDecode(prim, &tables); err != nil {
+		p.addf(p.lineOfDeep(prim), "notify: must be an array of tables ([[notify]]): %s", strings.TrimPrefix(err.Error(), "toml: "))
+		return
+	}
+	// The library records one position per key path, so the keys of all
+	// [[notify]] tables share one (the last table's): their lines are
+	// found in the text instead (arrayLines), and the library's are used
+	// only when that fails (an inline array).
+	hdrs := p.arrayLines("notify")
+	if len(hdrs) != len(tables) {
+		hdrs = nil
+	}
+	for i, keys := range tables {
+		nk := fmt.Sprintf("notify[%d]", i)
+		n := NotifyConfig{}
+		lineOf := func(k string) int {
+			if hdrs != nil {
+				if l := p.keyLineAfter(hdrs[i], k); l > 0 {
+					return l
+				}
+				return hdrs[i]
+			}
+			return p.lineOf(keys[k])
+		}
+		if hdrs != nil {
+			n.Line = hdrs[i]
+		} else {
+			for _, k := range cfgSortedKeys(keys) {
+				if l := p.lineOf(keys[k]); l > 0 && (n.Line == 0 || l < n.Line) {
+					n.Line = l
+				}
+			}
+		}
+		retriesSet := false
+		for _, k := range cfgSortedKeys(keys) {
+			// Decode with a scratch parser, whose problems are then
+			// reported at this key's line.
+			q := &cfgParser{path: p.path, md: p.md, data: p.data}
+			kp := keys[k]
+			key := nk + "." + cfgKey(k)
+			switch k {
+			case "type":
+				if s, ok := q.str(kp, key); ok {
+					if s != NotifyCommand && s != NotifyWebhook {
+						q.addf(0, "%s: %s is not a notifier type; use \"command\" or \"webhook\"", key, cfgShortQuote(s))
+					}
+					n.Type = s
+				}
+			case "name":
+				if s, ok := q.str(kp, key); ok {
+					n.Name = s
+				}
+			case "argv":
+				if argv, ok := q.argv(kp, key, false, `["bark", "-g", "blog"]`); ok {
+					n.Argv = argv
+				}
+			case "url":
+				if s, ok := q.str(kp, key); ok {
+					if msg := cfgCheckURL(s); msg != "" {
+						q.addf(0, "%s: %s", key, msg)
+					} else {
+						n.URL = s
+					}
+				}
+			case "timeout":
+				if d, ok := q.interval(kp, key); ok {
+					n.Timeout = d
+				}
+			case "retries":
+				if r, ok := q.integer(kp, key); ok {
+					if r < 0 || r > MaxNotifyRetries {
+						q.addf(0, "%s: %d is out of range; use 0 to %d", key, r, MaxNotifyRetries)
+					} else {
+						n.Retries, retriesSet = int(r), true
+					}
+				}
+			default:
+				msg := "unknown key " + key
+				if s := cfgSuggest(k, cfgNotifyKeys); s != "" {
+					msg += "; did you mean " + s + "?"
+				} else {
+					msg += "; the keys allowed here are " + strings.Join(cfgNotifyKeys, ", ")
+				}
+				q.addf(0, "%s", msg)
+			}
+			for _, pr := range q.probs {
+				p.addf(lineOf(k), "%s", pr.msg)
+			}
+		}
+		switch n.Type {
+		case "":
+			p.addf(n.Line, "%s: has no type; add type = \"command\" or type = \"webhook\"", nk)
+		case NotifyCommand:
+			if _, ok := keys["argv"]; !ok {
+				p.addf(n.Line, "%s: a command notifier needs argv = [\"COMMAND\", ...]", nk)
+			}
+			if _, ok := keys["url"]; ok {
+				p.addf(lineOf("url"), "%s.url: is for type = \"webhook\"; a command notifier takes argv", nk)
+			}
+		case NotifyWebhook:
+			if _, ok := keys["url"]; !ok {
+				p.addf(n.Line, "%s: a webhook notifier needs url = \"https://...\"", nk)
+			}
+			if _, ok := keys["argv"]; ok {
+				p.addf(lineOf("argv"), "%s.argv: is for type = \"command\"; a webhook notifier takes url", nk)
+			}
+			if !retriesSet {
+				n.Retries = DefaultWebhookRetries
+			}
+		}
+		if n.Timeout == 0 {
+			n.Timeout = DefaultNotifyTimeout
+		}
+		cfg.Notify = append(cfg.Notify, n)
+	}
+}
+
+// arrayLines returns the lines of the file's [[name]] headers, in order.
+func (p *cfgParser) arrayLines(name string) []int {
+	var out []int
+	p.eachLine(func(n int, line string) bool {
+		if l, ok := strings.CutPrefix(line, "[["); ok {
+			if h, _, ok := strings.Cut(l, "]]"); ok && strings.TrimSpace(h) == name {
+				out = append(out, n)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// keyLineAfter returns the line of `key = ...` in the table whose header
+// is at line hdr (before the next header), or 0.
+func (p *cfgParser) keyLineAfter(hdr int, key string) int {
+	found := 0
+	p.eachLine(func(n int, line string) bool {
+		if n <= hdr {
+			return true
+		}
+		if strings.HasPrefix(line, "[") {
+			return false
+		}
+		if k, _, ok := strings.Cut(line, "="); ok && strings.Trim(strings.TrimSpace(k), `"'`) == key {
+			found = n
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// eachLine calls fn with each line's number and its text without leading
+// white space, until fn returns false. The inside of multi-line strings is
+// skipped (roughly: a line with an odd number of triple quotes of one kind
+// opens or closes one).
+func (p *cfgParser) eachLine(fn func(n int, line string) bool) {
+	inString := ""
+	for i, line := range strings.Split(string(p.data), "\n") {
+		if inString == "" && !fn(i+1, strings.TrimSpace(line)) {
+			return
+		}
+		for _, q := range []string{`"""`, `'''`} {
+			if (inString == "" || inString == q) && strings.Count(line, q)%2 == 1 {
+				if inString == "" {
+					inString = q
+				} else {
+					inString = ""
+				}
+			}
+		}
+	}
+}
+
+// argv decodes a command line: a non-empty array of strings (empty allowed
+// when emptyOK), no NUL bytes, a non-empty first word.
+func (p *cfgParser) argv(prim toml.Primitive, key string, emptyOK bool, example string) ([]string, bool) {
+	v := p.value(prim)
+	arr, ok := v.([]any)
+	if !ok {
+		p.addf(p.lineOf(prim), "%s: must be an array of strings like %s, not %s", key, example, cfgDescribe(v))
+		return nil, false
+	}
+	out := make([]string, 0, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			p.addf(p.lineOf(prim), "%s[%d]: must be a string in quotes, not %s", key, i, cfgDescribe(e))
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	if msg := cfgCheckArgv(out, emptyOK); msg != "" {
+		p.addf(p.lineOf(prim), "%s: %s", key, msg)
+		return nil, false
+	}
+	return out, true
+}
+
+// cfgCheckArgv returns why argv is not an acceptable command line, or "".
+// A nil argv is "not set" and acceptable.
+func cfgCheckArgv(argv []string, emptyOK bool) string {
+	if argv == nil {
+		return ""
+	}
+	if len(argv) == 0 {
+		if emptyOK {
+			return ""
+		}
+		return "is empty; give the command and its arguments"
+	}
+	if argv[0] == "" {
+		return "the command (first element) is empty"
+	}
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Sprintf("element %d contains a NUL byte", i)
+		}
+	}
+	return ""
+}
+
+// cfgCheckURL returns why s is not an acceptable http(s) URL, or "".
+func cfgCheckURL(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case s == "":
+		return "is empty; write a URL like \"https://hc-ping.com/UUID\""
+	case err != nil || strings.ContainsAny(s, " \t\r\n\x00"):
+		return cfgShortQuote(s) + " is not a URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return cfgShortQuote(s) + " is not an http:// or https:// URL"
+	case u.Host == "" || u.Hostname() == "":
+		return cfgShortQuote(s) + " has no host"
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		return cfgShortQuote(s) + " has a #fragment; remove it"
+	}
+	return ""
+}
+
+// cfgCheckUnit returns why s is not an acceptable systemd unit name, or "".
+func cfgCheckUnit(s string) string {
+	if s == "" {
+		return "is empty; name a unit like \"blog-autopush.timer\""
+	}
+	if len(s) > 256 {
+		return cfgShortQuote(s) + " is too long for a unit name"
+	}
+	if s[0] == '-' {
+		return cfgShortQuote(s) + " starts with '-'"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(":_.@-\\", c) >= 0) {
+			return cfgShortQuote(s) + " is not a systemd unit name"
+		}
+	}
+	if i := strings.LastIndexByte(s, '.'); i <= 0 || i == len(s)-1 {
+		return cfgShortQuote(s) + " has no unit type; write the full name, e.g. \"" + s + ".timer\""
+	}
+	return ""
 }
 
 // cfgCheckAbs returns why s is not an acceptable absolute path, or "".

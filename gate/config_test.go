@@ -149,7 +149,7 @@ func TestConfigErrors(t *testing.T) {
 		// Unknown keys at every level.
 		{"[gates.foo]\n\n\n\n\n\npausd = true\n", P + " line 7: unknown key gates.foo.pausd; did you mean paused?"},
 		{"statedir = \"/x\"\n", P + " line 1: unknown key statedir; did you mean state_dir?"},
-		{"\n[logging]\nlevel = 3\n", P + " line 2: unknown key logging; the keys allowed here are state_dir, skip_code, history, gates"},
+		{"\n[logging]\nlevel = 3\n", P + " line 2: unknown key logging; the keys allowed here are state_dir, skip_code, history, gates, check, notify"},
 		{"\n[other.table]\nlevel = 3\n", P + " line 2: unknown key other; the keys allowed here are ..."},
 		{"[gate.foo]\npaused = true\n", P + " line 1: unknown key gate; gates are declared as [gates.NAME]"},
 		{"[gates.foo.env]\nA = 1\n", P + " line 1: unknown key gates.foo.env; the keys allowed here are paused, reason, ..."},
@@ -417,6 +417,8 @@ func FuzzParse(f *testing.F) {
 		"x = \"\"\"\n[gates.a]\n\"\"\"\n",
 		"[gates.a]\npaused = \"yes\"\n",
 		"[gates.a]\ninterval = \"-1s\"\n",
+		"[check]\nstale_factor = 2.5\ncrontab_command = []\n[[notify]]\ntype = \"command\"\nargv = [\"x\"]\n[[notify]]\ntype = \"webhook\"\nurl = \"http://h/\"\n[gates.a]\nsystemd_timer = \"a.timer\"\nhealthchecks_url = \"https://h/x\"\n",
+		"notify = [{type = \"webhook\", url = \"https://h/\"}]\n",
 	}
 	if data, err := os.ReadFile("testdata/config/full.toml"); err == nil {
 		seeds = append(seeds, string(data))
@@ -454,4 +456,161 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestConfigCheckKeys(t *testing.T) {
+	src := `state_dir = "/srv/cg"
+
+[check]
+stale_factor = 3
+alert_after = 1
+resume_grace = "0s"
+crontab_command = []
+cron_d = ["/etc/cron.d", "/etc/crontab"]
+systemctl_command = ["systemctl", "--user"]
+metrics_file = "/var/lib/node_exporter/textfile/cron-gate.prom"
+
+[[notify]]
+type = "command"
+argv = ["bark", "-g", "blog", "{title}", "{body}"]
+
+[[notify]]
+type = "webhook"
+name = "ops"
+url = "https://hooks.example.com/cron?key=x"
+timeout = "3s"
+retries = 0
+
+[gates.translate]
+interval = "4h"
+failure_state_file = "/srv/blog/state/translation.json"
+healthchecks_url = "https://hc-ping.com/0b7a"
+
+[gates.autopush]
+systemd_timer = "blog-autopush.timer"
+failure_state_file = "/srv/s.json"
+failure_state_key = "notified"
+`
+	cfg, err := Parse("/etc/x.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCheck := CheckConfig{StaleFactor: 3, AlertAfter: 1, ResumeGrace: 0, ResumeGraceSet: true,
+		CrontabCommand: []string{}, CronD: []string{"/etc/cron.d", "/etc/crontab"},
+		SystemctlCommand: []string{"systemctl", "--user"}, MetricsFile: "/var/lib/node_exporter/textfile/cron-gate.prom"}
+	if !reflect.DeepEqual(cfg.Check, wantCheck) {
+		t.Errorf("check\n got  %+v\n want %+v", cfg.Check, wantCheck)
+	}
+	wantNotify := []NotifyConfig{
+		{Type: "command", Argv: []string{"bark", "-g", "blog", "{title}", "{body}"}, Timeout: 10 * time.Second, Line: 12},
+		{Type: "webhook", Name: "ops", URL: "https://hooks.example.com/cron?key=x", Timeout: 3 * time.Second, Retries: 0, Line: 16},
+	}
+	if !reflect.DeepEqual(cfg.Notify, wantNotify) {
+		t.Errorf("notify\n got  %+v\n want %+v", cfg.Notify, wantNotify)
+	}
+	tr, ap := cfg.Gates["translate"], cfg.Gates["autopush"]
+	if tr.FailureStateFile != "/srv/blog/state/translation.json" || tr.FailureStateKey != DefaultFailureStateKey ||
+		tr.HealthchecksURL != "https://hc-ping.com/0b7a" || ap.SystemdTimer != "blog-autopush.timer" || ap.FailureStateKey != "notified" {
+		t.Errorf("gates %+v %+v", *tr, *ap)
+	}
+	if cfg.Check.StaleFactorOr() != 3 || cfg.Check.AlertAfterOr() != 1 || cfg.Check.ResumeGraceOr() != 0 ||
+		len(cfg.Check.CrontabCommandOr()) != 0 {
+		t.Error("accessors")
+	}
+	// Defaults.
+	d := DefaultConfig().Check
+	if d.StaleFactorOr() != 2.5 || d.AlertAfterOr() != 2 || d.ResumeGraceOr() != 15*time.Minute ||
+		!reflect.DeepEqual(d.CrontabCommandOr(), []string{"crontab", "-l"}) || !reflect.DeepEqual(d.SystemctlCommandOr(), []string{"systemctl"}) {
+		t.Error("defaults")
+	}
+	// A webhook's retries default to 2.
+	cfg, err = Parse("/etc/x.toml", []byte("[[notify]]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:9/x\"\n"))
+	if err != nil || cfg.Notify[0].Retries != DefaultWebhookRetries {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	// An inline array of tables is the same thing.
+	cfg, err = Parse("/etc/x.toml", []byte("notify = [{type = \"command\", argv = [\"x\"]}]\n"))
+	if err != nil || len(cfg.Notify) != 1 || cfg.Notify[0].Argv[0] != "x" {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+}
+
+func TestConfigCheckErrors(t *testing.T) {
+	const P = "config /etc/x.toml"
+	for _, tt := range []struct{ src, want string }{
+		{"[check]\n\nstale_factr = 2\n", P + " line 3: unknown key check.stale_factr; did you mean stale_factor?"},
+		{"[check]\nzzz = 1\n", P + " line 2: unknown key check.zzz; the keys allowed here are stale_factor, alert_after, ..."},
+		{"check = 1\n", P + " line 1: check: must be a table ([check]), not an integer (1)"},
+		{"[check]\nstale_factor = 0.5\n", P + " line 2: check.stale_factor: 0.5 is out of range; use 1 to 1000 ..."},
+		{"[check]\nstale_factor = \"2\"\n", P + ` line 2: check.stale_factor: must be a number like 2.5, not a string ("2")`},
+		{"[check]\nalert_after = 0\n", P + " line 2: check.alert_after: 0 is out of range; use 1 to 100 ..."},
+		{"[check]\nresume_grace = \"-1m\"\n", P + ` line 2: check.resume_grace: "-1m" is not a duration of 0 or more (e.g. "15m")`},
+		{"[check]\nresume_grace = 15\n", P + ` line 2: check.resume_grace: must be a duration string like "15m", not an integer (15)`},
+		{"[check]\ncrontab_command = \"crontab -l\"\n", P + ` line 2: check.crontab_command: must be an array of strings like ["crontab", "-l"], not a string ("crontab -l")`},
+		{"[check]\ncrontab_command = [\"\", \"-l\"]\n", P + " line 2: check.crontab_command: the command (first element) is empty"},
+		{"[check]\nsystemctl_command = []\n", P + " line 2: check.systemctl_command: is empty; give the command and its arguments"},
+		{"[check]\ncron_d = [\"etc/cron.d\"]\n", P + ` line 2: check.cron_d[0]: "etc/cron.d" is not an absolute path; ...`},
+		{"[check]\nmetrics_file = \"x.prom\"\n", P + ` line 2: check.metrics_file: "x.prom" is not an absolute path; ...`},
+		{"[notify]\ntype = \"command\"\n", P + " line 1: notify: must be an array of tables ([[notify]]), not a table"},
+		{"[[notify]]\nargv = [\"x\"]\n", P + ` line 1: notify[0]: has no type; add type = "command" or type = "webhook"`},
+		{"[[notify]]\ntype = \"email\"\n", P + ` line 2: notify[0].type: "email" is not a notifier type; use "command" or "webhook"`},
+		{"[[notify]]\ntype = \"command\"\n\n[[notify]]\ntype = \"command\"\nargs = [\"x\"]\n", P + ` line 1: notify[0]: a command notifier needs argv = ["COMMAND", ...] (and 2 more problems)`},
+		{"[[notify]]\ntype = \"command\"\nargv = [\"x\"]\nurl = \"http://x/\"\n", P + ` line 4: notify[0].url: is for type = "webhook"; a command notifier takes argv`},
+		{"[[notify]]\ntype = \"webhook\"\nurl = \"ftp://x/\"\n", P + ` line 3: notify[0].url: "ftp://x/" is not an http:// or https:// URL`},
+		{"[[notify]]\ntype = \"webhook\"\n", P + ` line 1: notify[0]: a webhook notifier needs url = "https://..."`},
+		{"[[notify]]\ntype = \"webhook\"\nurl = \"https://x/\"\nretries = 11\n", P + " line 4: notify[0].retries: 11 is out of range; use 0 to 10"},
+		{"[[notify]]\ntype = \"webhook\"\nurl = \"https://x/\"\ntimeout = \"0s\"\n", P + ` line 4: notify[0].timeout: "0s" is not positive; ...`},
+		{"[[notify]]\ntype = \"webhook\"\nurl = \"https://x/\"\nurll = 1\n", P + " line 4: unknown key notify[0].urll; did you mean url?"},
+		{"[gates.a]\nsystemd_timer = \"blog-autopush\"\n", P + ` line 2: gates.a.systemd_timer: "blog-autopush" has no unit type; write the full name, e.g. "blog-autopush.timer"`},
+		{"[gates.a]\nsystemd_timer = \"a b.timer\"\n", P + ` line 2: gates.a.systemd_timer: "a b.timer" is not a systemd unit name`},
+		{"[gates.a]\nfailure_state_file = \"state.json\"\n", P + ` line 2: gates.a.failure_state_file: "state.json" is not an absolute path; ...`},
+		{"[gates.a]\nfailure_state_key = \"failure_notice\"\n", P + " line 2: gates.a.failure_state_key: is set without failure_state_file; name the worker's JSON state file too"},
+		{"[gates.a]\nfailure_state_file = \"/s.json\"\nfailure_state_key = \"\"\n", P + " line 3: gates.a.failure_state_key: is empty; ..."},
+		{"[gates.a]\nhealthchecks_url = \"hc-ping.com/x\"\n", P + ` line 2: gates.a.healthchecks_url: "hc-ping.com/x" is not an http:// or https:// URL`},
+		{"[gates.a]\nhealthchecks_url = \"https:///x\"\n", P + ` line 2: gates.a.healthchecks_url: "https:///x" has no host`},
+		{"[gates.a]\nhealthchecks_url = \"https://h/x#y\"\n", P + ` line 2: gates.a.healthchecks_url: "https://h/x#y" has a #fragment; remove it`},
+		{"[gates.a]\nhealthcheck_url = \"https://h/x\"\n", P + " line 2: unknown key gates.a.healthcheck_url; did you mean healthchecks_url?"},
+	} {
+		cfg, err := Parse("/etc/x.toml", []byte(tt.src))
+		if err == nil {
+			t.Errorf("Parse(%q) = %+v, want error %q", tt.src, cfg, tt.want)
+			continue
+		}
+		got := err.Error()
+		if prefix, ok := strings.CutSuffix(tt.want, "..."); ok {
+			if !strings.HasPrefix(got, prefix) {
+				t.Errorf("Parse(%q) error\n got  %s\n want %s", tt.src, got, tt.want)
+			}
+		} else if got != tt.want {
+			t.Errorf("Parse(%q) error\n got  %s\n want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestConfigValidateCheck(t *testing.T) {
+	for i, mod := range []func(c *Config){
+		func(c *Config) { c.Check.StaleFactor = 0.5 },
+		func(c *Config) { c.Check.AlertAfter = -1 },
+		func(c *Config) { c.Check.ResumeGrace = -1 },
+		func(c *Config) { c.Check.CrontabCommand = []string{""} },
+		func(c *Config) { c.Check.SystemctlCommand = []string{} },
+		func(c *Config) { c.Check.CronD = []string{"rel"} },
+		func(c *Config) { c.Check.MetricsFile = "rel" },
+		func(c *Config) { c.Notify = []NotifyConfig{{Type: "x"}} },
+		func(c *Config) { c.Notify = []NotifyConfig{{Type: NotifyCommand}} },
+		func(c *Config) { c.Notify = []NotifyConfig{{Type: NotifyWebhook, URL: "x"}} },
+		func(c *Config) { c.Notify = []NotifyConfig{{Type: NotifyWebhook, URL: "http://x/", Retries: 99}} },
+		func(c *Config) { c.Gates["a"].SystemdTimer = "x" },
+		func(c *Config) { c.Gates["a"].FailureStateFile = "/x" },
+		func(c *Config) { c.Gates["a"].FailureStateKey = "k" },
+		func(c *Config) { c.Gates["a"].HealthchecksURL = "x" },
+	} {
+		c := DefaultConfig()
+		c.Path = "/etc/x.toml"
+		c.Gates["a"] = &GateConfig{Name: "a"}
+		mod(c)
+		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "config /etc/x.toml: ") {
+			t.Errorf("case %d: Validate() = %v", i, err)
+		}
+	}
 }

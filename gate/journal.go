@@ -109,6 +109,10 @@ type Digest struct {
 	Successes           int64            `json:"successes"`
 	Failures            int64            `json:"failures"`
 	Skips               map[string]int64 `json:"skips,omitempty"`
+	// ErrorIsLatest: the newest of the gate's error and end records is
+	// an error (its last attempt could not start). Decided by journal
+	// order, not by timestamps, which a clock step can reorder.
+	ErrorIsLatest bool `json:"error_is_latest,omitempty"`
 }
 
 // Summary is the per-gate digest kept beside the journal, so that the last
@@ -359,6 +363,7 @@ func (s *Summary) apply(r Record) {
 		s.Running[r.Run] = Running{Run: r.Run, Pid: r.Pid, ChildPid: r.ChildPid, StartTicks: r.PidStart, ChildTicks: r.ChildStart, Since: r.Time}
 	case EventEnd:
 		delete(s.Running, r.Run)
+		s.ErrorIsLatest = false
 		ev := eventOf(r)
 		switch r.Outcome {
 		case OutcomeSkipped:
@@ -379,6 +384,7 @@ func (s *Summary) apply(r Record) {
 	case EventSkip:
 		s.skip(r.Reason, eventOf(r))
 	case EventError:
+		s.ErrorIsLatest = true
 		s.LastError = eventOf(r)
 		s.skip(r.Reason, eventOf(r))
 	}
@@ -414,6 +420,7 @@ func (s *Summary) reapVanished(now time.Time) bool {
 		s.Runs++
 		s.Failures++
 		s.LastFailure, s.LastEnd = ev, ev
+		s.ErrorIsLatest = false
 		s.ConsecutiveFailures++
 	}
 	if len(s.Running) == 0 {

@@ -166,7 +166,10 @@ func TestJudge(t *testing.T) {
 		{GateStatus{Digest: Digest{LastSkip: &Event{}}}, StateSkipped},
 		{GateStatus{Digest: Digest{LastEnd: ok}}, StateOK},
 		{GateStatus{Digest: Digest{LastEnd: bad}}, StateFailing},
-		{GateStatus{Digest: Digest{LastEnd: ok, LastError: &Event{Time: now}}}, StateError},
+		{GateStatus{Digest: Digest{LastEnd: ok, LastError: &Event{Time: now}, ErrorIsLatest: true}}, StateError},
+		// An error recorded before the last end, even with a later timestamp
+		// (the clock was stepped back since), is not the state.
+		{GateStatus{Digest: Digest{LastEnd: ok, LastError: &Event{Time: now}}}, StateOK},
 		{GateStatus{Digest: Digest{LastEnd: bad}, Pause: &Pause{By: PausedByConfig}}, StatePaused},
 		{GateStatus{Digest: Digest{LastEnd: bad}, Pause: &Pause{}, Running: []Running{{}}}, StateRunning},
 	} {

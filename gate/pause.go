@@ -44,18 +44,31 @@ const (
 type pauseDoc struct {
 	V     int              `json:"v"`
 	Gates map[string]Pause `json:"gates"`
+	// Resumed is when each gate was last resumed (NoteResumed, resume.go),
+	// for the watchdog's resume grace. Older readers ignore it.
+	Resumed map[string]time.Time `json:"resumed,omitempty"`
 }
 
 // ReadPauses returns the pauses set from the command line, by gate. A
 // missing file means none; a file that cannot be read or parsed is an
 // error, so that a paused gate never runs because its pause was unreadable.
 func ReadPauses(stateDir string) (map[string]Pause, error) {
+	d, err := readPauseDoc(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return d.Gates, nil
+}
+
+// readPauseDoc reads pauses.json (ReadPauses has the rules); Gates is never
+// nil.
+func readPauseDoc(stateDir string) (*pauseDoc, error) {
 	p := filepath.Join(stateDir, pausesFile)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
 		// No pause file (or no state dir at all, e.g. a state_dir that is
 		// a file): nobody has paused anything from the command line.
-		return map[string]Pause{}, nil
+		return &pauseDoc{V: 1, Gates: map[string]Pause{}}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pause state %s: %w", p, unwrapPathErr(err))
@@ -67,13 +80,18 @@ func ReadPauses(stateDir string) (map[string]Pause, error) {
 	if d.Gates == nil {
 		d.Gates = map[string]Pause{}
 	}
-	return d.Gates, nil
+	return &d, nil
 }
 
 // updatePauses re-reads pauses.json under its lock, lets fn change the
 // map, and writes it back atomically: concurrent pause and resume calls
 // never lose each other's changes.
 func updatePauses(stateDir string, fn func(map[string]Pause) bool) error {
+	return updatePauseDoc(stateDir, func(d *pauseDoc) bool { return fn(d.Gates) })
+}
+
+// updatePauseDoc is updatePauses over the whole document.
+func updatePauseDoc(stateDir string, fn func(*pauseDoc) bool) error {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("state dir %s: %w", stateDir, unwrapPathErr(err))
 	}
@@ -93,7 +111,7 @@ func updatePauses(stateDir string, fn func(map[string]Pause) bool) error {
 				d.Gates = map[string]Pause{}
 			}
 		}
-		if !fn(d.Gates) {
+		if !fn(&d) {
 			return nil, nil
 		}
 		data, err := json.MarshalIndent(d, "", "  ")

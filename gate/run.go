@@ -142,6 +142,9 @@ func Run(inv Invocation) int {
 		spec.Stdout = olog.tee(os.Stdout)
 		spec.Stderr = olog.tee(os.Stderr)
 	}
+	// Optional healthchecks.io pings (healthchecks.go): nil, and no cost,
+	// unless the gate has a healthchecks_url; never more than ~2 s.
+	hc := newHCPinger(g, run, out)
 	child, err := runner.Prepare(spec)
 	start := now()
 	if err == nil {
@@ -154,8 +157,10 @@ func Run(inv Invocation) int {
 		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = EventEnd, now(), OutcomeError, ReasonStart, err.Error()
 		rec.Exit, rec.Argv, rec.Started = &code, inv.Argv, start
 		record(rec)
+		hc.finish(rec)
 		return code
 	}
+	hc.start()
 	rec := base
 	rec.Event, rec.Time, rec.ChildPid, rec.Argv = EventStart, start, child.Pid(), inv.Argv
 	rec.ChildStart = processStartTicks(child.Pid())
@@ -182,6 +187,7 @@ func Run(inv Invocation) int {
 		rec.Outcome = OutcomeFailure
 	}
 	record(rec)
+	hc.finish(rec)
 	if olog != nil {
 		if err := olog.save(j, rec); err != nil {
 			out.Warnf("output log of gate %s: %v; the output of run %s is not kept", inv.Gate, err, run)

@@ -33,6 +33,9 @@ type GateStatus struct {
 	Running  []Running `json:"running,omitempty"`
 	Digest
 	JournalError string `json:"journal_error,omitempty"`
+	// ResumedAt is when the gate was last resumed (cron-gate resume, or
+	// the expiry of a command-line pause), zero if unknown (resume.go).
+	ResumedAt time.Time `json:"resumed_at,omitzero"`
 }
 
 // Report is the whole status: what `cron-gate status --json` prints.
@@ -51,11 +54,12 @@ type Report struct {
 func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 	stateDir := StateDirFor(cfg)
 	r := &Report{V: 1, Generated: now, Config: cfg.Path, StateDir: stateDir}
-	pauses, err := ReadPauses(stateDir)
+	pdoc, err := readPauseDoc(stateDir)
 	if err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
-		pauses = map[string]Pause{}
+		pdoc = &pauseDoc{V: 1, Gates: map[string]Pause{}}
 	}
+	pauses := pdoc.Gates
 	if len(names) == 0 {
 		seen := map[string]bool{}
 		for n := range cfg.Gates {
@@ -81,7 +85,9 @@ func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 		sort.Strings(names)
 	}
 	for _, n := range names {
-		r.Gates = append(r.Gates, gateStatus(cfg, stateDir, n, pauses, now))
+		st := gateStatus(cfg, stateDir, n, pauses, now)
+		st.ResumedAt = resumedAt(pdoc, n, now)
+		r.Gates = append(r.Gates, st)
 	}
 	return r, nil
 }
@@ -114,6 +120,22 @@ func gateStatus(cfg *Config, stateDir, name string, pauses map[string]Pause, now
 	return st
 }
 
+// LastAttemptErred reports whether the gate's last attempt could not start
+// (an error record, config or state, after the last end in the journal). judge and
+// the watchdog share it.
+func (st *GateStatus) LastAttemptErred() bool {
+	// By journal order (Digest.ErrorIsLatest), not by timestamps: a clock
+	// stepped back must not let an old error outrank a newer success.
+	return st.LastError != nil && st.ErrorIsLatest
+}
+
+// LastRunFailed reports whether the gate's last finished run ended badly
+// (failure, timeout, signal, start error or vanished), whatever runs now.
+// judge and the watchdog share it.
+func (st *GateStatus) LastRunFailed() bool {
+	return st.LastEnd != nil && st.LastEnd.Outcome != OutcomeSuccess
+}
+
 // judge names the gate's state from its status, most pressing first.
 func judge(st *GateStatus) string {
 	switch {
@@ -121,9 +143,9 @@ func judge(st *GateStatus) string {
 		return StateRunning
 	case st.Pause != nil:
 		return StatePaused
-	case st.LastError != nil && (st.LastEnd == nil || st.LastError.Time.After(st.LastEnd.Time)):
+	case st.LastAttemptErred():
 		return StateError
-	case st.LastEnd != nil && st.LastEnd.Outcome != OutcomeSuccess:
+	case st.LastRunFailed():
 		return StateFailing
 	case st.LastEnd != nil:
 		return StateOK

@@ -27,6 +27,10 @@ type CLI struct {
 	Pause  PauseCmd  `cmd:"" help:"Pause a gate: its runs are skipped until it is resumed or the pause expires."`
 	Resume ResumeCmd `cmd:"" help:"Resume a gate paused from the command line or in the config."`
 	Status StatusCmd `cmd:"" help:"Show the state of every gate, or of one."`
+
+	// The watchdog (watch/, check.go, metrics.go).
+	Check   CheckCmd   `cmd:"" help:"Watchdog (run it from cron): alert once when a gate is stale, failing or unscheduled, and once when it recovers."`
+	Metrics MetricsCmd `cmd:"" help:"Print every gate's metrics in the Prometheus text format."`
 }
 
 // RunCmd is `cron-gate NAME -- COMMAND`.
@@ -56,6 +60,16 @@ type StatusCmd struct {
 	Output bool   `help:"With NAME: also print the last run's output (log_output)."`
 }
 
+// CheckCmd is `cron-gate check` (check.go).
+type CheckCmd struct {
+	DryRun      bool   `help:"Print what would be sent; send nothing, change no state."`
+	JSON        bool   `help:"Print the documented JSON of the check."`
+	MetricsFile string `placeholder:"PATH" help:"Also write the metrics there, atomically (node_exporter's textfile collector); overrides [check] metrics_file."`
+}
+
+// MetricsCmd is `cron-gate metrics` (metrics.go).
+type MetricsCmd struct{}
+
 const description = `Run a cron job's command unless its gate is paused or an old process still
 holds its legacy lock, and record every run, skip and failure.
 
@@ -63,10 +77,14 @@ holds its legacy lock, and record every run, skip and failure.
   cron-gate pause NAME [--for D | --until TIME] [--reason TEXT]
   cron-gate resume NAME
   cron-gate status [NAME] [--json] [--output]
+  cron-gate check [--dry-run] [--json] [--metrics-file PATH]
+  cron-gate metrics
 
 Exit codes: the command's own; 75 (skip_code) skipped; 124 timed out;
 125 cron-gate's own failure (bad usage, unusable config); 126 not
-executable; 127 not found; 128+N the command died of signal N.`
+executable; 127 not found; 128+N the command died of signal N.
+check: 0 checked; 1 checked, but a notification could not be delivered
+(retried at the next check); 125 could not check.`
 
 type usageError struct{ msg string }
 

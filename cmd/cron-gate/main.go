@@ -49,6 +49,10 @@ func run(args []string) int {
 		code = resume(cfg, p.Resume.Name, out)
 	case "status":
 		code = status(cfg, &p.Status, out)
+	case "check":
+		code = check(cfg, &p.Check, out, sigs)
+	case "metrics":
+		code = metrics(cfg, out)
 	}
 	return code
 }
@@ -123,10 +127,12 @@ func resume(cfg *gate.Config, name string, out *tui.Printer) int {
 			out.Hintf("set paused = false under [gates.%s] by hand", name)
 			return runner.ExitFailure
 		}
+		noteResumed(stateDir, name, out)
 		out.Infof("resumed gate %s: set paused = false in %s", name, cfg.Path)
 		return 0
 	}
 	if had {
+		noteResumed(stateDir, name, out)
 		out.Infof("resumed gate %s: lifted its command-line pause", name)
 	} else {
 		out.Infof("gate %s was not paused", name)

@@ -1,0 +1,67 @@
+package watch
+
+import (
+	"bufio"
+	"bytes"
+	"path"
+	"strings"
+
+	"github.com/crongate/crongate/gate"
+)
+
+// CrontabGates returns the gates that the cron-gate commands of a crontab
+// (user or system format) run, in order of appearance, without duplicates.
+//
+// A line counts when it is not a comment (a job commented out is not
+// scheduled) and one of its words, quotes stripped, is "cron-gate" or a
+// path ending in "/cron-gate"; the gate is the first word after it that is
+// not an option (--config FILE, --timeout D and --kill-after D take a
+// value) — the same words cron-gate itself parses — and is a valid gate
+// name. Lines that run cron-gate through a shell (sh -c '... cron-gate X
+// -- ...') are found too, since quotes are stripped from each word.
+func CrontabGates(data []byte) []string {
+	var out []string
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		words := strings.Fields(line)
+		for i := 0; i < len(words); i++ {
+			if path.Base(strings.Trim(words[i], `'"(;&|`)) != "cron-gate" {
+				continue
+			}
+			if g := gateAfter(words[i+1:]); g != "" && !seen[g] {
+				seen[g] = true
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
+// gateAfter returns the gate name among the words after "cron-gate".
+func gateAfter(words []string) string {
+	for j := 0; j < len(words); j++ {
+		w := strings.Trim(words[j], `'"`)
+		switch {
+		case w == "--":
+			return ""
+		case w == "--config" || w == "--timeout" || w == "--kill-after":
+			j++
+			continue
+		case strings.HasPrefix(w, "-"):
+			continue
+		case w == "run":
+			continue
+		}
+		if gate.CheckName(w) == nil {
+			return w
+		}
+		return ""
+	}
+	return ""
+}

@@ -1,0 +1,225 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crongate/crongate/gate"
+)
+
+// Watched returns the conditions the watchdog judges for a gate of the
+// status report, from the config alone:
+//
+//   - failed: every gate (declared, or with records);
+//   - stale: gates with an interval;
+//   - unscheduled: declared gates with an interval or a systemd_timer;
+//     with a timer, the timer must be active; else the gate must be run
+//     by a cron-gate line of the crontab or the cron_d files, and the
+//     condition is not watched when neither is read (crontab_command = []
+//     and no cron_d).
+func Watched(cfg *gate.Config, gs *gate.GateStatus) []string {
+	gc := cfg.Gate(gs.Name)
+	out := []string{CondFailed}
+	if gc.Interval > 0 {
+		out = append(out, CondStale)
+	}
+	if gs.Declared && (gc.Interval > 0 || gc.SystemdTimer != "") &&
+		(gc.SystemdTimer != "" || len(cfg.Check.CrontabCommandOr()) > 0 || len(cfg.Check.CronD) > 0) {
+		out = append(out, CondUnscheduled)
+	}
+	return out
+}
+
+// observer judges the conditions of each gate at one check.
+type observer struct {
+	ctx   context.Context
+	cfg   *gate.Config
+	probe Probe
+	now   time.Time
+
+	cronDone  bool
+	cron      map[string]bool
+	cronWhere string
+	cronErr   error
+	warnings  []string
+}
+
+// gate observes one gate's watched conditions. It updates the gate's
+// FirstSeen and LastPaused in gst.
+func (o *observer) gate(gs *gate.GateStatus, gst *GateState) []Observation {
+	gc := o.cfg.Gate(gs.Name)
+	paused := gs.Pause != nil
+	if paused {
+		gst.LastPaused = o.now
+	}
+	var obs []Observation
+	add := func(cond, verdict, detail string) {
+		obs = append(obs, Observation{Gate: gs.Name, Condition: cond, Verdict: verdict, Detail: detail})
+	}
+	for _, cond := range Watched(o.cfg, gs) {
+		switch cond {
+		case CondStale:
+			if gst.FirstSeen.IsZero() {
+				gst.FirstSeen = o.now
+			}
+			v, d := o.stale(gs, gc, gst)
+			add(cond, v, d)
+		case CondFailed:
+			v, d := o.failed(gs, gc)
+			add(cond, v, d)
+		case CondUnscheduled:
+			if paused {
+				add(cond, Held, "paused")
+				continue
+			}
+			v, d, watched := o.unscheduled(gs, gc)
+			if watched {
+				add(cond, v, d)
+			}
+		}
+	}
+	return obs
+}
+
+// stale: no success for more than stale_factor intervals; or never a
+// success, and the watchdog has watched the gate for that long (missing).
+// A paused gate is never stale; after a resume, stale is held for one
+// interval plus resume_grace.
+func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateState) (string, string) {
+	if gs.Pause != nil {
+		return Held, "paused"
+	}
+	iv := gc.Interval
+	limit := time.Duration(o.cfg.Check.StaleFactorOr() * float64(iv))
+	resumed := gs.ResumedAt
+	if gst.LastPaused.After(resumed) {
+		resumed = gst.LastPaused
+	}
+	if !resumed.IsZero() {
+		if until := resumed.Add(iv + o.cfg.Check.ResumeGraceOr()); o.now.Before(until) {
+			return Held, fmt.Sprintf("resumed at %s; stale is held until %s", stamp(resumed), stamp(until))
+		}
+	}
+	rule := fmt.Sprintf("interval %s, stale after %s", short(iv), short(limit))
+	running := ""
+	if len(gs.Running) > 0 {
+		running = fmt.Sprintf("; a run has been in progress since %s", stamp(gs.Running[0].Since))
+	}
+	if gs.LastSuccess != nil {
+		age := o.now.Sub(gs.LastSuccess.Time)
+		if age < 0 {
+			// Recorded ahead of now: the clock was stepped back since.
+			return OK, fmt.Sprintf("last success at %s, in the future (was the clock stepped back?)", stamp(gs.LastSuccess.Time))
+		}
+		if age > limit {
+			return Bad, fmt.Sprintf("no successful run for %s (last success %s; %s)%s", short(age), stamp(gs.LastSuccess.Time), rule, running)
+		}
+		return OK, fmt.Sprintf("last success %s ago", short(age))
+	}
+	if watched := o.now.Sub(gst.FirstSeen); watched > limit {
+		return Bad, fmt.Sprintf("missing: no successful run since the watchdog began watching it at %s (%s)%s", stamp(gst.FirstSeen), rule, running)
+	}
+	return OK, "no successful run yet; missing after " + stamp(gst.FirstSeen.Add(limit))
+}
+
+// failed: the last attempt could not start, or the last run ended badly,
+// unless the worker reports that failure itself (failure_state_file). Only
+// a plain failure (a non-zero exit) can be the worker's own: a run that
+// vanished, died of a signal or timed out left no trace of its own.
+func (o *observer) failed(gs *gate.GateStatus, gc *gate.GateConfig) (string, string) {
+	if gs.Pause != nil {
+		return Held, "paused"
+	}
+	if gs.LastAttemptErred() {
+		e := gs.LastError
+		return Bad, fmt.Sprintf("the last attempt could not start (%s) at %s: %s", e.Reason, stamp(e.Time), e.Detail)
+	}
+	if !gs.LastRunFailed() {
+		return OK, ""
+	}
+	e := gs.LastEnd
+	desc := describeEnd(e)
+	if e.Outcome == gate.OutcomeFailure && gc.FailureStateFile != "" {
+		if handled, why := o.probe.FailureHandled(gc.FailureStateFile, gc.FailureStateKey); handled {
+			return Held, desc + "; the worker reports it itself (" + why + ")"
+		} else if why != "" {
+			desc += " (" + why + ")"
+		}
+	}
+	return Bad, desc
+}
+
+func describeEnd(e *gate.Event) string {
+	s := "the last run ended: " + e.Outcome
+	if e.Exit != nil {
+		s += fmt.Sprintf(", exit %d", *e.Exit)
+	}
+	if e.Signal != "" {
+		s += ", " + e.Signal
+	}
+	s += " at " + stamp(e.Time)
+	if e.DurationMS > 0 {
+		s += " after " + short(time.Duration(e.DurationMS)*time.Millisecond)
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Run != "" {
+		s += " (run " + e.Run + ")"
+	}
+	return s
+}
+
+// unscheduled: the systemd timer is not active, or no cron-gate line of
+// the crontab / cron.d files runs the gate. A probe that fails holds the
+// condition (and is a warning).
+func (o *observer) unscheduled(gs *gate.GateStatus, gc *gate.GateConfig) (verdict, detail string, watched bool) {
+	if gc.SystemdTimer != "" {
+		active, state, err := o.probe.TimerState(o.ctx, gc.SystemdTimer)
+		if err != nil {
+			o.warnings = append(o.warnings, fmt.Sprintf("gate %s: systemd timer %s: %v", gs.Name, gc.SystemdTimer, err))
+			return Held, "systemd timer unknown: " + err.Error(), true
+		}
+		if !active {
+			return Bad, fmt.Sprintf("systemd timer %s is %s, not active", gc.SystemdTimer, state), true
+		}
+		return OK, "systemd timer " + gc.SystemdTimer + " is active", true
+	}
+	if !o.cronDone {
+		o.cronDone = true
+		o.cron, o.cronWhere, o.cronErr = o.probe.CronGates(o.ctx)
+		if o.cronErr != nil {
+			o.warnings = append(o.warnings, "crontab: "+o.cronErr.Error())
+		}
+	}
+	switch {
+	case o.cronErr != nil:
+		return Held, "crontab unknown: " + o.cronErr.Error(), true
+	case o.cron == nil:
+		return "", "", false
+	case !o.cron[gs.Name]:
+		return Bad, fmt.Sprintf("no cron-gate %s line in %s", gs.Name, o.cronWhere), true
+	}
+	return OK, "in " + o.cronWhere, true
+}
+
+// short prints a duration for people: 2h30m, 45m, 90s.
+func short(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		d = d.Round(time.Minute)
+	case d >= time.Minute:
+		d = d.Round(time.Second)
+	default:
+		d = d.Round(time.Millisecond)
+	}
+	s := d.String()
+	for _, suf := range []string{"m0s", "h0m"} {
+		if strings.HasSuffix(s, suf) {
+			s = s[:len(s)-len(suf)+1]
+		}
+	}
+	return s
+}
