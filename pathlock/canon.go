@@ -202,6 +202,8 @@ type canonResolver struct {
 	dead  bool // the current `path` cannot have children (its lstat said missing or non-directory)
 	odd   bool // some lstat of this path failed with an error other than ENOENT/ENOTDIR
 	depth int  // recursion depth of joinRealpath (0: the input path itself)
+
+	incomplete bool // the last walk stopped at a symlink loop (Python's "ok" false)
 }
 
 func (r *canonResolver) canonical(p string) (string, error) {
@@ -230,6 +232,7 @@ func (r *canonResolver) canonical(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("canonicalise %q: %w", p, err)
 	}
+	r.incomplete = !ok
 
 	// return abspath(path)
 	var abs []byte

@@ -19,6 +19,7 @@ func FuzzCanonical(f *testing.F) {
 		f.Add(s)
 	}
 	f.Add(strings.Repeat("../", 1400) + root[1:] + "/work/lrel") // result is the unresolved symlink
+	f.Add("selfup/up") // a loop hidden by "..": realpath leaves the rest unresolved (CI fuzz find)
 	for _, s := range []string{"//", "///x", "//a/b", "/./lrel", "q/..//x", "a/\xff\xfe/../lrel", "\x00", "self/x/../.."} {
 		f.Add(s)
 	}
@@ -30,7 +31,8 @@ func FuzzCanonical(f *testing.F) {
 		if n := string(canonPathlibNormalise(nil, s)); canonPathlibNormal(s) != (n == s) {
 			t.Fatalf("pathlibNormal(%q) = %v but str(Path) is %q", s, canonPathlibNormal(s), n)
 		}
-		c, err := Canonical(p)
+		var r canonResolver
+		c, err := r.canonical(p)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), fmt.Sprintf("canonicalise %q: ", p)) {
 				t.Fatalf("Canonical(%q): error %q does not name the path", p, err)
@@ -54,8 +56,12 @@ func FuzzCanonical(f *testing.F) {
 		}
 		// Idempotence. Not for spellings of PATH_MAX bytes or more: there
 		// lstat fails with ENAMETOOLONG, so Python (and Canonical) leaves
-		// symlinks unresolved that the shorter result then resolves.
-		if len(p) < unix.PathMax {
+		// symlinks unresolved that the shorter result then resolves. Nor
+		// when the walk stopped at a symlink loop that a later ".." hid:
+		// realpath then returns the rest unresolved ("selfup/up", with
+		// selfup -> self/.. and self -> self, gives WORK/up, and up -> ..
+		// resolves on a second pass), in Python exactly as here.
+		if len(p) < unix.PathMax && !r.incomplete {
 			c2, err := Canonical(c)
 			if err != nil || c2 != c {
 				t.Fatalf("Canonical(Canonical(%q)) = %q, %v; want %q", p, c2, err, c)
