@@ -1,19 +1,15 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/alecthomas/kong"
-
-	"github.com/crongate/crongate/buildinfo"
 	"github.com/crongate/crongate/etcdlock"
 	wc "github.com/crongate/crongate/internal/withlockcmd"
+	"github.com/crongate/crongate/internal/withlockkong"
 )
 
 // options is withlock's parsed command line: withlock execs this binary
@@ -39,48 +35,16 @@ command died of signal N.`
 // leaves empty.
 func parse(args []string, stdout io.Writer, exit func(int)) (*options, error) {
 	wc.EtcdParse = true
-	flagArgs, command, found := wc.SplitCommand(args)
-	for _, a := range flagArgs {
-		if !utf8.ValidString(a) {
-			// Kong would turn such bytes into U+FFFD and lock another
-			// path; --paths-from reads names byte for byte.
-			return nil, wc.UsageError{Msg: fmt.Sprintf("argument %q is not valid UTF-8; give such paths with --paths-from", a)}
-		}
-	}
 	var o options
-	p, err := kong.New(&o.CLI,
-		kong.Name("withlock-etcd"),
-		kong.Description(description),
-		kong.Vars{"lockdir": wc.DefaultLockDir, "version": buildinfo.String()},
-		kong.Writers(stdout, os.Stderr),
-		kong.Exit(exit),
-		kong.UsageOnError(),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
-		kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
-			fmt.Fprintln(ctx.Stdout, "Usage: withlock --backend etcd [flags] -- COMMAND [ARG...]")
-			return kong.DefaultHelpPrinter(opts, ctx)
-		}),
-	)
+	err := withlockkong.Parse(withlockkong.Program{
+		Name:        "withlock-etcd",
+		Description: description,
+		Usage:       "Usage: withlock --backend etcd [flags] -- COMMAND [ARG...]",
+	}, args, &o.Options, stdout, exit, o.validate)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.Parse(flagArgs); err != nil {
-		var pe *kong.ParseError
-		if errors.As(err, &pe) {
-			if !found && strings.Contains(pe.Error(), "unexpected argument") {
-				return nil, o.validate(false)
-			}
-			return nil, wc.UsageError{Msg: pe.Error()}
-		}
-		return nil, err
-	}
-	if o.Version {
-		fmt.Fprintln(stdout, buildinfo.String())
-		exit(0)
-		return &o, nil
-	}
-	o.Command = command
-	return &o, o.validate(found)
+	return &o, nil
 }
 
 // validate applies the etcd defaults, then withlock's checks, then the
