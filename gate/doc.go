@@ -7,10 +7,11 @@
 //
 // State lives under the state dir:
 //
-//	pauses.json               command-line pauses, by gate
+//	pauses.json               command-line pauses (and resume times), by gate
+//	check.json                the watchdog's alert state (package watch)
 //	gates/NAME/journal.jsonl  one JSON record per line, appended and fsynced
 //	gates/NAME/journal.1.jsonl  the previous journal after rotation
 //	gates/NAME/summary.json   the digest: last start/end/success/failure/skip
 //	gates/NAME/output.log     last runs' output, when log_output is on
-//	.lock, .pauses.lock, .config.lock  short locks; never deleted
+//	.lock, .pauses.lock, .config.lock, .check.lock  short locks; never deleted
 package gate
