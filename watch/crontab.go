@@ -65,3 +65,51 @@ func gateAfter(words []string) string {
 	}
 	return ""
 }
+
+// CrontabJob is one cron-gate job of a crontab: the gate it runs and the
+// schedule that runs it.
+type CrontabJob struct {
+	Gate     string // as CrontabGates finds it
+	Schedule string // the line's schedule as written: five fields, or an @ nickname
+	Line     int    // 1-based line number in the crontab
+}
+
+// CrontabJobs returns the cron-gate jobs of a crontab in order of
+// appearance, one per line that CrontabGates would count (a gate run by
+// two lines appears twice). The schedule is the line's first five words,
+// or its first word when that starts with '@'; it is not checked here
+// (package cronexpr reads it). Environment lines (NAME=value) are not
+// jobs. The user field of a system crontab follows the schedule, so both
+// formats give the same schedule.
+func CrontabJobs(data []byte) []CrontabJob {
+	var out []CrontabJob
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		words := strings.Fields(line)
+		if eq := strings.IndexByte(words[0], '='); eq > 0 && words[0][0] != '@' && !strings.ContainsAny(words[0][:eq], "*/,-") {
+			continue // an environment line: NAME=value
+		}
+		nsched := 5
+		if strings.HasPrefix(words[0], "@") {
+			nsched = 1
+		}
+		if len(words) <= nsched {
+			continue
+		}
+		for i := nsched; i < len(words); i++ {
+			if path.Base(strings.Trim(words[i], `'"(;&|`)) != "cron-gate" {
+				continue
+			}
+			if g := gateAfter(words[i+1:]); g != "" {
+				out = append(out, CrontabJob{Gate: g, Schedule: strings.Join(words[:nsched], " "), Line: n})
+				break
+			}
+		}
+	}
+	return out
+}
