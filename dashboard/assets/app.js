@@ -1,0 +1,331 @@
+// cron-gate dashboard: renders /api/summary and posts the buttons.
+// Everything from the server is put in the page with textContent, never
+// as HTML. No inline script: the content security policy forbids it.
+'use strict';
+(function () {
+  const REFRESH_MS = 5000;
+  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  const tbody = document.getElementById('gates');
+  const rows = new Map(); // gate name -> {tr, cells, form, output}
+  let zone = { name: '', abbreviations: {} };
+  let serverNow = 0; // the summary's "generated", ms
+  let fetchedAt = 0; // when it arrived, ms (local clock)
+  let busy = false;
+  let again = false; // a refresh was asked for while one ran
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // "2026-11-29T20:15:03.1+09:00" -> "11-29 20:15 KST": the wall clock as
+  // the server wrote it in the configured zone, and that zone's name.
+  function shortTime(s) {
+    const m = /^\d{4}-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.exec(s || '');
+    if (!m) return s || '';
+    const ab = zone.abbreviations[m[5]] || (m[5] === 'Z' ? 'UTC' : 'UTC' + m[5]);
+    return m[1] + '-' + m[2] + ' ' + m[3] + ':' + m[4] + ' ' + ab;
+  }
+
+  function now() { return serverNow + (Date.now() - fetchedAt); }
+
+  function ago(s) {
+    const t = Date.parse(s);
+    if (isNaN(t)) return '';
+    let d = Math.round((now() - t) / 1000);
+    const future = d < 0;
+    if (future) d = -d;
+    let w;
+    if (d < 60) w = d + 's';
+    else if (d < 3600) w = Math.floor(d / 60) + 'm';
+    else if (d < 48 * 3600) w = Math.floor(d / 3600) + 'h' + (d < 10 * 3600 && d % 3600 >= 60 ? Math.floor(d % 3600 / 60) + 'm' : '');
+    else w = Math.floor(d / 86400) + 'd';
+    return future ? 'in ' + w : w + ' ago';
+  }
+
+  // timeNode: the short time, "(5m ago)" below, the full timestamp in the
+  // tooltip.
+  function timeNode(s, extra) {
+    const span = el('span');
+    if (!s) { span.textContent = '-'; return span; }
+    span.title = s;
+    span.appendChild(el('span', 'when', shortTime(s)));
+    let sub = ago(s);
+    if (extra) sub = sub + ' · ' + extra;
+    span.appendChild(el('span', 'sub', sub));
+    return span;
+  }
+
+  function endWords(e) {
+    if (!e) return '';
+    let s = e.outcome || '';
+    if (e.exit !== undefined && e.exit !== null) s += ' ' + e.exit;
+    if (e.signal) s += ' ' + e.signal;
+    return s;
+  }
+
+  function cond(g, name) {
+    return (g.conditions || []).find(c => c.condition === name);
+  }
+
+  // stateOf: the status's state, and "stale" when the watchdog's last
+  // check found the gate stale (the dashboard does not judge it again).
+  function stateOf(g) {
+    const st = cond(g, 'stale');
+    if ((g.state === 'ok' || g.state === 'skipped' || g.state === 'never-run') && st && st.bad) return 'stale';
+    return g.state;
+  }
+
+  function stateNode(g) {
+    const state = stateOf(g);
+    const wrap = el('span');
+    const badge = el('span', 'state state-' + state, state);
+    wrap.appendChild(badge);
+    let sub = '';
+    if (state === 'running' && g.running && g.running.length) {
+      const r = g.running[0];
+      sub = 'pid ' + (r.child_pid || r.pid) + ' for ' + ago(r.since).replace(' ago', '');
+      badge.title = 'since ' + r.since + ' (run ' + r.run + ')';
+    } else if (state === 'paused' && g.pause) {
+      const p = g.pause;
+      sub = p.by + (p.reason ? ': ' + p.reason : '');
+      if (p.until) sub += ' · until ' + shortTime(p.until);
+      badge.title = [p.who ? 'by ' + p.who : '', p.since ? 'since ' + p.since : '', p.until ? 'until ' + p.until : ''].filter(Boolean).join('\n');
+    } else if (state === 'failing' && g.last_end) {
+      sub = endWords(g.last_end);
+      if (g.consecutive_failures > 1) sub += ' · ' + g.consecutive_failures + ' in a row';
+      badge.title = g.last_end.detail || '';
+    } else if (state === 'error' && g.last_error) {
+      sub = g.last_error.reason || 'error';
+      badge.title = g.last_error.detail || '';
+    } else if (state === 'skipped' && g.last_skip) {
+      sub = g.last_skip.reason || '';
+    } else if (state === 'stale') {
+      badge.title = cond(g, 'stale').detail || '';
+    }
+    if (g.journal_error) sub += (sub ? ' · ' : '') + 'journal: ' + g.journal_error;
+    if (sub) wrap.appendChild(el('span', 'sub', sub));
+    return wrap;
+  }
+
+  function cadenceNode(g) {
+    const scheds = g.schedules || [];
+    if (!g.cadence) return el('span', 'sub', '-');
+    const unread = scheds.some(s => !s.text);
+    const span = el('span', 'cut' + (unread ? ' raw' : ''), g.cadence);
+    let title = scheds.map(s => s.expr + (s.error ? '  (' + s.error + ')' : '') + '  (crontab line ' + s.line + ')').join('\n');
+    if (g.interval) title += (title ? '\n' : '') + 'interval ' + g.interval;
+    span.title = title || g.cadence;
+    return span;
+  }
+
+  function watchdogNode(g) {
+    const wrap = el('span');
+    const bad = (g.conditions || []).filter(c => c.bad || c.state !== 'ok');
+    if (!g.conditions || !g.conditions.length) { wrap.appendChild(el('span', 'cond-ok', '-')); return wrap; }
+    if (!bad.length) {
+      const ok = el('span', 'cond-ok', 'ok');
+      ok.title = 'watched: ' + g.conditions.map(c => c.condition).join(', ');
+      wrap.appendChild(ok);
+      return wrap;
+    }
+    for (const c of bad) {
+      const s = el('span', c.bad ? 'cond-bad sub' : 'sub', c.condition + ': ' + c.state + (c.count ? ' (' + c.count + ')' : ''));
+      s.title = (c.since ? 'since ' + c.since + '\n' : '') + (c.detail || '');
+      wrap.appendChild(s);
+    }
+    return wrap;
+  }
+
+  function button(label, cls, fn) {
+    const b = el('button', cls, label);
+    b.type = 'button';
+    b.addEventListener('click', fn);
+    return b;
+  }
+
+  function actionsNode(g, r) {
+    const wrap = el('span');
+    wrap.appendChild(button('pause', 'pause', () => { r.form.hidden = !r.form.hidden; if (!r.form.hidden) r.form.querySelector('input[name=reason]').focus(); }));
+    if (g.pause && g.pause.by === 'command' && !g.config_paused) {
+      wrap.appendChild(button('resume', 'resume', () => post('/api/resume', { gate: g.name })));
+    }
+    if (g.config_paused) {
+      const b = button('force-resume', 'force-resume danger', () => {
+        if (window.confirm('Set paused = false for ' + g.name + ' in the config file?')) post('/api/force-resume', { gate: g.name });
+      });
+      b.title = 'lifts the pause set in the config file (paused = false, edited in place)';
+      wrap.appendChild(b);
+    }
+    wrap.appendChild(button('output', 'output', () => toggleOutput(g.name, r)));
+    return wrap;
+  }
+
+  function makeForm(name) {
+    const tr = el('tr', 'form');
+    tr.hidden = true;
+    tr.dataset.gate = name;
+    const td = el('td');
+    td.colSpan = 9;
+    const reason = el('input');
+    reason.name = 'reason'; reason.placeholder = 'reason'; reason.maxLength = 500;
+    const dur = el('input');
+    dur.name = 'duration'; dur.placeholder = 'for (2h, 3d)'; dur.maxLength = 20;
+    const go = button('pause ' + name, 'pause-confirm', () => {
+      post('/api/pause', { gate: name, reason: reason.value, duration: dur.value }).then(ok => {
+        if (ok) { tr.hidden = true; reason.value = ''; dur.value = ''; }
+      });
+    });
+    const cancel = button('cancel', 'cancel', () => { tr.hidden = true; });
+    for (const n of [el('span', 'meta', 'Pause ' + name + ': '), reason, dur, go, cancel]) td.appendChild(n);
+    tr.appendChild(td);
+    return tr;
+  }
+
+  function makeOutput(name) {
+    const tr = el('tr', 'output');
+    tr.hidden = true;
+    tr.dataset.gate = name;
+    const td = el('td');
+    td.colSpan = 9;
+    td.appendChild(el('pre'));
+    tr.appendChild(td);
+    return tr;
+  }
+
+  async function toggleOutput(name, r) {
+    if (!r.output.hidden) { r.output.hidden = true; return; }
+    const pre = r.output.querySelector('pre');
+    pre.textContent = 'loading…';
+    r.output.hidden = false;
+    try {
+      const res = await fetch('/api/output?gate=' + encodeURIComponent(name), { credentials: 'same-origin' });
+      const body = await res.json();
+      if (!res.ok) { pre.textContent = body.error || res.statusText; return; }
+      if (!body.output) {
+        pre.textContent = body.log_output ? '(no output kept yet)' : '(output is not kept: set log_output = true for this gate)';
+      } else {
+        pre.textContent = (body.cut_bytes ? '[… ' + body.cut_bytes + ' earlier bytes not shown …]\n' : '') + body.output;
+      }
+    } catch (e) {
+      pre.textContent = 'cannot load the output: ' + e;
+    }
+  }
+
+  function render(s) {
+    zone = s.time_zone || zone;
+    serverNow = Date.parse(s.generated) || Date.now();
+    fetchedAt = Date.now();
+    document.getElementById('meta').textContent = 'times in ' + (zone.name || 'UTC') +
+      (s.watchdog ? ' · watchdog checked ' + shortTime(s.watchdog.last_check) : ' · no watchdog check yet');
+    document.getElementById('refreshed').textContent = 'updated ' + shortTime(s.generated);
+    const warn = document.getElementById('warnings');
+    warn.hidden = !(s.warnings && s.warnings.length);
+    warn.textContent = (s.warnings || []).join('\n');
+    document.getElementById('empty').hidden = s.gates.length > 0;
+    const seen = new Set();
+    let prev = null;
+    for (const g of s.gates) {
+      seen.add(g.name);
+      let r = rows.get(g.name);
+      if (!r) {
+        const tr = el('tr', 'gate');
+        tr.dataset.gate = g.name;
+        const cells = {};
+        for (const k of ['name', 'state', 'success', 'failure', 'skip', 'cadence', 'next', 'watchdog', 'actions']) {
+          cells[k] = el('td', k === 'success' || k === 'failure' || k === 'skip' || k === 'next' ? 'time ' + k : k);
+          tr.appendChild(cells[k]);
+        }
+        r = { tr, cells, form: makeForm(g.name), output: makeOutput(g.name) };
+        rows.set(g.name, r);
+      }
+      // Keep the rows in the summary's order, each followed by its form
+      // and output rows (which survive refreshes).
+      const anchor = prev ? prev.output.nextSibling : tbody.firstChild;
+      if (r.tr !== anchor) tbody.insertBefore(r.tr, anchor);
+      if (r.tr.nextSibling !== r.form) tbody.insertBefore(r.form, r.tr.nextSibling);
+      if (r.form.nextSibling !== r.output) tbody.insertBefore(r.output, r.form.nextSibling);
+      prev = r;
+      fill(g, r);
+    }
+    for (const [name, r] of rows) {
+      if (!seen.has(name)) { r.tr.remove(); r.form.remove(); r.output.remove(); rows.delete(name); }
+    }
+  }
+
+  function set(td, node) {
+    td.replaceChildren(node);
+  }
+
+  function fill(g, r) {
+    const c = r.cells;
+    r.tr.className = 'gate state-row-' + stateOf(g);
+    const name = el('span', null, g.name);
+    set(c.name, name);
+    if (!g.declared) c.name.appendChild(el('span', 'sub', 'not declared'));
+    set(c.state, stateNode(g));
+    set(c.success, timeNode(g.last_success && g.last_success.time));
+    set(c.failure, timeNode(g.last_failure && g.last_failure.time, endWords(g.last_failure)));
+    set(c.skip, timeNode(g.last_skip && g.last_skip.time, g.last_skip && g.last_skip.reason));
+    set(c.cadence, cadenceNode(g));
+    set(c.next, timeNode(g.next_run, g.next_run_from === 'interval' ? 'last start + interval' : ''));
+    set(c.watchdog, watchdogNode(g));
+    set(c.actions, actionsNode(g, r));
+  }
+
+  function message(text, isError) {
+    const m = document.getElementById('message');
+    m.textContent = text;
+    m.className = isError ? 'error' : '';
+    m.hidden = false;
+  }
+
+  async function post(path, body) {
+    try {
+      const res = await fetch(path, {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
+        body: JSON.stringify(body),
+      });
+      let data = {};
+      try { data = await res.json(); } catch (e) { /* not JSON */ }
+      if (!res.ok) {
+        message(data.error || (res.status + ' ' + res.statusText), true);
+        return false;
+      }
+      message(data.message || 'done', false);
+      await refresh();
+      return true;
+    } catch (e) {
+      message('request failed: ' + e, true);
+      return false;
+    }
+  }
+
+  async function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    try {
+      const res = await fetch('/api/summary', { credentials: 'same-origin', cache: 'no-store' });
+      if (!res.ok) {
+        let err = res.statusText;
+        try { err = (await res.json()).error || err; } catch (e) { /* keep statusText */ }
+        message('cannot refresh: ' + err, true);
+        return;
+      }
+      render(await res.json());
+      document.body.dataset.loaded = '1';
+    } catch (e) {
+      message('cannot refresh: ' + e, true);
+    } finally {
+      busy = false;
+      if (again) { again = false; refresh(); }
+    }
+  }
+
+  refresh();
+  setInterval(refresh, REFRESH_MS);
+})();

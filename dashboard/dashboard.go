@@ -1,0 +1,308 @@
+// Package dashboard is `cron-gate serve`: a web page with one row per
+// gate, its JSON API (/api/summary, which the watchdog and other tools
+// read), the Prometheus exposition (/metrics), a health check (/healthz),
+// and pause / resume / force-resume buttons.
+//
+// It judges nothing itself: states come from gate.Status (the status
+// view's judgement), conditions from the watchdog's last check
+// (check.json), and the buttons call the same functions as `cron-gate
+// pause` and `cron-gate resume`, passed in through Options so that this
+// package does not depend on the config parser.
+//
+// The page and its assets are embedded (go:embed): no build step, nothing
+// fetched at run time, no third-party origin. dashboard/README.md documents
+// the endpoints, the JSON schema and the security rules.
+package dashboard
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/watch"
+)
+
+// DefaultListen is the address Serve listens on when Options.Listen is
+// empty: loopback only.
+const DefaultListen = "127.0.0.1:8371"
+
+// MinTokenLen is the shortest auth token accepted, in bytes.
+const MinTokenLen = 16
+
+// ErrTokenRequired is returned (wrapped) by New and Serve for a listen
+// address that is not loopback when Options.Token is empty.
+var ErrTokenRequired = errors.New("an auth token is required to listen on an address that is not loopback")
+
+// Options configures the dashboard. Load, Pause and Resume are required.
+type Options struct {
+	// Listen is the TCP address to listen on (host:port; port 0 picks a
+	// free one, Serve reports it). Empty: DefaultListen. A host that is
+	// not a loopback IP or "localhost" (including an empty host, which
+	// is every interface) requires Token.
+	Listen string
+	// Token, when set, is required on every request but /healthz and
+	// the static assets: "Authorization: Bearer TOKEN", or the cookie
+	// that opening /?token=TOKEN once sets. At least MinTokenLen bytes.
+	Token string
+	// TimeZone is the zone times are shown in (the page and the JSON).
+	// Nil: time.Local.
+	TimeZone *time.Location
+	// CronTimeZone is the zone cron reads the crontab in, for the next
+	// run times. Nil: time.Local (cron's own zone is the machine's).
+	CronTimeZone *time.Location
+
+	// Load returns the config; it is called at most about once a second
+	// (the result is reused for ConfigTTL) and again after every pause or
+	// resume, so edits of the file show at the next refresh.
+	Load func() (*gate.Config, error)
+	// Pause pauses a gate from the command line (`cron-gate pause`):
+	// gateconf.Pause. p.Since and p.Who are set by the dashboard.
+	Pause func(cfg *gate.Config, name string, p gate.Pause) error
+	// Resume lifts a gate's command-line pause; with force it also sets
+	// paused = false in the config file, in place (`cron-gate resume`).
+	// msg is one line for people. The dashboard refuses a resume without
+	// force of a gate the config pauses (409) before calling it.
+	Resume func(cfg *gate.Config, name string, force bool) (msg string, err error)
+	// Crontab returns the crontab text the gates' schedules are read from
+	// (user format, system format or both concatenated). Optional: nil
+	// means no schedules, only the config's intervals. Its result is
+	// reused for CrontabTTL; an error is a warning in the summary.
+	Crontab func() ([]byte, error)
+	// Now is the clock. Nil: time.Now.
+	Now func() time.Time
+	// Log receives one line per internal error (a panic, a failed write).
+	// Nil: os.Stderr.
+	Log io.Writer
+}
+
+// How long the config and the crontab are reused.
+const (
+	ConfigTTL  = time.Second
+	CrontabTTL = 30 * time.Second
+)
+
+// maxBody bounds a POST body.
+const maxBody = 16 << 10
+
+type handler struct {
+	opts    Options
+	loc     *time.Location
+	cronLoc *time.Location
+	now     func() time.Time
+	log     *log.Logger
+	csrf    string // per process: the page embeds it, POSTs echo it
+	who     string // for the pauses the dashboard sets
+	mux     *http.ServeMux
+
+	cfgMu    sync.Mutex
+	cfg      *gate.Config
+	cfgErr   error
+	cfgAt    time.Time
+	cfgGen   uint64 // bumped by every action, so a load begun before it is not kept
+	cronMu   sync.Mutex
+	cronJobs map[string][]watch.CrontabJob
+	cronErr  error
+	cronAt   time.Time
+
+	schedMu sync.Mutex
+	sched   map[string]parsedSchedule
+}
+
+// New returns the dashboard's handler. It checks the options: Load, Pause
+// and Resume are set, a listen address that is not loopback has a token,
+// a token is long enough.
+func New(opts Options) (http.Handler, error) {
+	h, err := newHandler(opts)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func newHandler(opts Options) (*handler, error) {
+	if opts.Load == nil || opts.Pause == nil || opts.Resume == nil {
+		return nil, errors.New("dashboard: Options.Load, Pause and Resume are required")
+	}
+	if opts.Listen == "" {
+		opts.Listen = DefaultListen
+	}
+	if opts.Token != "" && len(opts.Token) < MinTokenLen {
+		return nil, fmt.Errorf("dashboard: the auth token is %d bytes long; use at least %d (e.g. openssl rand -hex 16)", len(opts.Token), MinTokenLen)
+	}
+	if opts.Token == "" && !IsLoopback(opts.Listen) {
+		return nil, fmt.Errorf("dashboard: listen address %s: %w", opts.Listen, ErrTokenRequired)
+	}
+	h := &handler{opts: opts, loc: opts.TimeZone, cronLoc: opts.CronTimeZone, now: opts.Now,
+		sched: map[string]parsedSchedule{}}
+	if h.loc == nil {
+		h.loc = time.Local
+	}
+	if h.cronLoc == nil {
+		h.cronLoc = time.Local
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	w := opts.Log
+	if w == nil {
+		w = os.Stderr
+	}
+	h.log = log.New(w, "cron-gate: serve: ", 0)
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("dashboard: csrf token: %w", err)
+	}
+	h.csrf = base64.RawURLEncoding.EncodeToString(b[:])
+	h.who = gate.Who() + " (dashboard)"
+	h.routes()
+	return h, nil
+}
+
+// IsLoopback reports whether a listen address (host:port) listens on
+// loopback only: its host is "localhost" or a loopback IP. An empty host
+// (every interface), another name or an unparseable address is not.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Serve listens on opts.Listen and serves the dashboard until ctx is
+// cancelled, then shuts down gracefully (requests in flight get up to 5
+// seconds) and returns nil. ready, if not nil, is called with the address
+// actually listened on (so "127.0.0.1:0" is usable) once connections are
+// accepted. It returns an error wrapping ErrTokenRequired for a
+// non-loopback address without a token, and the listen error otherwise.
+func Serve(ctx context.Context, opts Options, ready func(addr string)) error {
+	h, err := newHandler(opts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", h.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	// "localhost" is resolved by the system: check what was bound too.
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && h.opts.Token == "" && !ta.IP.IsLoopback() {
+		ln.Close()
+		return fmt.Errorf("dashboard: listen address %s is %s: %w", h.opts.Listen, ta, ErrTokenRequired)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          h.log,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("dashboard: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-errc
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("dashboard: shutdown: %w", err)
+	}
+	return nil
+}
+
+// config returns the config, reloading it when older than ConfigTTL.
+func (h *handler) config() (*gate.Config, error) {
+	h.cfgMu.Lock()
+	if h.cfg != nil && time.Since(h.cfgAt) < ConfigTTL {
+		c := h.cfg
+		h.cfgMu.Unlock()
+		return c, nil
+	}
+	gen := h.cfgGen
+	h.cfgMu.Unlock()
+	cfg, err := h.opts.Load()
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return nil, errors.New("no config")
+	}
+	h.cfgMu.Lock()
+	if gen == h.cfgGen {
+		h.cfg, h.cfgAt = cfg, time.Now()
+	}
+	h.cfgMu.Unlock()
+	return cfg, nil
+}
+
+// forgetConfig drops the cached config: an action may have changed it.
+func (h *handler) forgetConfig() {
+	h.cfgMu.Lock()
+	h.cfg = nil
+	h.cfgGen++
+	h.cfgMu.Unlock()
+}
+
+// crontab returns the crontab's cron-gate jobs by gate, reread after
+// CrontabTTL.
+func (h *handler) crontab() (map[string][]watch.CrontabJob, error) {
+	if h.opts.Crontab == nil {
+		return nil, nil
+	}
+	h.cronMu.Lock()
+	defer h.cronMu.Unlock()
+	if !h.cronAt.IsZero() && time.Since(h.cronAt) < CrontabTTL {
+		return h.cronJobs, h.cronErr
+	}
+	data, err := h.opts.Crontab()
+	h.cronJobs, h.cronErr, h.cronAt = nil, nil, time.Now()
+	if err != nil {
+		h.cronErr = fmt.Errorf("crontab: %v", err)
+	} else {
+		h.cronJobs = crontabIndex(data)
+	}
+	return h.cronJobs, h.cronErr
+}
+
+// summary builds the summary at the current time.
+func (h *handler) summary() (*Summary, error) {
+	cfg, err := h.config()
+	if err != nil {
+		return nil, err
+	}
+	now := h.now()
+	rep, err := gate.Status(cfg, now)
+	if err != nil {
+		return nil, err
+	}
+	st, stErr := watch.ReadState(cfg)
+	jobs, cronErr := h.crontab()
+	s := h.build(cfg, rep, st, stErr, jobs, now)
+	if cronErr != nil {
+		s.Warnings = append(s.Warnings, cronErr.Error())
+	}
+	return s, nil
+}

@@ -1,0 +1,659 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/watch"
+)
+
+func seoul(t testing.TB) *time.Location {
+	loc, err := time.LoadLocation("Asia/Seoul")
+	if err != nil {
+		t.Fatalf("tzdata: %v", err)
+	}
+	return loc
+}
+
+// csrfOf reads the token the page embeds.
+func csrfOf(t testing.TB, base string, hdr map[string]string) string {
+	t.Helper()
+	code, _, body := do(t, "GET", base+"/", nil, hdr)
+	if code != 200 {
+		t.Fatalf("GET /: %d %s", code, body)
+	}
+	m := regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no csrf token in the page:\n%s", body)
+	}
+	return m[1]
+}
+
+func getSummary(t testing.TB, base string, hdr map[string]string) *Summary {
+	t.Helper()
+	code, h, body := do(t, "GET", base+"/api/summary", nil, hdr)
+	if code != 200 {
+		t.Fatalf("GET /api/summary: %d %s", code, body)
+	}
+	if h.Get("Cache-Control") != "no-store" || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+		t.Fatalf("headers: %v", h)
+	}
+	var s Summary
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func gateOf(t testing.TB, s *Summary, name string) *GateSummary {
+	t.Helper()
+	for i := range s.Gates {
+		if s.Gates[i].Name == name {
+			return &s.Gates[i]
+		}
+	}
+	t.Fatalf("no gate %s in the summary", name)
+	return nil
+}
+
+func TestSummary(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	fixture(t, e, now)
+	// The watchdog's memory: translate's failure alerted.
+	st := `{"v":1,"updated":"` + now.Add(-2*time.Minute).UTC().Format(time.RFC3339) + `","checks":12,"gates":{"translate":{"conditions":{"failed":{"bad":true,"count":3,"since":"2026-11-29T09:15:00Z","last_bad":"2026-11-29T09:25:00Z","detail":"the last run ended: failure, exit 3","alerted":["stderr"]}}}}}`
+	writeFile(t, e.dir+"/"+watch.StateFile, st)
+	opts := e.options()
+	opts.TimeZone = seoul(t)
+	opts.CronTimeZone = seoul(t)
+	srv, _ := server(t, opts)
+	s := getSummary(t, srv.URL, nil)
+
+	if s.V != 1 || s.StateDir != e.dir || s.TimeZone.Name != "Asia/Seoul" || s.TimeZone.Abbreviations["+09:00"] != "KST" {
+		t.Fatalf("summary head: v %d, state dir %s, zone %+v", s.V, s.StateDir, s.TimeZone)
+	}
+	if s.Watchdog == nil || s.Watchdog.Checks != 12 {
+		t.Fatalf("watchdog: %+v", s.Watchdog)
+	}
+	if len(s.Gates) != 6 {
+		t.Fatalf("%d gates", len(s.Gates))
+	}
+	want := map[string]string{"translate": "failing", "ko-followup": "ok", "dependency-classifier": "paused",
+		"blog-worker-health": "running", "terms": "skipped", "newsletter": "never-run"}
+	for n, st := range want {
+		if g := gateOf(t, s, n); g.State != st {
+			t.Errorf("gate %s: state %s, want %s", n, g.State, st)
+		}
+	}
+	tr := gateOf(t, s, "translate")
+	if tr.Cadence != "every 4 hours from 00:00" || tr.NextRunFrom != "crontab" || tr.NextRun.IsZero() || !tr.LogOutput {
+		t.Errorf("translate: cadence %q, next %v from %q", tr.Cadence, tr.NextRun, tr.NextRunFrom)
+	}
+	if _, off := tr.LastFailure.Time.Zone(); off != 9*3600 {
+		t.Errorf("times are not in KST: %v", tr.LastFailure.Time)
+	}
+	if !tr.NextRun.After(now) || tr.NextRun.Sub(now) > 4*time.Hour {
+		t.Errorf("translate: next run %v", tr.NextRun)
+	}
+	var failed *Condition
+	for i, c := range tr.Conditions {
+		if c.Condition == watch.CondFailed {
+			failed = &tr.Conditions[i]
+		}
+	}
+	if failed == nil || failed.State != "alerted" || !failed.Bad || failed.Count != 3 {
+		t.Errorf("translate conditions: %+v", tr.Conditions)
+	}
+	dc := gateOf(t, s, "dependency-classifier")
+	if !dc.ConfigPaused || dc.Pause == nil || dc.Pause.By != gate.PausedByConfig || dc.Cadence != "every 30 minutes from :15" {
+		t.Errorf("dependency-classifier: %+v", dc)
+	}
+	nl := gateOf(t, s, "newsletter")
+	if len(nl.Schedules) != 1 || nl.Schedules[0].Error == "" || nl.Schedules[0].Text != "" || nl.Cadence != "0 9 1-7 * tue#1" {
+		t.Errorf("newsletter (unreadable schedule): %+v", nl.Schedules)
+	}
+	bw := gateOf(t, s, "blog-worker-health")
+	if len(bw.Running) != 1 || bw.Cadence != "every 5 minutes" {
+		t.Errorf("blog-worker-health: %+v", bw)
+	}
+
+	// The same field names as `cron-gate status --json`: every key of
+	// the status report's gate is in the summary's.
+	rep, err := gate.Status(mustLoad(t, e), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := do(t, "GET", srv.URL+"/api/summary", nil, nil)
+	var raw struct{ Gates []map[string]any }
+	json.Unmarshal([]byte(body), &raw)
+	if code != 200 || len(raw.Gates) != len(rep.Gates) {
+		t.Fatalf("raw summary: %d", code)
+	}
+	for i, g := range rep.Gates {
+		data, _ := json.Marshal(g)
+		var m map[string]any
+		json.Unmarshal(data, &m)
+		for k := range m {
+			if _, ok := raw.Gates[i][k]; !ok {
+				t.Errorf("gate %s: status field %q missing from the summary", g.Name, k)
+			}
+		}
+	}
+}
+
+func mustLoad(t testing.TB, e *env) *gate.Config {
+	cfg, err := e.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func writeFile(t testing.TB, p, s string) {
+	t.Helper()
+	if err := writeFileErr(p, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	e := newEnv(t)
+	fixture(t, e, time.Now())
+	srv, _ := server(t, e.options())
+
+	code, h, body := do(t, "GET", srv.URL+"/healthz", nil, nil)
+	if code != 200 || body != "ok\n" {
+		t.Errorf("healthz: %d %q", code, body)
+	}
+	for _, hdr := range []string{"Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy", "X-Frame-Options"} {
+		if h.Get(hdr) == "" {
+			t.Errorf("no %s header", hdr)
+		}
+	}
+	if !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") || strings.Contains(h.Get("Content-Security-Policy"), "unsafe-inline") {
+		t.Errorf("CSP: %s", h.Get("Content-Security-Policy"))
+	}
+
+	code, h, body = do(t, "GET", srv.URL+"/", nil, nil)
+	if code != 200 || !strings.Contains(body, `<script src="/assets/app.js"`) || strings.Contains(body, "<script>") || h.Get("Cache-Control") != "no-store" {
+		t.Errorf("page: %d %v", code, h)
+	}
+	for _, a := range []string{"/assets/app.js", "/assets/app.css"} {
+		code, h, body = do(t, "GET", srv.URL+a, nil, nil)
+		if code != 200 || len(body) < 100 || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d %v", a, code, h)
+		}
+	}
+
+	code, h, body = do(t, "GET", srv.URL+"/metrics", nil, nil)
+	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/plain; version=0.0.4") ||
+		!strings.Contains(body, `cron_gate_state{gate="translate",state="failing"} 1`) {
+		t.Errorf("metrics: %d %v\n%s", code, h, body)
+	}
+
+	code, _, body = do(t, "GET", srv.URL+"/api/output?gate=translate", nil, nil)
+	if code != 200 || !strings.Contains(body, "ValueError: quota") {
+		t.Errorf("output: %d %s", code, body)
+	}
+	code, _, body = do(t, "GET", srv.URL+"/api/output?gate=../etc", nil, nil)
+	if code != 400 || !strings.Contains(body, `"error"`) || strings.Count(strings.TrimSpace(body), "\n") != 0 {
+		t.Errorf("output of a bad name: %d %s", code, body)
+	}
+
+	code, _, body = do(t, "GET", srv.URL+"/nope", nil, nil)
+	if code != 404 {
+		t.Errorf("unknown path: %d %s", code, body)
+	}
+	code, _, body = do(t, "GET", srv.URL+"/api/csrf", nil, nil)
+	if code != 200 || !strings.Contains(body, csrfOf(t, srv.URL, nil)) {
+		t.Errorf("csrf: %d %s", code, body)
+	}
+}
+
+func TestMethods(t *testing.T) {
+	e := newEnv(t)
+	srv, h := server(t, e.options())
+	for _, c := range []struct{ method, path, allow string }{
+		{"GET", "/api/pause", "POST"},
+		{"PUT", "/api/resume", "POST"},
+		{"DELETE", "/api/force-resume", "POST"},
+		{"POST", "/api/summary", "GET, HEAD"},
+		{"POST", "/", "GET, HEAD"},
+		{"POST", "/metrics", "GET, HEAD"},
+		{"PATCH", "/healthz", "GET, HEAD"},
+	} {
+		code, hd, body := do(t, c.method, srv.URL+c.path, nil, map[string]string{csrfHeader: h.csrf})
+		if code != 405 || hd.Get("Allow") != c.allow || body == "" {
+			t.Errorf("%s %s: %d, Allow %q, %q", c.method, c.path, code, hd.Get("Allow"), body)
+		}
+	}
+	if code, _, body := do(t, "HEAD", srv.URL+"/healthz", nil, nil); code != 200 || body != "" {
+		t.Errorf("HEAD /healthz: %d %q", code, body)
+	}
+}
+
+// post sends an action as a browser on the page would.
+func post(t testing.TB, base, path, csrf string, form url.Values) (int, string) {
+	t.Helper()
+	code, _, body := do(t, "POST", base+path, strings.NewReader(form.Encode()), map[string]string{
+		"Content-Type": "application/x-www-form-urlencoded", csrfHeader: csrf, "Origin": base, "Sec-Fetch-Site": "same-origin"})
+	return code, body
+}
+
+func TestPauseResume(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	fixture(t, e, now)
+	srv, h := server(t, e.options())
+
+	code, body := post(t, srv.URL, "/api/pause", h.csrf, url.Values{"gate": {"translate"}, "reason": {"quota"}, "duration": {"2h"}})
+	if code != 200 || !strings.Contains(body, "paused gate translate until") {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	ps, err := gate.ReadPauses(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := ps["translate"]
+	if !ok || p.Reason != "quota" || p.By != gate.PausedByCommand || p.Until.Sub(now) < 119*time.Minute || !strings.Contains(p.Who, "dashboard") {
+		t.Fatalf("pause recorded: %+v", ps)
+	}
+	if g := gateOf(t, getSummary(t, srv.URL, nil), "translate"); g.State != gate.StatePaused || g.Pause.Reason != "quota" {
+		t.Fatalf("summary after pause: %+v", g.Pause)
+	}
+
+	// JSON works as well as a form.
+	code, _, body = do(t, "POST", srv.URL+"/api/resume", strings.NewReader(`{"gate":"translate"}`),
+		map[string]string{"Content-Type": "application/json", csrfHeader: h.csrf})
+	if code != 200 || !strings.Contains(body, "resumed gate translate") {
+		t.Fatalf("resume: %d %s", code, body)
+	}
+	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+		t.Fatalf("pauses after resume: %+v", ps)
+	}
+
+	// A config pause: resume refuses (409), force-resume lifts it.
+	code, body = post(t, srv.URL, "/api/resume", h.csrf, url.Values{"gate": {"dependency-classifier"}})
+	if code != 409 || !strings.Contains(body, "force-resume") {
+		t.Fatalf("resume of a config pause: %d %s", code, body)
+	}
+	code, body = post(t, srv.URL, "/api/force-resume", h.csrf, url.Values{"gate": {"dependency-classifier"}})
+	if code != 200 {
+		t.Fatalf("force-resume: %d %s", code, body)
+	}
+	if g := gateOf(t, getSummary(t, srv.URL, nil), "dependency-classifier"); g.State == gate.StatePaused || g.ConfigPaused || g.ResumedAt.IsZero() {
+		t.Fatalf("after force-resume (the cached config must be dropped): %+v", g)
+	}
+
+	// A hook that fails: 500 with its message on one line.
+	e.resumeFn = func(*gate.Config, string, bool) (string, error) {
+		return "", errors.New("config /etc/x.toml could not be changed:\nread-only file system")
+	}
+	code, body = post(t, srv.URL, "/api/force-resume", h.csrf, url.Values{"gate": {"translate"}})
+	if code != 500 || !strings.Contains(body, "resume gate translate: config /etc/x.toml could not be changed: read-only") {
+		t.Fatalf("failing hook: %d %s", code, body)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	e := newEnv(t)
+	srv, h := server(t, e.options())
+	for _, c := range []struct {
+		path, ctype, body string
+		code              int
+		want              string
+	}{
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=../../etc", 400, "contains '/'"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=", 400, "gate name is empty"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=pause", 400, "reserved"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=x%00y", 400, "control character"},
+		{"/api/resume", "application/json", `{"gate":".hidden"}`, 400, "starts with '.'"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&duration=soon", 400, "is not a duration like 30m"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&duration=-5m", 400, "not positive"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&duration=0s", 400, "not positive"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&duration=9999d", 400, "longer than 366 days"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&duration=99999999999h", 400, "not a duration"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&until=2001-01-01T00:00:00Z", 400, "in the past"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&until=tomorrow", 400, "RFC 3339"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&duration=1h&until=2099-01-01T00:00:00Z", 400, "not both"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&reason=two%0Alines", 400, "control character"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&reason=" + strings.Repeat("x", 501), 400, "at most 500"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&gate=b", 400, "given 2 times"},
+		{"/api/resume", "application/x-www-form-urlencoded", "gate=a&reason=x", 400, "for pause only"},
+		{"/api/pause", "application/json", `{"gate":"a","extra":1}`, 400, "unknown field"},
+		{"/api/pause", "application/json", `{"gate":"a"}{"gate":"b"}`, 400, "more than one"},
+		{"/api/pause", "application/json", `[1,2]`, 400, "not a JSON object"},
+		{"/api/pause", "application/json", `{"gate":"a"`, 400, "not a JSON object"},
+		{"/api/pause", "text/plain", "gate=a", 415, "not accepted"},
+		{"/api/pause", "", "gate=a", 415, "not accepted"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&reason=" + strings.Repeat("x", maxBody), 413, "larger than"},
+	} {
+		hdr := map[string]string{csrfHeader: h.csrf}
+		if c.ctype != "" {
+			hdr["Content-Type"] = c.ctype
+		}
+		code, _, body := do(t, "POST", srv.URL+c.path, strings.NewReader(c.body), hdr)
+		if code != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("POST %s %q: %d %s, want %d with %q", c.path, short(c.body, 60), code, strings.TrimSpace(body), c.code, c.want)
+		}
+		var msg struct{ Error string }
+		if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.Error == "" || strings.ContainsAny(msg.Error, "\n\r") {
+			t.Errorf("POST %s %q: the error is not one JSON line: %q", c.path, short(c.body, 60), body)
+		}
+	}
+	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+		t.Fatalf("a bad request changed the pauses: %v", ps)
+	}
+}
+
+func TestCSRF(t *testing.T) {
+	e := newEnv(t)
+	srv, h := server(t, e.options())
+	form := "gate=translate&reason=x"
+	ct := "application/x-www-form-urlencoded"
+	for _, c := range []struct {
+		name string
+		hdr  map[string]string
+		want string
+	}{
+		{"no token", map[string]string{"Content-Type": ct}, "missing or wrong X-CSRF-Token"},
+		{"wrong token", map[string]string{"Content-Type": ct, csrfHeader: h.csrf + "x"}, "missing or wrong"},
+		{"cross-site fetch", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Sec-Fetch-Site": "cross-site"}, "cross-site request refused"},
+		{"same-site fetch", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Sec-Fetch-Site": "same-site"}, "cross-site request refused"},
+		{"foreign origin", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Origin": "http://evil.example"}, "cross-origin request refused"},
+		{"null origin", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Origin": "null"}, "cross-origin request refused"},
+		{"other port", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Origin": "http://127.0.0.1:1"}, "cross-origin request refused"},
+		{"foreign referer", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Referer": "http://evil.example/page"}, "cross-origin request refused"},
+		{"rebound host", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Host": "evil.example", "Origin": "http://evil.example"}, "not served"},
+	} {
+		code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader(form), c.hdr)
+		if code != 403 && code != 421 || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s, want 403 with %q", c.name, code, body, c.want)
+		}
+	}
+	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+		t.Fatalf("a refused request paused: %v", ps)
+	}
+	// Same origin by Referer alone, and a script without any browser
+	// header: accepted with the token.
+	code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader(form), map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Referer": srv.URL + "/"})
+	if code != 200 {
+		t.Fatalf("same-origin referer: %d %s", code, body)
+	}
+	code, _, body = do(t, "POST", srv.URL+"/api/resume", strings.NewReader("gate=translate"), map[string]string{"Content-Type": ct, csrfHeader: h.csrf})
+	if code != 200 {
+		t.Fatalf("script: %d %s", code, body)
+	}
+	// A GET with a foreign Host is refused too (DNS rebinding reads).
+	if code, _, _ := do(t, "GET", srv.URL+"/api/summary", nil, map[string]string{"Host": "evil.example:80"}); code != 421 {
+		t.Fatalf("foreign host GET: %d", code)
+	}
+	if code, _, _ := do(t, "GET", srv.URL+"/api/summary", nil, map[string]string{"Host": "localhost"}); code != 200 {
+		t.Fatalf("localhost GET: %d", code)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	e := newEnv(t)
+	fixture(t, e, time.Now())
+	const token = "0123456789abcdef-secret"
+	opts := e.options()
+	opts.Token = token
+	srv, h := server(t, opts)
+
+	for _, p := range []string{"/", "/api/summary", "/metrics", "/api/output?gate=translate", "/api/csrf"} {
+		code, hd, body := do(t, "GET", srv.URL+p, nil, nil)
+		if code != 401 || !strings.Contains(body, "auth token") || hd.Get("WWW-Authenticate") == "" {
+			t.Errorf("GET %s without the token: %d %s", p, code, body)
+		}
+		if code, _, _ := do(t, "GET", srv.URL+p, nil, map[string]string{"Authorization": "Bearer wrong-wrong-wrong-wrong"}); code != 401 {
+			t.Errorf("GET %s with a wrong token: %d", p, code)
+		}
+		if code, _, _ := do(t, "GET", srv.URL+p, nil, map[string]string{"Authorization": "Bearer " + token}); code != 200 {
+			t.Errorf("GET %s with the token: %d", p, code)
+		}
+	}
+	for _, p := range []string{"/healthz", "/assets/app.js"} {
+		if code, _, _ := do(t, "GET", srv.URL+p, nil, nil); code != 200 {
+			t.Errorf("public %s: %d", p, code)
+		}
+	}
+	// A token on a non-loopback Host is fine: the token protects.
+	if code, _, _ := do(t, "GET", srv.URL+"/api/summary", nil, map[string]string{"Authorization": "Bearer " + token, "Host": "pi.lan:8371"}); code != 200 {
+		t.Errorf("token on a LAN host name: %d", code)
+	}
+
+	// /?token= sets the cookie and redirects; a wrong one does not.
+	if code, hd, _ := do(t, "GET", srv.URL+"/?token=nope", nil, nil); code != 401 || hd.Get("Set-Cookie") != "" {
+		t.Errorf("wrong ?token: %d %v", code, hd)
+	}
+	code, hd, _ := do(t, "GET", srv.URL+"/?token="+token, nil, nil)
+	ck := hd.Get("Set-Cookie")
+	if code != 303 || hd.Get("Location") != "/" || !strings.Contains(ck, "HttpOnly") || !strings.Contains(ck, "SameSite=Strict") {
+		t.Fatalf("login: %d %v", code, hd)
+	}
+	cookie := strings.SplitN(ck, ";", 2)[0]
+	if code, _, _ := do(t, "GET", srv.URL+"/api/summary", nil, map[string]string{"Cookie": cookie}); code != 200 {
+		t.Fatalf("with the cookie: %d", code)
+	}
+	// A cookie-authenticated POST still needs the CSRF token; a bearer
+	// one does not (a browser never adds that header by itself).
+	form := strings.NewReader("gate=translate")
+	if code, _, body := do(t, "POST", srv.URL+"/api/pause", form, map[string]string{"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"}); code != 403 {
+		t.Fatalf("cookie POST without csrf: %d %s", code, body)
+	}
+	if code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader("gate=translate"), map[string]string{"Cookie": cookie, csrfHeader: h.csrf, "Content-Type": "application/x-www-form-urlencoded"}); code != 200 {
+		t.Fatalf("cookie POST with csrf: %d %s", code, body)
+	}
+	if code, _, body := do(t, "POST", srv.URL+"/api/resume", strings.NewReader("gate=translate"), map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/x-www-form-urlencoded"}); code != 200 {
+		t.Fatalf("bearer POST: %d %s", code, body)
+	}
+	if code, _, body := do(t, "POST", srv.URL+"/api/resume", strings.NewReader("gate=translate"), map[string]string{"Authorization": "Bearer " + token, "Origin": "http://evil.example", "Content-Type": "application/x-www-form-urlencoded"}); code != 403 {
+		t.Fatalf("bearer POST from another origin: %d %s", code, body)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		listen, token string
+		want          string
+	}{
+		{"0.0.0.0:8371", "", "not loopback"},
+		{":8371", "", "not loopback"},
+		{"[::]:8371", "", "not loopback"},
+		{"pi.lan:8371", "", "not loopback"},
+		{"192.168.1.5:8371", "", "not loopback"},
+		{"127.0.0.1:0", "short", "at least 16"},
+	} {
+		o := e.options()
+		o.Listen, o.Token = c.listen, c.token
+		_, err := New(o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%q, %q) = %v, want %q", c.listen, c.token, err, c.want)
+		}
+		if c.token == "" && !errors.Is(err, ErrTokenRequired) {
+			t.Errorf("New(%q): %v is not ErrTokenRequired", c.listen, err)
+		}
+		if err := Serve(context.Background(), o, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Serve(%q, %q) = %v", c.listen, c.token, err)
+		}
+	}
+	for _, l := range []string{"127.0.0.1:0", "localhost:0", "[::1]:0", "127.0.0.2:0"} {
+		o := e.options()
+		o.Listen = l
+		if _, err := New(o); err != nil {
+			t.Errorf("New(%q): %v", l, err)
+		}
+	}
+	o := e.options()
+	o.Listen, o.Token = "0.0.0.0:0", "0123456789abcdef"
+	if _, err := New(o); err != nil {
+		t.Errorf("non-loopback with a token: %v", err)
+	}
+	if _, err := New(Options{Load: e.load}); err == nil {
+		t.Error("New without Pause and Resume")
+	}
+}
+
+func TestServe(t *testing.T) {
+	e := newEnv(t)
+	fixture(t, e, time.Now())
+	o := e.options()
+	o.Listen = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, o, func(a string) { addrc <- a }) }()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not report its address")
+	}
+	if strings.HasSuffix(addr, ":0") {
+		t.Fatalf("reported %s, not the real port", addr)
+	}
+	if code, _, body := do(t, "GET", "http://"+addr+"/healthz", nil, nil); code != 200 {
+		t.Fatalf("healthz: %d %s", code, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not stop")
+	}
+}
+
+// TestConcurrentClicks: many clients pause and resume different gates at
+// once; every pause that was not resumed is there, none is lost.
+func TestConcurrentClicks(t *testing.T) {
+	e := newEnv(t)
+	srv, h := server(t, e.options())
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan string, 3*n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			name := fmt.Sprintf("worker-%02d", i)
+			if code, body := post(t, srv.URL, "/api/pause", h.csrf, url.Values{"gate": {name}, "reason": {"r" + name}}); code != 200 {
+				errs <- fmt.Sprintf("pause %s: %d %s", name, code, body)
+				return
+			}
+			if i%2 == 0 {
+				if code, body := post(t, srv.URL, "/api/resume", h.csrf, url.Values{"gate": {name}}); code != 200 {
+					errs <- fmt.Sprintf("resume %s: %d %s", name, code, body)
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	ps, err := gate.ReadPauses(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("worker-%02d", i)
+		p, ok := ps[name]
+		if ok != (i%2 == 1) || ok && p.Reason != "r"+name {
+			t.Errorf("gate %s: paused %v (%+v)", name, ok, p)
+		}
+	}
+	s := getSummary(t, srv.URL, nil)
+	paused := 0
+	for _, g := range s.Gates {
+		if g.State == gate.StatePaused {
+			paused++
+		}
+	}
+	if paused != n/2 {
+		t.Errorf("%d gates paused in the summary, want %d", paused, n/2)
+	}
+}
+
+// TestPanic: a panic in a hook is a 500, not a dead server.
+func TestPanic(t *testing.T) {
+	e := newEnv(t)
+	o := e.options()
+	o.Load = func() (*gate.Config, error) { panic("boom") }
+	srv, _ := server(t, o)
+	code, _, body := do(t, "GET", srv.URL+"/api/summary", nil, nil)
+	if code != 500 || !strings.Contains(body, "internal error") {
+		t.Fatalf("panic: %d %s", code, body)
+	}
+	if code, _, _ := do(t, "GET", srv.URL+"/healthz", nil, nil); code != 200 {
+		t.Fatalf("after the panic: %d", code)
+	}
+}
+
+func TestLoadError(t *testing.T) {
+	e := newEnv(t)
+	o := e.options()
+	o.Load = func() (*gate.Config, error) {
+		return nil, errors.New("config /etc/cron-gate/config.toml line 3: unknown key gates.x.pausd")
+	}
+	srv, h := server(t, o)
+	code, _, body := do(t, "GET", srv.URL+"/api/summary", nil, nil)
+	if code != 500 || !strings.Contains(body, "unknown key gates.x.pausd") {
+		t.Fatalf("summary with a bad config: %d %s", code, body)
+	}
+	if code, body := post(t, srv.URL, "/api/pause", h.csrf, url.Values{"gate": {"x"}}); code != 500 || !strings.Contains(body, "pausd") {
+		t.Fatalf("pause with a bad config: %d %s", code, body)
+	}
+}
+
+func TestDurationWords(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		30 * time.Minute: "30 minutes", time.Minute: "minute", 4 * time.Hour: "4 hours", 24 * time.Hour: "day",
+		90 * time.Minute: "1h30m", 45 * time.Second: "45 seconds", 48 * time.Hour: "2 days",
+	} {
+		if got := durationWords(d); got != want {
+			t.Errorf("durationWords(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// FuzzParseAction: the request parser never panics, and what it accepts
+// is a valid gate name, a bounded one-line reason and a bounded pause.
+func FuzzParseAction(f *testing.F) {
+	f.Add("application/x-www-form-urlencoded", "gate=translate&reason=quota&duration=2h")
+	f.Add("application/json", `{"gate":"a","until":"2027-01-01T00:00:00Z"}`)
+	f.Add("application/json; charset=utf-8", `{"gate":"a","duration":"3d"}`)
+	f.Add("text/plain", "x")
+	f.Add("application/x-www-form-urlencoded", "gate=%zz")
+	now := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, ctype, body string) {
+		a, err := ParseAction(ctype, []byte(body), now)
+		if err != nil {
+			var br *badRequest
+			if !errors.As(err, &br) || br.code < 400 || br.code > 499 || br.msg == "" {
+				t.Fatalf("error %v is not a 4xx", err)
+			}
+			return
+		}
+		if gate.CheckName(a.Gate) != nil || len(a.Reason) > MaxReasonLen || strings.ContainsAny(a.Reason, "\n\r\x00") ||
+			a.Duration < 0 || a.Duration > MaxPauseFor || (!a.Until.IsZero() && !a.Until.After(now)) {
+			t.Fatalf("accepted %+v", a)
+		}
+	})
+}
