@@ -49,6 +49,7 @@ func (h *handler) routes() {
 	add("/{$}", route{method: "GET", fn: h.page})
 	add("/assets/app.js", route{method: "GET", public: true, fn: h.asset("assets/app.js", "text/javascript; charset=utf-8")})
 	add("/assets/app.css", route{method: "GET", public: true, fn: h.asset("assets/app.css", "text/css; charset=utf-8")})
+	add("/assets/favicon.svg", route{method: "GET", public: true, fn: h.asset("assets/favicon.svg", "image/svg+xml")})
 	add("/healthz", route{method: "GET", public: true, fn: h.healthz})
 	add("/metrics", route{method: "GET", fn: h.metrics})
 	add("/api/summary", route{method: "GET", fn: h.apiSummary})

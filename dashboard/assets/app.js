@@ -235,7 +235,7 @@
         tr.dataset.gate = g.name;
         const cells = {};
         for (const k of ['name', 'state', 'success', 'failure', 'skip', 'cadence', 'next', 'watchdog', 'actions']) {
-          cells[k] = el('td', k === 'success' || k === 'failure' || k === 'skip' || k === 'next' ? 'time ' + k : k);
+          cells[k] = el('td', 'col-' + k + (k === 'success' || k === 'failure' || k === 'skip' || k === 'next' ? ' time' : ''));
           tr.appendChild(cells[k]);
         }
         r = { tr, cells, form: makeForm(g.name), output: makeOutput(g.name) };
