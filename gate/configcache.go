@@ -29,25 +29,42 @@ type cacheEntry struct {
 	Gate     *GateConfig `json:"gate,omitempty"` // nil: not declared
 }
 
-// LoadGate is Load for the run path. Parsing and validating the TOML is
-// most of a cron-gate call's own cost (about 1 ms for 50 gates), so a
-// config whose exact bytes were validated before is served from a cache
+// CacheLookup is a config lookup that missed the cache (LookupGate): the
+// file's bytes, to be decoded by gateconf, and where the result goes.
+type CacheLookup struct {
+	Data []byte // the config file's bytes
+	path string
+	name string
+	key  string
+	dir  string
+	file string // "" when there is no usable cache
+}
+
+// LookupGate is the run path's config lookup, without the TOML decoder.
+// Decoding and validating the TOML is most of a cron-gate call's own cost
+// (about 1 ms for 50 gates, and the TOML library's size in the binary), so
+// a config whose exact bytes were validated before is served from a cache
 // entry that holds the global settings and the one gate asked for.
+//
+// It returns the Config on a hit (or DefaultConfig for a missing file when
+// missingOK), an error when the file cannot be read (ReadConfig), and
+// otherwise a miss: a *CacheLookup whose Data the caller decodes and
+// validates (gateconf.LoadGate) and hands to Store.
 //
 // Guarantees: the entry is keyed by a 128-bit hash of the config's bytes, its
 // path, cron-gate's version and cacheSchema, so any change to the file is a
-// miss; only a config that passed full validation is ever cached, so an
-// invalid config is refused exactly as by Load; the cache lives in a
-// private directory (CacheDir: 0700, owned by the caller, never a symlink)
-// and a cache that cannot be used is simply not used. The returned Config
-// holds no other gates than name (Gates has at most one entry).
-func LoadGate(path string, missingOK bool, name string) (*Config, error) {
-	data, err := readConfig(path, missingOK)
+// miss; only a config that passed full validation is ever stored, so an
+// invalid config is refused exactly as by gateconf.Load; the cache lives in
+// a private directory (CacheDir: 0700, owned by the caller, never a
+// symlink) and a cache that cannot be used is simply not used. A returned
+// Config holds no other gates than name (Gates has at most one entry).
+func LookupGate(path string, missingOK bool, name string) (*Config, *CacheLookup, error) {
+	data, err := ReadConfig(path, missingOK)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if data == nil {
-		return DefaultConfig(), nil
+		return DefaultConfig(), nil, nil
 	}
 	// FNV-1a/128: the key tells versions of the file apart, it does not
 	// defend against anyone (whoever can change the config can change the
@@ -58,26 +75,27 @@ func LoadGate(path string, missingOK bool, name string) (*Config, error) {
 		h.Write([]byte{0})
 	}
 	h.Write(data)
-	key := hex.EncodeToString(h.Sum(nil))
-	dir := CacheDir()
-	file := ""
-	if dir != "" && CheckName(name) == nil {
-		file = filepath.Join(dir, key+"-"+name+".json")
-		if cfg := readCacheEntry(file, key, path); cfg != nil {
-			return cfg, nil
+	l := &CacheLookup{Data: data, path: path, name: name, key: hex.EncodeToString(h.Sum(nil))}
+	if l.dir = CacheDir(); l.dir != "" && CheckName(name) == nil {
+		l.file = filepath.Join(l.dir, l.key+"-"+name+".json")
+		if cfg := readCacheEntry(l.file, l.key, path); cfg != nil {
+			return cfg, nil, nil
 		}
 	}
-	full, err := Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
-	e := cacheEntry{Key: key, StateDir: full.StateDir, SkipCode: full.SkipCode, History: full.History, Gate: full.Gates[name]}
-	if file != "" {
-		if b, err := json.Marshal(e); err == nil && privateDir(dir) {
-			statefile.WriteFileNoSync(file, b, 0o600) // a cache: failing to write it costs only time
+	return nil, l, nil
+}
+
+// Store caches what the run path needs of full, the validated config
+// decoded from l.Data, and returns it: a Config with the global settings
+// and only the gate asked for. Failing to write the entry costs only time.
+func (l *CacheLookup) Store(full *Config) *Config {
+	e := cacheEntry{Key: l.key, StateDir: full.StateDir, SkipCode: full.SkipCode, History: full.History, Gate: full.Gates[l.name]}
+	if l.file != "" {
+		if b, err := json.Marshal(e); err == nil && privateDir(l.dir) {
+			statefile.WriteFileNoSync(l.file, b, 0o600)
 		}
 	}
-	return e.config(path), nil
+	return e.config(l.path)
 }
 
 // config is the Config an entry stands for.

@@ -1,5 +1,8 @@
-// Package gate holds cron-gate's gates: the TOML config (config.go) and its
-// in-place editor (configedit.go), pauses set from the command line
+// Package gate holds cron-gate's gates: the config's types, defaults and
+// invariants (config.go; the TOML is decoded and edited by package
+// gateconf, and the validated gate comes from a cache, configcache.go, so
+// that cron-gate's per-tick binary links no TOML library), pauses set from
+// the command line
 // (pause.go), legacy lock and pidfile probes (legacy.go), the per-gate run
 // journal and summary (journal.go), the optional output log (outputlog.go),
 // the decision and recording of one run (run.go), and the status judgement

@@ -133,7 +133,7 @@ type Summary struct {
 // checkpointEvery is how far the journal may run ahead of summary.json
 // before the checkpoint is rewritten: readers fold in at most this much,
 // and most appends write one line and nothing else.
-const checkpointEvery = 16 << 10
+const checkpointEvery = 2 << 10
 
 // File names inside a gate's state directory.
 const (

@@ -19,9 +19,9 @@ func TestJournalSummaryAndRotation(t *testing.T) {
 	defer j.Close()
 	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	for i := 0; i < 25; i++ {
-		rec := Record{Run: "r", Event: EventEnd, Time: t0.Add(time.Duration(i) * time.Minute), Outcome: OutcomeSuccess, Exit: intp(0)}
+		rec := Record{Run: "r", Event: EventEnd, Time: t0.Add(time.Duration(i) * time.Minute), Outcome: OutcomeSuccess, Exit: new(0)}
 		if i == 24 {
-			rec.Outcome, rec.Exit = OutcomeFailure, intp(3)
+			rec.Outcome, rec.Exit = OutcomeFailure, new(3)
 		}
 		if err := j.Append(rec); err != nil {
 			t.Fatal(err)
@@ -55,7 +55,7 @@ func TestJournalRebuildsLostSummary(t *testing.T) {
 	j, _ := OpenJournal(dir, "g", 100)
 	defer j.Close()
 	now := time.Now()
-	j.Append(Record{Run: "a", Event: EventEnd, Time: now, Outcome: OutcomeSuccess, Exit: intp(0)})
+	j.Append(Record{Run: "a", Event: EventEnd, Time: now, Outcome: OutcomeSuccess, Exit: new(0)})
 	j.Append(Record{Run: "b", Event: EventSkip, Time: now, Outcome: OutcomeSkipped, Reason: ReasonPaused})
 	// A crash after the journal append but with the summary gone or torn.
 	os.WriteFile(filepath.Join(j.Dir, summaryFile), []byte(`{"v":1,"gate"`), 0o644)
@@ -121,7 +121,7 @@ func TestConcurrentAppendsLoseNothing(t *testing.T) {
 				return
 			}
 			defer j.Close()
-			if err := j.Append(Record{Run: string(rune('a' + i%26)), Event: EventEnd, Time: time.Now(), Outcome: OutcomeSuccess, Exit: intp(0)}); err != nil {
+			if err := j.Append(Record{Run: string(rune('a' + i%26)), Event: EventEnd, Time: time.Now(), Outcome: OutcomeSuccess, Exit: new(0)}); err != nil {
 				t.Error(err)
 			}
 		}(i)
@@ -224,9 +224,9 @@ func TestStaleCheckpointCatchesUp(t *testing.T) {
 	j, _ := OpenJournal(dir, "g", 100)
 	defer j.Close()
 	now := time.Now()
-	j.Append(Record{Run: "a", Event: EventEnd, Time: now, Outcome: OutcomeSuccess, Exit: intp(0)})
+	j.Append(Record{Run: "a", Event: EventEnd, Time: now, Outcome: OutcomeSuccess, Exit: new(0)})
 	old, _ := os.ReadFile(filepath.Join(j.Dir, summaryFile))
-	j.Append(Record{Run: "b", Event: EventEnd, Time: now.Add(time.Minute), Outcome: OutcomeFailure, Exit: intp(1)})
+	j.Append(Record{Run: "b", Event: EventEnd, Time: now.Add(time.Minute), Outcome: OutcomeFailure, Exit: new(1)})
 	// The checkpoint's rename was lost in a crash: the old one is back.
 	os.WriteFile(filepath.Join(j.Dir, summaryFile), old, 0o644)
 	s, _ := j.Summary()
@@ -237,7 +237,7 @@ func TestStaleCheckpointCatchesUp(t *testing.T) {
 	f, _ := os.OpenFile(filepath.Join(j.Dir, journalFile), os.O_WRONLY|os.O_APPEND, 0)
 	f.WriteString(`{"v":1,"gate":"g","run":"torn","ev`)
 	f.Close()
-	j.Append(Record{Run: "c", Event: EventEnd, Time: now.Add(2 * time.Minute), Outcome: OutcomeSuccess, Exit: intp(0)})
+	j.Append(Record{Run: "c", Event: EventEnd, Time: now.Add(2 * time.Minute), Outcome: OutcomeSuccess, Exit: new(0)})
 	recs, errs := j.Records()
 	if len(recs) != 3 || recs[2].Run != "c" || len(errs) != 1 {
 		t.Fatalf("after a torn record: %d records, errors %v", len(recs), errs)

@@ -28,6 +28,18 @@ type Invocation struct {
 	Out       *tui.Printer
 	Sigs      <-chan os.Signal
 	Now       func() time.Time // nil: time.Now
+	// Observer, if set, is asked for an observer of each run that gets as
+	// far as starting the command (package hcping's healthchecks pings);
+	// it may return nil. The run path itself links no network code.
+	Observer func(g *GateConfig, run string, out *tui.Printer) RunObserver
+}
+
+// RunObserver hears of one run: Started once the command has started,
+// Finished with the end record (also when the command could not start).
+// Neither may change the run's outcome; both must return in bounded time.
+type RunObserver interface {
+	Started()
+	Finished(end Record)
 }
 
 // Run decides whether the command may run, runs it, and records what
@@ -142,9 +154,12 @@ func Run(inv Invocation) int {
 		spec.Stdout = olog.tee(os.Stdout)
 		spec.Stderr = olog.tee(os.Stderr)
 	}
-	// Optional healthchecks.io pings (healthchecks.go): nil, and no cost,
+	// Optional healthchecks.io pings (package hcping): none, and no cost,
 	// unless the gate has a healthchecks_url; never more than ~2 s.
-	hc := newHCPinger(g, run, out)
+	var hc RunObserver
+	if inv.Observer != nil {
+		hc = inv.Observer(g, run, out)
+	}
 	child, err := runner.Prepare(spec)
 	start := now()
 	if err == nil {
@@ -157,10 +172,14 @@ func Run(inv Invocation) int {
 		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = EventEnd, now(), OutcomeError, ReasonStart, err.Error()
 		rec.Exit, rec.Argv, rec.Started = &code, inv.Argv, start
 		record(rec)
-		hc.finish(rec)
+		if hc != nil {
+			hc.Finished(rec)
+		}
 		return code
 	}
-	hc.start()
+	if hc != nil {
+		hc.Started()
+	}
 	rec := base
 	rec.Event, rec.Time, rec.ChildPid, rec.Argv = EventStart, start, child.Pid(), inv.Argv
 	rec.ChildStart = processStartTicks(child.Pid())
@@ -187,7 +206,9 @@ func Run(inv Invocation) int {
 		rec.Outcome = OutcomeFailure
 	}
 	record(rec)
-	hc.finish(rec)
+	if hc != nil {
+		hc.Finished(rec)
+	}
 	if olog != nil {
 		if err := olog.save(j, rec); err != nil {
 			out.Warnf("output log of gate %s: %v; the output of run %s is not kept", inv.Gate, err, run)

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -34,5 +35,12 @@ func setupCronGateScript(env *testscript.Env) error {
 	env.Setenv("CRON_GATE_STATE_DIR", filepath.Join(env.WorkDir, "state"))
 	env.Setenv("WITHLOCK_LOCK_DIR", filepath.Join(env.WorkDir, "locks"))
 	env.Setenv("CRON_GATE_BIN", filepath.Join(binDir, "cron-gate"))
+	// The config cache: private to the script (as root it would be
+	// /var/cache/cron-gate otherwise), and it must be mode 0700 to be used.
+	cache := filepath.Join(env.WorkDir, ".cache")
+	if err := os.Mkdir(cache, 0o700); err != nil {
+		return err
+	}
+	env.Setenv("CRON_GATE_CACHE_DIR", cache)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gateconf"
 )
 
 // BenchmarkCheck1000 is one `cron-gate check` over 1,000 declared gates
@@ -44,7 +45,7 @@ func benchCheck(b *testing.B, gates, fold int) {
 		writeLongJournal(b, dir, name, now, i%10 == 0, fold)
 	}
 	os.WriteFile(filepath.Join(dir, "crontab"), []byte(tab.String()), 0o644)
-	cfg, err := gate.Parse(filepath.Join(dir, "config.toml"), []byte(cfgText.String()))
+	cfg, err := gateconf.Parse(filepath.Join(dir, "config.toml"), []byte(cfgText.String()))
 	if err != nil {
 		b.Fatal(err)
 	}

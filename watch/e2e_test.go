@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gateconf"
 	"github.com/crongate/crongate/tui"
 )
 
@@ -87,7 +88,7 @@ interval = "4h"
 [gates.terms]
 interval = "30m"
 `, filepath.Join(dir, "state"), crontab, notify, srv.URL)), 0o644)
-	cfg, err := gate.Load(cfgPath, false)
+	cfg, err := gateconf.Load(cfgPath, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gateconf"
 )
 
 // t0 is the fake clock's start.
@@ -156,7 +157,7 @@ func newEnv(t *testing.T, body string) *env {
 func (e *env) setConfig(body string) {
 	e.t.Helper()
 	src := fmt.Sprintf("state_dir = %q\n%s", e.dir, body)
-	cfg, err := gate.Parse(filepath.Join(e.dir, "config.toml"), []byte(src))
+	cfg, err := gateconf.Parse(filepath.Join(e.dir, "config.toml"), []byte(src))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gateconf"
 )
 
 var testMsg = Message{V: 1, Kind: KindAlert, Gate: "translate", Condition: CondFailed,
@@ -197,7 +198,7 @@ func TestWebhookTimeout(t *testing.T) {
 }
 
 func TestNotifiersFromConfig(t *testing.T) {
-	cfg, err := gate.Parse("/c.toml", []byte(`
+	cfg, err := gateconf.Parse("/c.toml", []byte(`
 [[notify]]
 type = "command"
 argv = ["bark", "-g", "blog"]

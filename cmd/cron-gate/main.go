@@ -1,16 +1,22 @@
 // Command cron-gate runs a cron job's command unless its gate is paused or
 // a legacy lock is held, and journals every run. See README.md.
+//
+// This is the binary cron runs on every tick. It links no CLI library, no
+// TOML decoder and no network code: it parses the crontab run forms itself
+// (crongatecli.FastParse) and takes the gate's settings from the config
+// cache (gate.LookupGate). Everything else — a subcommand, help, a usage
+// error, a config whose bytes are not cached yet, a gate with a
+// healthchecks_url — is handed by exec to cron-gate-full, which does the
+// same run with the same code, so both give the same result.
 package main
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
-	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/crongatecli"
+	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
 )
@@ -21,165 +27,45 @@ func main() {
 
 func run(args []string) int {
 	sigs := runner.Notify()
+	if inv, ok := cachedRun(args); ok {
+		inv.Sigs = sigs
+		return gate.Run(inv)
+	}
 	out := &tui.Printer{Prog: "cron-gate"}
-	p, err := parse(args, os.Stdout, os.Exit)
-	if err != nil {
+	err := sibling.Exec(crongatecli.FullBinary, "cron-gate", args)
+	if errors.Is(err, sibling.ErrNotFound) {
+		out.Errorf("this command line needs %s (subcommands, help, errors, a config not decoded before), which is not installed next to cron-gate or on PATH", crongatecli.FullBinary)
+		out.Hintf("install both binaries: CGO_ENABLED=0 go install ./cmd/...")
+	} else {
 		out.Errorf("%v", err)
-		out.Hintf("see cron-gate --help")
-		return runner.ExitFailure
 	}
-	out.Quiet, out.Verbose = p.Quiet, p.Verbose
-	if p.cmd == "run" {
-		cfg, cfgErr := loadConfig(p.Config, p.Run.Name)
-		return gate.Run(gate.Invocation{
-			Gate: p.Run.Name, Argv: p.command, Config: cfg, ConfigErr: cfgErr,
-			Timeout: p.Run.Timeout, KillAfter: p.Run.KillAfter, Out: out, Sigs: sigs,
-		})
-	}
-	cfg, cfgErr := loadConfig(p.Config, "")
-	if cfgErr != nil {
-		out.Errorf("%v", cfgErr)
-		return runner.ExitFailure
-	}
-	var code int
-	switch p.cmd {
-	case "pause":
-		code = pause(cfg, &p.Pause, out)
-	case "resume":
-		code = resume(cfg, p.Resume.Name, out)
-	case "status":
-		code = status(cfg, &p.Status, out)
-	case "check":
-		code = check(cfg, &p.Check, out, sigs)
-	case "metrics":
-		code = metrics(cfg, out)
-	}
-	return code
+	return runner.ExitFailure
 }
 
-// loadConfig loads --config, else $CRON_GATE_CONFIG (kong or fastParse put
-// it in path), else the default path, where a missing file is an empty
-// config. With a gate name (the run path) it loads through the cache and
-// returns only that gate.
-func loadConfig(path, gateName string) (*gate.Config, error) {
-	missingOK := path == ""
+// cachedRun returns the run a command line asks for when this binary can
+// do it alone: a fast-parsed, valid run line whose config is unreadable
+// (refused and recorded by gate.Run), absent, or cached, for a gate
+// without healthchecks pings.
+func cachedRun(args []string) (gate.Invocation, bool) {
+	flags, command, isRun := crongatecli.Split(args)
+	if !isRun {
+		return gate.Invocation{}, false
+	}
+	ra, ok := crongatecli.FastParse(flags)
+	if !ok || ra.Check(command) != "" {
+		return gate.Invocation{}, false
+	}
+	path, missingOK := ra.Config, ra.Config == ""
 	if path == "" {
 		path = gate.DefaultConfigPath
 	}
-	if gateName != "" {
-		return gate.LoadGate(path, missingOK, gateName)
+	cfg, miss, err := gate.LookupGate(path, missingOK, ra.Name)
+	if miss != nil || (cfg != nil && cfg.Gate(ra.Name).HealthchecksURL != "") {
+		return gate.Invocation{}, false
 	}
-	return gate.Load(path, missingOK)
-}
-
-func pause(cfg *gate.Config, c *PauseCmd, out *tui.Printer) int {
-	if err := gate.CheckName(c.Name); err != nil {
-		out.Errorf("%v", err)
-		return runner.ExitFailure
-	}
-	now := time.Now()
-	pz := gate.Pause{Reason: c.Reason, Since: now, Who: gate.Who()}
-	switch {
-	case c.For > 0:
-		pz.Until = now.Add(c.For)
-	case c.Until != "":
-		t, err := parseUntil(c.Until, now)
-		if err != nil {
-			out.Errorf("%v", err)
-			return runner.ExitFailure
-		}
-		if !t.After(now) {
-			out.Errorf("--until %s is in the past", c.Until)
-			return runner.ExitFailure
-		}
-		pz.Until = t
-	}
-	if err := gate.SetPause(gate.StateDirFor(cfg), c.Name, pz); err != nil {
-		out.Errorf("pause gate %s: %v", c.Name, err)
-		return runner.ExitFailure
-	}
-	msg := "paused gate " + c.Name
-	if !pz.Until.IsZero() {
-		msg += " until " + pz.Until.Format(time.RFC3339)
-	}
-	out.Infof("%s", msg)
-	if _, declared := cfg.Gates[c.Name]; !declared {
-		out.Infof("note: gate %s is not declared in %s; the pause applies all the same", c.Name, cfg.Path)
-	}
-	return 0
-}
-
-func resume(cfg *gate.Config, name string, out *tui.Printer) int {
-	if err := gate.CheckName(name); err != nil {
-		out.Errorf("%v", err)
-		return runner.ExitFailure
-	}
-	stateDir := gate.StateDirFor(cfg)
-	had, err := gate.ClearPause(stateDir, name)
-	if err != nil {
-		out.Errorf("resume gate %s: %v", name, err)
-		return runner.ExitFailure
-	}
-	g := cfg.Gate(name)
-	if g.Paused {
-		if err := gate.SetPaused(cfg.Path, name, false, gate.ConfigLockPath(stateDir)); err != nil {
-			out.Errorf("resume gate %s: it is paused in %s and that file could not be changed: %v", name, cfg.Path, err)
-			out.Hintf("set paused = false under [gates.%s] by hand", name)
-			return runner.ExitFailure
-		}
-		noteResumed(stateDir, name, out)
-		out.Infof("resumed gate %s: set paused = false in %s", name, cfg.Path)
-		return 0
-	}
-	if had {
-		noteResumed(stateDir, name, out)
-		out.Infof("resumed gate %s: lifted its command-line pause", name)
-	} else {
-		out.Infof("gate %s was not paused", name)
-	}
-	return 0
-}
-
-func status(cfg *gate.Config, c *StatusCmd, out *tui.Printer) int {
-	var names []string
-	if c.Name != "" {
-		if err := gate.CheckName(c.Name); err != nil {
-			out.Errorf("%v", err)
-			return runner.ExitFailure
-		}
-		names = []string{c.Name}
-	}
-	rep, err := gate.Status(cfg, time.Now(), names...)
-	if err != nil {
-		out.Errorf("%v", err)
-		return runner.ExitFailure
-	}
-	for _, w := range rep.Warnings {
-		out.Warnf("%s", w)
-	}
-	if c.JSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			out.Errorf("%v", err)
-			return runner.ExitFailure
-		}
-		return 0
-	}
-	printTable(os.Stdout, rep, time.Now())
-	if c.Name != "" {
-		printDetail(os.Stdout, rep.Gates[0])
-		if c.Output {
-			text, err := gate.LastOutputOf(gate.StateDirFor(cfg), c.Name)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				out.Errorf("output of gate %s: %v", c.Name, err)
-				return runner.ExitFailure
-			}
-			if text == "" {
-				fmt.Println("(no output kept; set log_output = true for this gate)")
-			}
-			fmt.Print(text)
-		}
-	}
-	return 0
+	return gate.Invocation{
+		Gate: ra.Name, Argv: command, Config: cfg, ConfigErr: err,
+		Timeout: ra.Timeout, KillAfter: ra.KillAfter,
+		Out: &tui.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose},
+	}, true
 }

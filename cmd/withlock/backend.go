@@ -1,11 +1,10 @@
 package main
 
 import (
+	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 
+	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
 )
@@ -71,44 +70,12 @@ func wantsEtcd(args []string) bool {
 // else on PATH), with the same arguments. It returns only on failure.
 func execEtcd(args []string) int {
 	out := &tui.Printer{Prog: "withlock"}
-	self, _ := os.Executable()
-	path := ""
-	if self != "" {
-		if p := filepath.Join(filepath.Dir(self), EtcdBinary); isFile(p) {
-			path = p
-		}
-	}
-	if path == "" {
-		path, _ = exec.LookPath(EtcdBinary)
-	}
-	if path == "" {
+	err := sibling.Exec(EtcdBinary, EtcdBinary, args)
+	if errors.Is(err, sibling.ErrNotFound) {
 		out.Errorf("--backend etcd needs %s, which is not installed next to withlock or on PATH", EtcdBinary)
 		out.Hintf("install it: CGO_ENABLED=0 go install ./cmd/withlock-etcd")
 		return runner.ExitFailure
 	}
-	// A withlock-etcd that is this very file (a copy or link named so)
-	// would exec itself forever.
-	if a, b := stat(path), stat(self); a != nil && b != nil && os.SameFile(a, b) {
-		out.Errorf("%s is withlock itself, not the etcd backend", path)
-		return runner.ExitFailure
-	}
-	err := syscall.Exec(path, append([]string{EtcdBinary}, args...), os.Environ())
-	out.Errorf("exec %s: %v", path, err)
+	out.Errorf("%v", err)
 	return runner.ExitFailure
-}
-
-func isFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
-
-func stat(p string) os.FileInfo {
-	if p == "" {
-		return nil
-	}
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil
-	}
-	return st
 }

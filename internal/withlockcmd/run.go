@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/buildinfo"
+	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/lockset"
 	"github.com/crongate/crongate/runner"
@@ -53,16 +53,8 @@ func Main(args []string) int {
 // executable or on PATH, with the same arguments.
 func execFull(args []string) int {
 	out := &tui.Printer{Prog: "withlock"}
-	path := ""
-	if self, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(self), FullBinary); fileExists(p) {
-			path = p
-		}
-	}
-	if path == "" {
-		path, _ = exec.LookPath(FullBinary)
-	}
-	if path == "" {
+	err := sibling.Exec(FullBinary, "withlock", args)
+	if errors.Is(err, sibling.ErrNotFound) {
 		if len(args) == 1 && (args[0] == "--version") {
 			fmt.Println(buildinfo.String())
 			return 0
@@ -71,14 +63,8 @@ func execFull(args []string) int {
 		out.Hintf("install both: CGO_ENABLED=0 go install ./cmd/...")
 		return runner.ExitFailure
 	}
-	err := syscall.Exec(path, append([]string{"withlock"}, args...), os.Environ())
-	out.Errorf("exec %s: %v", path, err)
+	out.Errorf("%v", err)
 	return runner.ExitFailure
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
 }
 
 // Run runs withlock with parsed options. sigs is runner.Notify's channel.

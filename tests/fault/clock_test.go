@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gateconf"
 	"github.com/crongate/crongate/tui"
 )
 
@@ -33,7 +34,7 @@ func clockGate(t *testing.T) (root string, cfg *gate.Config) {
 	if err := os.WriteFile(path, []byte(fmt.Sprintf("state_dir = %q\n", filepath.Join(root, "state"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := gate.Load(path, false)
+	cfg, err := gateconf.Load(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
-package gate
-
+// Package hcping sends healthchecks.io pings around a gate's runs.
+//
 // Healthchecks pings: a gate with `healthchecks_url` tells a
 // healthchecks.io-compatible service about each run, so that users who
 // already watch their jobs there keep doing so:
@@ -18,6 +18,8 @@ package gate
 // at most about 2 s). A failed ping is a warning on stderr (cron mails
 // it); the URL, which holds the check's secret, is not printed.
 
+package hcping
+
 import (
 	"context"
 	"fmt"
@@ -26,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/tui"
 	"github.com/crongate/crongate/watch/minihttp"
 )
@@ -33,8 +36,7 @@ import (
 // hcTimeout bounds one ping.
 var hcTimeout = time.Second
 
-// hcPinger pings one gate's URL around one run. A nil *hcPinger does
-// nothing, so the run path calls it unconditionally.
+// hcPinger pings one gate's URL around one run.
 type hcPinger struct {
 	base     string
 	gate     string
@@ -44,19 +46,17 @@ type hcPinger struct {
 	startErr error
 }
 
-// newHCPinger returns nil when the gate has no healthchecks_url.
-func newHCPinger(g *GateConfig, run string, out *tui.Printer) *hcPinger {
+// New is a gate.Invocation's Observer: the pinger of one run of gate g, or
+// nil when the gate has no healthchecks_url.
+func New(g *gate.GateConfig, run string, out *tui.Printer) gate.RunObserver {
 	if g == nil || g.HealthchecksURL == "" {
 		return nil
 	}
 	return &hcPinger{base: g.HealthchecksURL, gate: g.Name, run: run, out: out}
 }
 
-// start sends URL/start in the background.
-func (p *hcPinger) start() {
-	if p == nil {
-		return
-	}
+// Started sends URL/start in the background.
+func (p *hcPinger) Started() {
 	p.started = make(chan struct{})
 	go func() {
 		defer close(p.started)
@@ -64,12 +64,9 @@ func (p *hcPinger) start() {
 	}()
 }
 
-// finish waits (bounded) for the start ping and sends the end ping for the
-// run's end record.
-func (p *hcPinger) finish(rec Record) {
-	if p == nil {
-		return
-	}
+// Finished waits (bounded) for the start ping and sends the end ping for
+// the run's end record.
+func (p *hcPinger) Finished(rec gate.Record) {
 	if p.started != nil {
 		<-p.started // bounded by the start ping's own hcTimeout
 		if p.startErr != nil {
@@ -78,10 +75,10 @@ func (p *hcPinger) finish(rec Record) {
 	}
 	suffix := ""
 	switch {
-	case rec.Outcome == OutcomeSuccess:
-	case rec.Outcome == OutcomeSkipped:
+	case rec.Outcome == gate.OutcomeSuccess:
+	case rec.Outcome == gate.OutcomeSkipped:
 		suffix = "log"
-	case rec.Outcome == OutcomeSignal || rec.Exit == nil || *rec.Exit == 0:
+	case rec.Outcome == gate.OutcomeSignal || rec.Exit == nil || *rec.Exit == 0:
 		suffix = "fail"
 	default:
 		suffix = strconv.Itoa(*rec.Exit)

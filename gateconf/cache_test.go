@@ -1,6 +1,7 @@
-package gate
+package gateconf
 
 import (
+	"github.com/crongate/crongate/gate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,17 +64,17 @@ func TestCacheDirMustBePrivate(t *testing.T) {
 	os.Mkdir(d, 0o777)
 	os.Chmod(d, 0o777)
 	t.Setenv("CRON_GATE_CACHE_DIR", d)
-	if CacheDir() != "" {
+	if gate.CacheDir() != "" {
 		t.Fatal("a world-writable cache dir was used")
 	}
 	link := filepath.Join(t.TempDir(), "l")
 	os.Symlink(t.TempDir(), link)
 	t.Setenv("CRON_GATE_CACHE_DIR", link)
-	if CacheDir() != "" {
+	if gate.CacheDir() != "" {
 		t.Fatal("a symlinked cache dir was used")
 	}
 	t.Setenv("CRON_GATE_CACHE_DIR", "off")
-	if CacheDir() != "" {
+	if gate.CacheDir() != "" {
 		t.Fatal("cache not off")
 	}
 }

@@ -1,4 +1,4 @@
-package gate
+package hcping
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/tui"
 )
 
@@ -57,11 +58,11 @@ func (s *hcServer) take() []string {
 func runHC(t *testing.T, url string, argv ...string) (int, string) {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := DefaultConfig()
+	cfg := gate.DefaultConfig()
 	cfg.StateDir = dir
-	cfg.Gates["hc"] = &GateConfig{Name: "hc", HealthchecksURL: url}
+	cfg.Gates["hc"] = &gate.GateConfig{Name: "hc", HealthchecksURL: url}
 	var errb bytes.Buffer
-	code := Run(Invocation{Gate: "hc", Argv: argv, Config: cfg, Out: &tui.Printer{Prog: "cron-gate", W: &errb}})
+	code := gate.Run(gate.Invocation{Gate: "hc", Argv: argv, Config: cfg, Observer: New, Out: &tui.Printer{Prog: "cron-gate", W: &errb}})
 	return code, errb.String()
 }
 
@@ -131,10 +132,7 @@ func TestHealthchecksDeadURL(t *testing.T) {
 
 // No healthchecks_url, no ping and no cost.
 func TestHealthchecksOff(t *testing.T) {
-	if p := newHCPinger(&GateConfig{Name: "x"}, "r", nil); p != nil {
+	if p := New(&gate.GateConfig{Name: "x"}, "r", nil); p != nil {
 		t.Fatal("pinger without a URL")
 	}
-	var p *hcPinger
-	p.start()
-	p.finish(Record{})
 }

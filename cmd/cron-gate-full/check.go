@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/runner"
@@ -139,13 +138,5 @@ func printCheck(w io.Writer, res *watch.Result) {
 		for _, l := range strings.Split(nt.Body, "\n") {
 			fmt.Fprintf(w, "    %s\n", l)
 		}
-	}
-}
-
-// noteResumed records the resume time for the watchdog's resume grace; a
-// failure only costs that grace, so it is a warning.
-func noteResumed(stateDir, name string, out *tui.Printer) {
-	if err := gate.NoteResumed(stateDir, name, time.Now()); err != nil {
-		out.Warnf("gate %s: the resume time could not be recorded (the watchdog may call it stale until its next run): %v", name, err)
 	}
 }

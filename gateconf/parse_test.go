@@ -1,6 +1,7 @@
-package gate
+package gateconf
 
 import (
+	"github.com/crongate/crongate/gate"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,19 +12,17 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-func intp(n int) *int { return &n }
-
 func TestConfigParseFull(t *testing.T) {
 	cfg, err := Load("testdata/config/full.toml", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Config{
+	want := &gate.Config{
 		Path:     "testdata/config/full.toml",
 		StateDir: "/srv/cron-gate",
 		SkipCode: 0,
 		History:  500,
-		Gates: map[string]*GateConfig{
+		Gates: map[string]*gate.GateConfig{
 			"backup": {
 				Name:           "backup",
 				Paused:         true,
@@ -32,12 +31,12 @@ func TestConfigParseFull(t *testing.T) {
 				LegacyLocks:    []string{"/var/run/backup.lock", "/tmp/backup.lock"},
 				LegacyPidfiles: []string{"/var/run/backup.pid"},
 				LogOutput:      true,
-				LogMaxBytes:    DefaultLogMaxBytes,
+				LogMaxBytes:    gate.DefaultLogMaxBytes,
 				PausedLine:     10,
 			},
 			"report": {
 				Name:        "report",
-				SkipCode:    intp(3),
+				SkipCode:    new(3),
 				History:     20,
 				LogOutput:   true,
 				LogMaxBytes: 65536,
@@ -85,13 +84,13 @@ func TestConfigDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", src, err)
 		}
-		want := DefaultConfig()
+		want := gate.DefaultConfig()
 		want.Path = "/etc/x.toml"
 		if !reflect.DeepEqual(cfg, want) {
 			t.Errorf("Parse(%q) = %+v, want %+v", src, cfg, want)
 		}
 	}
-	d := DefaultConfig()
+	d := gate.DefaultConfig()
 	if d.StateDir != "" || d.SkipCode != 75 || d.History != 1000 || d.Gates == nil || d.Path != "" {
 		t.Errorf("DefaultConfig() = %+v", d)
 	}
@@ -99,7 +98,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Error(err)
 	}
 
-	var nilCfg *Config
+	var nilCfg *gate.Config
 	if g := nilCfg.Gate("x"); g == nil || g.Name != "x" {
 		t.Errorf("nil.Gate = %+v", g)
 	}
@@ -298,7 +297,7 @@ func TestConfigLoad(t *testing.T) {
 
 	missing := filepath.Join(dir, "missing.toml")
 	cfg, err := Load(missing, true)
-	if err != nil || !reflect.DeepEqual(cfg, DefaultConfig()) {
+	if err != nil || !reflect.DeepEqual(cfg, gate.DefaultConfig()) {
 		t.Errorf("Load(missing, true) = %+v, %v; want the default config", cfg, err)
 	}
 	_, err = Load(missing, false)
@@ -322,7 +321,7 @@ func TestConfigLoad(t *testing.T) {
 	}
 
 	big := filepath.Join(dir, "big.toml")
-	if err := os.WriteFile(big, []byte(strings.Repeat("#\n", MaxConfigBytes/2+1)), 0o644); err != nil {
+	if err := os.WriteFile(big, []byte(strings.Repeat("#\n", gate.MaxConfigBytes/2+1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Load(big, false)
@@ -366,34 +365,34 @@ func TestConfigLoad(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	ok := func() *Config {
-		c := DefaultConfig()
+	ok := func() *gate.Config {
+		c := gate.DefaultConfig()
 		c.Path = "/etc/x.toml"
-		c.Gates["a"] = &GateConfig{Name: "a"}
+		c.Gates["a"] = &gate.GateConfig{Name: "a"}
 		return c
 	}
 	if err := ok().Validate(); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		mod  func(c *Config)
+		mod  func(c *gate.Config)
 		want string
 	}{
-		{func(c *Config) { c.StateDir = "rel" }, "state_dir"},
-		{func(c *Config) { c.SkipCode = 256 }, "skip_code"},
-		{func(c *Config) { c.History = 9 }, "history"},
-		{func(c *Config) { c.Gates = nil }, "Gates is nil"},
-		{func(c *Config) { c.Gates["b"] = nil }, "gates.b: is nil"},
-		{func(c *Config) { c.Gates["run"] = &GateConfig{Name: "run"} }, "reserved"},
-		{func(c *Config) { c.Gates["a"].Name = "b" }, "gates.a: Name"},
-		{func(c *Config) { c.Gates["a"].LegacyLocks = []string{"x"} }, "gates.a.legacy_locks[0]"},
-		{func(c *Config) { c.Gates["a"].LegacyPidfiles = []string{""} }, "gates.a.legacy_pidfiles[0]"},
-		{func(c *Config) { c.Gates["a"].Interval = -1 }, "gates.a.interval"},
-		{func(c *Config) { c.Gates["a"].SkipCode = intp(-1) }, "gates.a.skip_code"},
-		{func(c *Config) { c.Gates["a"].History = 5 }, "gates.a.history"},
-		{func(c *Config) { c.Gates["a"].LogMaxBytes = 5 }, "gates.a.log_max_bytes"},
-		{func(c *Config) { c.Gates["a"].LogOutput = true }, "gates.a.log_max_bytes"},
-		{func(c *Config) { c.Gates["a"].PausedLine = -1 }, "gates.a.paused"},
+		{func(c *gate.Config) { c.StateDir = "rel" }, "state_dir"},
+		{func(c *gate.Config) { c.SkipCode = 256 }, "skip_code"},
+		{func(c *gate.Config) { c.History = 9 }, "history"},
+		{func(c *gate.Config) { c.Gates = nil }, "Gates is nil"},
+		{func(c *gate.Config) { c.Gates["b"] = nil }, "gates.b: is nil"},
+		{func(c *gate.Config) { c.Gates["run"] = &gate.GateConfig{Name: "run"} }, "reserved"},
+		{func(c *gate.Config) { c.Gates["a"].Name = "b" }, "gates.a: Name"},
+		{func(c *gate.Config) { c.Gates["a"].LegacyLocks = []string{"x"} }, "gates.a.legacy_locks[0]"},
+		{func(c *gate.Config) { c.Gates["a"].LegacyPidfiles = []string{""} }, "gates.a.legacy_pidfiles[0]"},
+		{func(c *gate.Config) { c.Gates["a"].Interval = -1 }, "gates.a.interval"},
+		{func(c *gate.Config) { c.Gates["a"].SkipCode = new(-1) }, "gates.a.skip_code"},
+		{func(c *gate.Config) { c.Gates["a"].History = 5 }, "gates.a.history"},
+		{func(c *gate.Config) { c.Gates["a"].LogMaxBytes = 5 }, "gates.a.log_max_bytes"},
+		{func(c *gate.Config) { c.Gates["a"].LogOutput = true }, "gates.a.log_max_bytes"},
+		{func(c *gate.Config) { c.Gates["a"].PausedLine = -1 }, "gates.a.paused"},
 	}
 	for i, tt := range tests {
 		c := ok()
@@ -448,7 +447,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse result does not validate: %v", err)
 		}
 		for name, g := range cfg.Gates {
-			if CheckName(name) != nil || g.Name != name {
+			if gate.CheckName(name) != nil || g.Name != name {
 				t.Fatalf("bad gate %q: %+v", name, g)
 			}
 			if g.Paused && g.PausedLine == 0 {
@@ -495,13 +494,13 @@ failure_state_key = "notified"
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCheck := CheckConfig{StaleFactor: 3, AlertAfter: 1, ResumeGrace: 0, ResumeGraceSet: true,
+	wantCheck := gate.CheckConfig{StaleFactor: 3, AlertAfter: 1, ResumeGrace: 0, ResumeGraceSet: true,
 		CrontabCommand: []string{}, CronD: []string{"/etc/cron.d", "/etc/crontab"},
 		SystemctlCommand: []string{"systemctl", "--user"}, MetricsFile: "/var/lib/node_exporter/textfile/cron-gate.prom"}
 	if !reflect.DeepEqual(cfg.Check, wantCheck) {
 		t.Errorf("check\n got  %+v\n want %+v", cfg.Check, wantCheck)
 	}
-	wantNotify := []NotifyConfig{
+	wantNotify := []gate.NotifyConfig{
 		{Type: "command", Argv: []string{"bark", "-g", "blog", "{title}", "{body}"}, Timeout: 10 * time.Second, Line: 12},
 		{Type: "webhook", Name: "ops", URL: "https://hooks.example.com/cron?key=x", Timeout: 3 * time.Second, Retries: 0, Line: 16},
 	}
@@ -509,7 +508,7 @@ failure_state_key = "notified"
 		t.Errorf("notify\n got  %+v\n want %+v", cfg.Notify, wantNotify)
 	}
 	tr, ap := cfg.Gates["translate"], cfg.Gates["autopush"]
-	if tr.FailureStateFile != "/srv/blog/state/translation.json" || tr.FailureStateKey != DefaultFailureStateKey ||
+	if tr.FailureStateFile != "/srv/blog/state/translation.json" || tr.FailureStateKey != gate.DefaultFailureStateKey ||
 		tr.HealthchecksURL != "https://hc-ping.com/0b7a" || ap.SystemdTimer != "blog-autopush.timer" || ap.FailureStateKey != "notified" {
 		t.Errorf("gates %+v %+v", *tr, *ap)
 	}
@@ -518,14 +517,14 @@ failure_state_key = "notified"
 		t.Error("accessors")
 	}
 	// Defaults.
-	d := DefaultConfig().Check
+	d := gate.DefaultConfig().Check
 	if d.StaleFactorOr() != 2.5 || d.AlertAfterOr() != 2 || d.ResumeGraceOr() != 15*time.Minute ||
 		!reflect.DeepEqual(d.CrontabCommandOr(), []string{"crontab", "-l"}) || !reflect.DeepEqual(d.SystemctlCommandOr(), []string{"systemctl"}) {
 		t.Error("defaults")
 	}
 	// A webhook's retries default to 2.
 	cfg, err = Parse("/etc/x.toml", []byte("[[notify]]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:9/x\"\n"))
-	if err != nil || cfg.Notify[0].Retries != DefaultWebhookRetries {
+	if err != nil || cfg.Notify[0].Retries != gate.DefaultWebhookRetries {
 		t.Fatalf("%+v %v", cfg, err)
 	}
 	// An inline array of tables is the same thing.
@@ -588,26 +587,28 @@ func TestConfigCheckErrors(t *testing.T) {
 }
 
 func TestConfigValidateCheck(t *testing.T) {
-	for i, mod := range []func(c *Config){
-		func(c *Config) { c.Check.StaleFactor = 0.5 },
-		func(c *Config) { c.Check.AlertAfter = -1 },
-		func(c *Config) { c.Check.ResumeGrace = -1 },
-		func(c *Config) { c.Check.CrontabCommand = []string{""} },
-		func(c *Config) { c.Check.SystemctlCommand = []string{} },
-		func(c *Config) { c.Check.CronD = []string{"rel"} },
-		func(c *Config) { c.Check.MetricsFile = "rel" },
-		func(c *Config) { c.Notify = []NotifyConfig{{Type: "x"}} },
-		func(c *Config) { c.Notify = []NotifyConfig{{Type: NotifyCommand}} },
-		func(c *Config) { c.Notify = []NotifyConfig{{Type: NotifyWebhook, URL: "x"}} },
-		func(c *Config) { c.Notify = []NotifyConfig{{Type: NotifyWebhook, URL: "http://x/", Retries: 99}} },
-		func(c *Config) { c.Gates["a"].SystemdTimer = "x" },
-		func(c *Config) { c.Gates["a"].FailureStateFile = "/x" },
-		func(c *Config) { c.Gates["a"].FailureStateKey = "k" },
-		func(c *Config) { c.Gates["a"].HealthchecksURL = "x" },
+	for i, mod := range []func(c *gate.Config){
+		func(c *gate.Config) { c.Check.StaleFactor = 0.5 },
+		func(c *gate.Config) { c.Check.AlertAfter = -1 },
+		func(c *gate.Config) { c.Check.ResumeGrace = -1 },
+		func(c *gate.Config) { c.Check.CrontabCommand = []string{""} },
+		func(c *gate.Config) { c.Check.SystemctlCommand = []string{} },
+		func(c *gate.Config) { c.Check.CronD = []string{"rel"} },
+		func(c *gate.Config) { c.Check.MetricsFile = "rel" },
+		func(c *gate.Config) { c.Notify = []gate.NotifyConfig{{Type: "x"}} },
+		func(c *gate.Config) { c.Notify = []gate.NotifyConfig{{Type: gate.NotifyCommand}} },
+		func(c *gate.Config) { c.Notify = []gate.NotifyConfig{{Type: gate.NotifyWebhook, URL: "x"}} },
+		func(c *gate.Config) {
+			c.Notify = []gate.NotifyConfig{{Type: gate.NotifyWebhook, URL: "http://x/", Retries: 99}}
+		},
+		func(c *gate.Config) { c.Gates["a"].SystemdTimer = "x" },
+		func(c *gate.Config) { c.Gates["a"].FailureStateFile = "/x" },
+		func(c *gate.Config) { c.Gates["a"].FailureStateKey = "k" },
+		func(c *gate.Config) { c.Gates["a"].HealthchecksURL = "x" },
 	} {
-		c := DefaultConfig()
+		c := gate.DefaultConfig()
 		c.Path = "/etc/x.toml"
-		c.Gates["a"] = &GateConfig{Name: "a"}
+		c.Gates["a"] = &gate.GateConfig{Name: "a"}
 		mod(c)
 		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "config /etc/x.toml: ") {
 			t.Errorf("case %d: Validate() = %v", i, err)

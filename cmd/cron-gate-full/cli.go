@@ -13,6 +13,7 @@ import (
 
 	"github.com/crongate/crongate/buildinfo"
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/crongatecli"
 )
 
 // CLI is cron-gate's command line. `cron-gate [flags] NAME -- COMMAND` is
@@ -101,7 +102,7 @@ type parsed struct {
 // forms are parsed without kong (see fastParse), the rest by kong.
 func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 	var p parsed
-	flagArgs, command, isRun := split(args)
+	flagArgs, command, isRun := crongatecli.Split(args)
 	if isRun {
 		p.command = command
 		if fastParse(flagArgs, &p.CLI) {
@@ -142,23 +143,12 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 	return &p, p.validate()
 }
 
-func split(args []string) (flags, command []string, found bool) {
-	for i, a := range args {
-		if a == "--" {
-			return args[:i], args[i+1:], true
-		}
-	}
-	return args, nil, false
-}
-
 func (p *parsed) validate() error {
 	switch p.cmd {
 	case "run":
-		if len(p.command) == 0 || p.command[0] == "" {
-			return usageError{"empty command after --"}
-		}
-		if p.Run.Timeout < 0 || p.Run.KillAfter < 0 {
-			return usageError{"--timeout and --kill-after must not be negative"}
+		ra := crongatecli.RunArgs{Timeout: p.Run.Timeout, KillAfter: p.Run.KillAfter}
+		if msg := ra.Check(p.command); msg != "" {
+			return usageError{msg}
 		}
 	case "pause":
 		if p.Pause.For < 0 {
@@ -168,70 +158,13 @@ func (p *parsed) validate() error {
 	return nil
 }
 
-// fastParse parses the run forms found in crontabs — `NAME`, with
-// --config, --timeout, --kill-after, -q, -v — without kong, whose set-up
-// costs more than the rest of a call. Anything else is left to kong;
-// FuzzFastParse holds both to the same result.
+// fastParse is crongatecli.FastParse into the kong CLI struct, so that a
+// line parses to the same CLI either way (FuzzFastParse).
 func fastParse(args []string, c *CLI) bool {
-	*c = CLI{}
-	c.Run.KillAfter = 10 * time.Second
-	if v, ok := os.LookupEnv("CRON_GATE_CONFIG"); ok {
-		c.Config = v
-	}
-	seen := map[string]bool{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch a {
-		case "-q", "--quiet", "-v", "--verbose":
-			if seen[a] {
-				return false
-			}
-			seen[a] = true
-			if a[len(a)-1] == 'q' || a == "--quiet" {
-				c.Quiet = true
-			} else {
-				c.Verbose = true
-			}
-			continue
-		}
-		if !strings.HasPrefix(a, "-") {
-			if c.Run.Name != "" || a == "" || !utf8.ValidString(a) {
-				return false
-			}
-			c.Run.Name = a
-			continue
-		}
-		if !strings.HasPrefix(a, "--") {
-			return false
-		}
-		name, val, ok := strings.Cut(a[2:], "=")
-		if !ok {
-			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
-				return false
-			}
-			i++
-			val = args[i]
-		}
-		if val == "" || seen[name] || !utf8.ValidString(val) {
-			return false
-		}
-		seen[name] = true
-		var err error
-		switch name {
-		case "config":
-			c.Config = val
-		case "timeout":
-			c.Run.Timeout, err = time.ParseDuration(val)
-		case "kill-after":
-			c.Run.KillAfter, err = time.ParseDuration(val)
-		default:
-			return false
-		}
-		if err != nil {
-			return false
-		}
-	}
-	return c.Run.Name != ""
+	ra, ok := crongatecli.FastParse(args)
+	*c = CLI{Config: ra.Config, Quiet: ra.Quiet, Verbose: ra.Verbose}
+	c.Run = RunCmd{Name: ra.Name, Timeout: ra.Timeout, KillAfter: ra.KillAfter}
+	return ok
 }
 
 // parseUntil reads --until: RFC 3339, or local "YYYY-MM-DD HH:MM[:SS]" or

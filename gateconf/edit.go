@@ -1,4 +1,4 @@
-package gate
+package gateconf
 
 // Editing `paused` in a hand-written config without disturbing it.
 //
@@ -23,6 +23,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/cfgtext"
 	"io"
 	"io/fs"
 	"os"
@@ -82,9 +84,9 @@ import (
 //
 // Errors are single lines that start with "config PATH" (or "lock file
 // PATH" for the lock) and say what to do.
-func SetPaused(path, gate string, paused bool, lockPath string) error {
-	where := cfgWhere(path, 0)
-	if err := CheckName(gate); err != nil {
+func SetPaused(path, name string, paused bool, lockPath string) error {
+	where := cfgtext.Where(path, 0)
+	if err := gate.CheckName(name); err != nil {
 		return fmt.Errorf("%s: %s", where, err)
 	}
 	if lockPath == "" {
@@ -98,7 +100,7 @@ func SetPaused(path, gate string, paused bool, lockPath string) error {
 
 	const attempts = 5
 	for range attempts {
-		err := setPausedLocked(path, gate, paused)
+		err := setPausedLocked(path, name, paused)
 		if !errors.Is(err, errEditRaced) {
 			return err
 		}
@@ -110,14 +112,14 @@ func SetPaused(path, gate string, paused bool, lockPath string) error {
 // renaming; the caller starts over.
 var errEditRaced = errors.New("config changed during the edit")
 
-func setPausedLocked(path, gate string, paused bool) error {
-	where := cfgWhere(path, 0)
+func setPausedLocked(path, name string, paused bool) error {
+	where := cfgtext.Where(path, 0)
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%s: file does not exist; create it (cron-gate only edits an existing config)", where)
 		}
-		return fmt.Errorf("%s: cannot resolve the path: %s", where, cfgOneLine(cfgUnwrapPath(err).Error()))
+		return fmt.Errorf("%s: cannot resolve the path: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
 	}
 	data, st, err := editRead(where, target)
 	if err != nil {
@@ -127,14 +129,14 @@ func setPausedLocked(path, gate string, paused bool) error {
 	if err != nil {
 		return fmt.Errorf("%s (cron-gate only edits a valid config: fix this by hand first)", err)
 	}
-	if cfg.Gate(gate).Paused == paused {
+	if cfg.Gate(name).Paused == paused {
 		return nil
 	}
-	out, err := editPaused(path, data, cfg, gate, paused)
+	out, err := editPaused(path, data, cfg, name, paused)
 	if err != nil {
 		return err
 	}
-	if err := editVerify(path, out, cfg, gate, paused); err != nil {
+	if err := editVerify(path, out, cfg, name, paused); err != nil {
 		return err
 	}
 	return editReplace(where, target, out, st)
@@ -142,19 +144,19 @@ func setPausedLocked(path, gate string, paused bool) error {
 
 // editPaused returns data with gate's paused set (see SetPaused); cfg is
 // data parsed, and the gate's current state differs from paused.
-func editPaused(path string, data []byte, cfg *Config, gate string, paused bool) ([]byte, error) {
+func editPaused(path string, data []byte, cfg *gate.Config, name string, paused bool) ([]byte, error) {
 	sc, err := editScan(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cron-gate cannot follow this line well enough to edit the file safely (%s); edit it by hand",
-			cfgWhere(path, err.line), err.msg)
+			cfgtext.Where(path, err.line), err.msg)
 	}
-	gateKey := []string{"gates", gate}
+	gateKey := []string{"gates", name}
 	byHand := func(line int, form string) error {
 		return fmt.Errorf("%s: the paused setting of gate %s is written as %s, which cron-gate cannot edit safely; edit it by hand, or write it as paused = true|false in a [%s] table",
-			cfgWhere(path, line), gate, form, cfgKey(gateKey...))
+			cfgtext.Where(path, line), name, form, cfgtext.Key(gateKey...))
 	}
 
-	if g := cfg.Gates[gate]; g != nil && g.PausedLine > 0 {
+	if g := cfg.Gates[name]; g != nil && g.PausedLine > 0 {
 		// Replace the value of the existing key.
 		st := sc.stmtAt(g.PausedLine)
 		if st == nil || st.kind != stmtKey {
@@ -165,7 +167,7 @@ func editPaused(path string, data []byte, cfg *Config, gate string, paused bool)
 		case !editKeyEq(full, append(slices0(gateKey), "paused")):
 			return nil, byHand(g.PausedLine, "an inline table")
 		case len(st.key) != 1:
-			return nil, byHand(g.PausedLine, "a dotted key ("+cfgKey(st.key...)+")")
+			return nil, byHand(g.PausedLine, "a dotted key ("+cfgtext.Key(st.key...)+")")
 		case sc.headerOf(st) == nil || sc.headerOf(st).kind != stmtTable:
 			return nil, byHand(g.PausedLine, "part of an array of tables")
 		case !st.simpleBool:
@@ -189,7 +191,7 @@ func editPaused(path string, data []byte, cfg *Config, gate string, paused bool)
 		st := &sc.stmts[i]
 		if (st.kind == stmtTable || st.kind == stmtArrayTable) && editKeyEq(st.key, gateKey) {
 			if st.kind == stmtArrayTable {
-				return nil, byHand(st.line, "an array of tables [["+cfgKey(gateKey...)+"]]")
+				return nil, byHand(st.line, "an array of tables [["+cfgtext.Key(gateKey...)+"]]")
 			}
 			header = st
 			break
@@ -224,14 +226,14 @@ func editPaused(path string, data []byte, cfg *Config, gate string, paused bool)
 		if len(full) >= 2 && editKeyEq(full[:2], gateKey) {
 			form := "an inline table"
 			if len(full) > 2 {
-				form = "dotted keys (" + cfgKey(st.key...) + ")"
+				form = "dotted keys (" + cfgtext.Key(st.key...) + ")"
 			}
 			return nil, fmt.Errorf("%s: gate %s is declared as %s, which cron-gate cannot edit safely; add paused = true to it by hand",
-				cfgWhere(path, st.line), gate, form)
+				cfgtext.Where(path, st.line), name, form)
 		}
 		if len(full) == 1 && full[0] == "gates" {
 			return nil, fmt.Errorf("%s: gates is written as an inline table, which cron-gate cannot edit safely; add the gate with paused = true by hand",
-				cfgWhere(path, st.line))
+				cfgtext.Where(path, st.line))
 		}
 	}
 	var b bytes.Buffer
@@ -242,7 +244,7 @@ func editPaused(path string, data []byte, cfg *Config, gate string, paused bool)
 		}
 		b.WriteString(sc.eol)
 	}
-	b.WriteString("[" + cfgKey(gateKey...) + "]" + sc.eol)
+	b.WriteString("[" + cfgtext.Key(gateKey...) + "]" + sc.eol)
 	b.WriteString("paused = true" + sc.eol)
 	return b.Bytes(), nil
 }
@@ -267,33 +269,33 @@ func editKeyEq(a, b []string) bool {
 
 // editVerify parses out and checks that it is cfg with only gate's paused
 // changed to paused.
-func editVerify(path string, out []byte, cfg *Config, gate string, paused bool) error {
+func editVerify(path string, out []byte, cfg *gate.Config, name string, paused bool) error {
 	got, err := Parse(path, out)
 	if err != nil {
 		return fmt.Errorf("%s: the edit would make the file invalid (%s); nothing was changed, edit it by hand",
-			cfgWhere(path, 0), err)
+			cfgtext.Where(path, 0), err)
 	}
-	if g := got.Gates[gate]; g == nil || g.Paused != paused || paused && g.PausedLine == 0 {
+	if g := got.Gates[name]; g == nil || g.Paused != paused || paused && g.PausedLine == 0 {
 		return fmt.Errorf("%s: the edit did not set paused = %t for gate %s; nothing was changed, edit it by hand",
-			cfgWhere(path, 0), paused, gate)
+			cfgtext.Where(path, 0), paused, name)
 	}
 	want := editNormal(cfg)
-	if g := want.Gates[gate]; g != nil {
+	if g := want.Gates[name]; g != nil {
 		g.Paused = paused
 	} else {
-		want.Gates[gate] = &GateConfig{Name: gate, Paused: paused}
+		want.Gates[name] = &gate.GateConfig{Name: name, Paused: paused}
 	}
 	if !reflect.DeepEqual(editNormal(got), want) {
 		return fmt.Errorf("%s: the edit would have changed more than paused of gate %s; nothing was changed, edit it by hand",
-			cfgWhere(path, 0), gate)
+			cfgtext.Where(path, 0), name)
 	}
 	return nil
 }
 
 // editNormal copies c without line numbers (an inserted line moves them).
-func editNormal(c *Config) *Config {
+func editNormal(c *gate.Config) *gate.Config {
 	n := *c
-	n.Gates = make(map[string]*GateConfig, len(c.Gates))
+	n.Gates = make(map[string]*gate.GateConfig, len(c.Gates))
 	for k, g := range c.Gates {
 		gc := *g
 		gc.PausedLine = 0
@@ -305,7 +307,7 @@ func editNormal(c *Config) *Config {
 // editLock takes an exclusive flock on lockPath, creating it (0600) if
 // needed and never following a symlink. The returned func releases it.
 func editLock(lockPath string) (func(), error) {
-	where := "lock file " + cfgQuotePath(lockPath)
+	where := "lock file " + cfgtext.QuotePath(lockPath)
 	var fd int
 	var err error
 	for {
@@ -323,12 +325,12 @@ func editLock(lockPath string) (func(), error) {
 		case errors.Is(err, fs.ErrPermission):
 			return nil, fmt.Errorf("%s: permission denied; run as the user that owns the state directory", where)
 		}
-		return nil, fmt.Errorf("%s: cannot open: %s", where, cfgOneLine(err.Error()))
+		return nil, fmt.Errorf("%s: cannot open: %s", where, cfgtext.OneLine(err.Error()))
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("%s: cannot stat: %s", where, cfgOneLine(err.Error()))
+		return nil, fmt.Errorf("%s: cannot stat: %s", where, cfgtext.OneLine(err.Error()))
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
@@ -342,7 +344,7 @@ func editLock(lockPath string) (func(), error) {
 	}
 	if err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("%s: cannot lock: %s", where, cfgOneLine(err.Error()))
+		return nil, fmt.Errorf("%s: cannot lock: %s", where, cfgtext.OneLine(err.Error()))
 	}
 	return func() { unix.Close(fd) }, nil
 }
@@ -364,23 +366,23 @@ func editRead(where, target string) ([]byte, editStat, error) {
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, es, fmt.Errorf("%s: permission denied; run as a user who can edit it", where)
 		}
-		return nil, es, fmt.Errorf("%s: cannot open %s: %s", where, cfgQuotePath(target), cfgOneLine(cfgUnwrapPath(err).Error()))
+		return nil, es, fmt.Errorf("%s: cannot open %s: %s", where, cfgtext.QuotePath(target), cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
 	}
 	defer f.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, es, fmt.Errorf("%s: cannot stat: %s", where, cfgOneLine(err.Error()))
+		return nil, es, fmt.Errorf("%s: cannot stat: %s", where, cfgtext.OneLine(err.Error()))
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, es, fmt.Errorf("%s: is not a regular file; cron-gate only edits regular files", where)
 	}
 	es = editStatOf(&st)
-	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, gate.MaxConfigBytes+1))
 	if err != nil {
-		return nil, es, fmt.Errorf("%s: cannot read: %s", where, cfgOneLine(cfgUnwrapPath(err).Error()))
+		return nil, es, fmt.Errorf("%s: cannot read: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
 	}
-	if len(data) > MaxConfigBytes {
-		return nil, es, fmt.Errorf("%s: is larger than %d bytes; is this the right file?", where, MaxConfigBytes)
+	if len(data) > gate.MaxConfigBytes {
+		return nil, es, fmt.Errorf("%s: is larger than %d bytes; is this the right file?", where, gate.MaxConfigBytes)
 	}
 	return data, es, nil
 }
@@ -402,9 +404,9 @@ func editReplace(where, target string, data []byte, orig editStat) (err error) {
 	tmp, err := os.CreateTemp(dir, "."+base+".cron-gate-*")
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
-			return fmt.Errorf("%s: cannot create a file in %s (permission denied); run as a user who can write there", where, cfgQuotePath(dir))
+			return fmt.Errorf("%s: cannot create a file in %s (permission denied); run as a user who can write there", where, cfgtext.QuotePath(dir))
 		}
-		return fmt.Errorf("%s: cannot create a temporary file: %s", where, cfgOneLine(cfgUnwrapPath(err).Error()))
+		return fmt.Errorf("%s: cannot create a temporary file: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
 	}
 	tmpName := tmp.Name()
 	defer func() {
@@ -415,7 +417,7 @@ func editReplace(where, target string, data []byte, orig editStat) (err error) {
 	}()
 	fail := func(what string, e error) error {
 		return fmt.Errorf("%s: cannot %s the temporary file %s: %s; the config was not changed",
-			where, what, cfgQuotePath(tmpName), cfgOneLine(cfgUnwrapPath(e).Error()))
+			where, what, cfgtext.QuotePath(tmpName), cfgtext.OneLine(cfgtext.UnwrapPath(e).Error()))
 	}
 	// Owner first: chown may clear set-id bits, which the chmod restores.
 	// Only root (or the owner, for its own groups) may do it; otherwise the
@@ -451,7 +453,7 @@ func editReplace(where, target string, data []byte, orig editStat) (err error) {
 	}
 	if err := os.Rename(tmpName, target); err != nil {
 		return fmt.Errorf("%s: cannot replace %s: %s; the config was not changed",
-			where, cfgQuotePath(target), cfgOneLine(cfgUnwrapPath(err).Error()))
+			where, cfgtext.QuotePath(target), cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
 	}
 	d, err := os.Open(dir)
 	if err == nil {
@@ -463,7 +465,7 @@ func editReplace(where, target string, data []byte, orig editStat) (err error) {
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: changed, but cannot fsync its directory %s: %s; check the file system",
-			where, cfgQuotePath(dir), cfgOneLine(cfgUnwrapPath(err).Error()))
+			where, cfgtext.QuotePath(dir), cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
 		return err
 	}
 	return nil
@@ -704,9 +706,9 @@ func (s *editLexer) key() ([]string, *editScanErr) {
 				return nil, err
 			}
 			part = str
-		case cfgIsBare(string(c)):
+		case cfgtext.IsBare(string(c)):
 			start := s.pos
-			for s.pos < len(s.data) && cfgIsBare(string(s.data[s.pos])) {
+			for s.pos < len(s.data) && cfgtext.IsBare(string(s.data[s.pos])) {
 				s.pos++
 			}
 			part = string(s.data[start:s.pos])

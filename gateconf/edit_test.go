@@ -1,7 +1,9 @@
-package gate
+package gateconf
 
 import (
 	"fmt"
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/cfgtext"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -73,7 +75,7 @@ func checkInsert(t *testing.T, before, after string, at int, ins string) {
 	}
 }
 
-func mustLoad(t *testing.T, path string) *Config {
+func mustLoad(t *testing.T, path string) *gate.Config {
 	t.Helper()
 	cfg, err := Load(path, false)
 	if err != nil {
@@ -98,15 +100,15 @@ func TestSetPausedCommented(t *testing.T) {
 			path, lock := editSetup(t, content)
 
 			// Existing `paused = true   # OPS-1234`: only the token changes.
-			step := func(gate string, paused bool) (before, after string) {
+			step := func(gname string, paused bool) (before, after string) {
 				t.Helper()
 				before = readString(t, path)
-				if err := SetPaused(path, gate, paused, lock); err != nil {
-					t.Fatalf("SetPaused(%s, %v): %v", gate, paused, err)
+				if err := SetPaused(path, gname, paused, lock); err != nil {
+					t.Fatalf("SetPaused(%s, %v): %v", gname, paused, err)
 				}
 				after = readString(t, path)
-				if got := mustLoad(t, path).Gate(gate).Paused; got != paused {
-					t.Fatalf("after SetPaused(%s, %v) the gate is paused=%v", gate, paused, got)
+				if got := mustLoad(t, path).Gate(gname).Paused; got != paused {
+					t.Fatalf("after SetPaused(%s, %v) the gate is paused=%v", gname, paused, got)
 				}
 				return before, after
 			}
@@ -172,11 +174,11 @@ func TestSetPausedCommented(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range []struct {
-				gate   string
+				gname  string
 				paused bool
 			}{{"backup", true}, {"report", false}, {"undeclared", false}, {"noop", true}} {
-				if err := SetPaused(path, c.gate, c.paused, lock); err != nil {
-					t.Fatalf("SetPaused(%s, %v): %v", c.gate, c.paused, err)
+				if err := SetPaused(path, c.gname, c.paused, lock); err != nil {
+					t.Fatalf("SetPaused(%s, %v): %v", c.gname, c.paused, err)
 				}
 			}
 			if err := unix.Stat(path, &st2); err != nil {
@@ -206,7 +208,7 @@ func TestSetPausedCommented(t *testing.T) {
 func TestSetPausedHeaderForms(t *testing.T) {
 	tests := []struct {
 		name, src string
-		gate      string
+		gname     string
 		want      string // after SetPaused(gate, true)
 	}{
 		{"quoted", "[gates.\"x\"]\nreason = \"r\"\n", "x", "[gates.\"x\"]\npaused = true\nreason = \"r\"\n"},
@@ -235,16 +237,16 @@ func TestSetPausedHeaderForms(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path, lock := editSetup(t, tt.src)
-			if err := SetPaused(path, tt.gate, true, lock); err != nil {
+			if err := SetPaused(path, tt.gname, true, lock); err != nil {
 				t.Fatal(err)
 			}
 			if got := readString(t, path); got != tt.want {
 				t.Errorf("got\n%q\nwant\n%q", got, tt.want)
 			}
-			if err := SetPaused(path, tt.gate, false, lock); err != nil {
+			if err := SetPaused(path, tt.gname, false, lock); err != nil {
 				t.Fatal(err)
 			}
-			if mustLoad(t, path).Gate(tt.gate).Paused {
+			if mustLoad(t, path).Gate(tt.gname).Paused {
 				t.Error("still paused after SetPaused(false)")
 			}
 		})
@@ -254,7 +256,7 @@ func TestSetPausedHeaderForms(t *testing.T) {
 func TestSetPausedRefuses(t *testing.T) {
 	tests := []struct {
 		name, src string
-		gate      string
+		gname     string
 		paused    bool
 		want      string // error substring; the file must not change
 	}{
@@ -283,7 +285,7 @@ func TestSetPausedRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path, lock := editSetup(t, tt.src)
-			err := SetPaused(path, tt.gate, tt.paused, lock)
+			err := SetPaused(path, tt.gname, tt.paused, lock)
 			want := strings.ReplaceAll(tt.want, "PATH", path)
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("error = %v\nwant   %s", err, want)
@@ -535,19 +537,19 @@ func FuzzEditPaused(f *testing.F) {
 	f.Add([]byte("[gates.x]\nreason = '''\n[gates.y]\n'''\n"), "y")
 	f.Add([]byte("[gates.x]\nlegacy_locks = [ # c\n \"/a\", ]\npaused = true\n"), "x")
 	f.Add([]byte("[gates.x]\nreason = \"\"\"a\\\n  b\"\"\"\"\"\n"), "x")
-	f.Fuzz(func(t *testing.T, data []byte, gate string) {
+	f.Fuzz(func(t *testing.T, data []byte, gname string) {
 		if _, err := editScan(data); err != nil && strings.ContainsAny(err.msg, "\r\n") {
 			t.Fatalf("multi-line scan error %q", err.msg)
 		}
 		cfg, err := Parse("/c", data)
-		if err != nil || CheckName(gate) != nil {
+		if err != nil || gate.CheckName(gname) != nil {
 			return
 		}
 		for _, paused := range []bool{true, false} {
-			if cfg.Gate(gate).Paused == paused {
+			if cfg.Gate(gname).Paused == paused {
 				continue
 			}
-			out, err := editPaused("/c", data, cfg, gate, paused)
+			out, err := editPaused("/c", data, cfg, gname, paused)
 			if err != nil {
 				if !strings.HasPrefix(err.Error(), "config /c") || strings.ContainsAny(err.Error(), "\r\n") {
 					t.Fatalf("bad error %q", err)
@@ -556,7 +558,7 @@ func FuzzEditPaused(f *testing.F) {
 			}
 			// Whatever the editor produced must pass verification: the
 			// verification is a safety net, not the editor's logic.
-			if err := editVerify("/c", out, cfg, gate, paused); err != nil {
+			if err := editVerify("/c", out, cfg, gname, paused); err != nil {
 				t.Fatalf("edit of %q -> %q failed verification: %v", data, out, err)
 			}
 		}
@@ -586,7 +588,7 @@ func TestEditPausedRandom(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				name = fmt.Sprintf("g.%d", i)
 			}
-			q := cfgKey(name)
+			q := cfgtext.Key(name)
 			if rng.IntN(4) == 0 {
 				line(pick("", "# about "+name, "   # indented comment [gates.zz]"))
 			}
@@ -695,6 +697,6 @@ func TestEditPausedRandom(t *testing.T) {
 	}
 }
 
-func sortedGateNames(c *Config) []string {
+func sortedGateNames(c *gate.Config) []string {
 	return cfgSortedKeys(c.Gates)
 }

@@ -1,0 +1,100 @@
+package gateconf
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/crongate/crongate/gate"
+)
+
+// Pause and Resume are the one implementation of pausing and resuming a
+// gate, shared by `cron-gate pause/resume` and the dashboard's buttons.
+// Both are safe to call concurrently from any number of processes: the
+// pauses file is re-read and merged under a lock (gate.SetPause), and the
+// config is edited in place under its own lock, keeping its comments and
+// layout (SetPaused).
+
+// Pause pauses gate name from the command line (pauses.json in the state
+// dir), replacing an earlier command-line pause. p.Since and p.Who are
+// filled in when empty; a p.Until in the past is refused.
+func Pause(cfg *gate.Config, name string, p gate.Pause) error {
+	if err := gate.CheckName(name); err != nil {
+		return err
+	}
+	now := time.Now()
+	if p.Since.IsZero() {
+		p.Since = now
+	}
+	if p.Who == "" {
+		p.Who = gate.Who()
+	}
+	if !p.Until.IsZero() && !p.Until.After(now) {
+		return fmt.Errorf("pause gate %s: until %s is in the past", name, p.Until.Format(time.RFC3339))
+	}
+	if err := gate.SetPause(gate.StateDirFor(cfg), name, p); err != nil {
+		return fmt.Errorf("pause gate %s: %w", name, err)
+	}
+	return nil
+}
+
+// Resumed says what Resume did.
+type Resumed struct {
+	Msg     string // one line for people: what was lifted
+	Warning string // non-empty when the resume time could not be recorded
+}
+
+// Resume lifts gate name's command-line pause (with or without an expiry).
+// A pause set in the config (`paused = true`) is lifted only with force,
+// by setting paused = false in the file; without force such a gate is
+// refused before anything changes, with an error that says so. This is
+// the dashboard's resume and force-resume; `cron-gate resume` is forced.
+// The resume time is recorded for the watchdog's resume grace; failing to
+// record it is a Warning, not an error.
+func Resume(cfg *gate.Config, name string, force bool) (Resumed, error) {
+	if err := gate.CheckName(name); err != nil {
+		return Resumed{}, err
+	}
+	stateDir := gate.StateDirFor(cfg)
+	inConfig := cfg.Gate(name).Paused
+	if inConfig && !force {
+		return Resumed{}, fmt.Errorf("gate %s is paused in %s (paused = true); force-resume sets paused = false there", name, cfg.Path)
+	}
+	had, err := gate.ClearPause(stateDir, name)
+	if err != nil {
+		return Resumed{}, fmt.Errorf("resume gate %s: %w", name, err)
+	}
+	var r Resumed
+	switch {
+	case inConfig:
+		if err := SetPaused(cfg.Path, name, false, gate.ConfigLockPath(stateDir)); err != nil {
+			return Resumed{}, &EditError{Gate: name, Path: cfg.Path, Err: err}
+		}
+		r.Msg = fmt.Sprintf("resumed gate %s: set paused = false in %s", name, cfg.Path)
+	case had:
+		r.Msg = fmt.Sprintf("resumed gate %s: lifted its command-line pause", name)
+	default:
+		return Resumed{Msg: fmt.Sprintf("gate %s was not paused", name)}, nil
+	}
+	if err := gate.NoteResumed(stateDir, name, time.Now()); err != nil {
+		r.Warning = fmt.Sprintf("gate %s: the resume time could not be recorded (the watchdog may call it stale until its next run): %v", name, err)
+	}
+	return r, nil
+}
+
+// EditError is Resume's error when the config's pause could not be
+// lifted: the file was left as it was, and the gate is still paused.
+type EditError struct {
+	Gate, Path string
+	Err        error
+}
+
+func (e *EditError) Error() string {
+	return fmt.Sprintf("resume gate %s: it is paused in %s and that file could not be changed: %v", e.Gate, e.Path, e.Err)
+}
+
+func (e *EditError) Unwrap() error { return e.Err }
+
+// Hint says what to do instead.
+func (e *EditError) Hint() string {
+	return fmt.Sprintf("set paused = false under [gates.%s] by hand", e.Gate)
+}
