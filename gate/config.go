@@ -57,6 +57,7 @@ type Config struct {
 	History  int                    // `history`, records kept per gate before rotation, default DefaultHistory, >= MinHistory
 	Gates    map[string]*GateConfig // `[gates.NAME]`, by NAME
 	Check    CheckConfig            // `[check]`: the watchdog's settings (zero values: defaults)
+	Serve    ServeConfig            // `[serve]`: the dashboard's settings (zero values: defaults)
 	Notify   []NotifyConfig         // `[[notify]]`: where the watchdog sends alerts, in file order
 }
 
@@ -88,6 +89,13 @@ type GateConfig struct {
 // DefaultFailureStateKey is `failure_state_key` when only the file is set:
 // the translation worker's flag.
 const DefaultFailureStateKey = "failure_notice"
+
+// ServeConfig is the `[serve]` table: `cron-gate serve`, the dashboard.
+type ServeConfig struct {
+	Listen    string // `listen`: host:port; "" is the default (loopback)
+	TimeZone  string // `time_zone`: IANA name for the times shown, e.g. "Asia/Seoul"; "" is $TZ, else local
+	TokenFile string // `token_file`: absolute path of a file holding the auth token (read by serve)
+}
 
 // CheckConfig is the `[check]` table, the watchdog's settings. Zero values
 // mean "not set": use the methods, which apply the defaults.
@@ -312,6 +320,9 @@ func (c *Config) Validate() error {
 		if msg := cfgtext.CheckURL(g.HealthchecksURL); g.HealthchecksURL != "" && msg != "" {
 			return bad(k+".healthchecks_url", "%s", msg)
 		}
+	}
+	if msg := cfgtext.CheckAbs(c.Serve.TokenFile); c.Serve.TokenFile != "" && msg != "" {
+		return bad("serve.token_file", "%s", msg)
 	}
 	return c.validateCheck(bad)
 }

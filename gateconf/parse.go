@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -52,12 +53,13 @@ import (
 // Keys accepted at the top level and in a gate table, in documentation
 // order (used in "unknown key" messages).
 var (
-	cfgTopKeys  = []string{"state_dir", "skip_code", "history", "gates", "check", "notify"}
+	cfgTopKeys  = []string{"state_dir", "skip_code", "history", "gates", "check", "notify", "serve"}
 	cfgGateKeys = []string{"paused", "reason", "interval", "legacy_locks", "legacy_pidfiles",
 		"skip_code", "history", "log_output", "log_max_bytes",
 		"systemd_timer", "failure_state_file", "failure_state_key", "healthchecks_url"}
 	cfgCheckKeys = []string{"stale_factor", "alert_after", "resume_grace", "crontab_command", "cron_d",
 		"systemctl_command", "metrics_file"}
+	cfgServeKeys  = []string{"listen", "time_zone", "token_file"}
 	cfgNotifyKeys = []string{"type", "name", "argv", "url", "timeout", "retries"}
 )
 
@@ -320,6 +322,8 @@ func (p *cfgParser) top(cfg *gate.Config, top map[string]toml.Primitive) {
 			p.check(cfg, prim)
 		case "notify":
 			p.notify(cfg, prim)
+		case "serve":
+			p.serve(cfg, prim)
 		default:
 			p.unknown(prim, nil, k, cfgTopKeys)
 		}
@@ -618,6 +622,47 @@ func (p *cfgParser) check(cfg *gate.Config, prim toml.Primitive) {
 			}
 		default:
 			p.unknown(kp, []string{"check"}, k, cfgCheckKeys)
+		}
+	}
+}
+
+// serve walks the [serve] table.
+func (p *cfgParser) serve(cfg *gate.Config, prim toml.Primitive) {
+	keys, ok := p.table(prim, "serve", "[serve]")
+	if !ok {
+		return
+	}
+	c := &cfg.Serve
+	for _, k := range cfgSortedKeys(keys) {
+		kp := keys[k]
+		key := "serve." + cfgtext.Key(k)
+		s, isStr := "", false
+		if k == "listen" || k == "time_zone" || k == "token_file" {
+			if s, isStr = p.str(kp, key); !isStr {
+				continue
+			}
+		}
+		switch k {
+		case "listen":
+			if _, port, err := net.SplitHostPort(s); err != nil || port == "" {
+				p.addf(p.lineOf(kp), "%s: %s is not host:port (e.g. \"127.0.0.1:8371\")", key, cfgtext.ShortQuote(s))
+				continue
+			}
+			c.Listen = s
+		case "time_zone":
+			if _, err := time.LoadLocation(s); err != nil || s == "" {
+				p.addf(p.lineOf(kp), "%s: %s is not a time zone name (e.g. \"Asia/Seoul\", \"UTC\")", key, cfgtext.ShortQuote(s))
+				continue
+			}
+			c.TimeZone = s
+		case "token_file":
+			if msg := cfgtext.CheckAbs(s); msg != "" {
+				p.addf(p.lineOf(kp), "%s: %s", key, msg)
+				continue
+			}
+			c.TokenFile = s
+		default:
+			p.unknown(kp, []string{"serve"}, k, cfgServeKeys)
 		}
 	}
 }

@@ -148,7 +148,7 @@ func TestConfigErrors(t *testing.T) {
 		// Unknown keys at every level.
 		{"[gates.foo]\n\n\n\n\n\npausd = true\n", P + " line 7: unknown key gates.foo.pausd; did you mean paused?"},
 		{"statedir = \"/x\"\n", P + " line 1: unknown key statedir; did you mean state_dir?"},
-		{"\n[logging]\nlevel = 3\n", P + " line 2: unknown key logging; the keys allowed here are state_dir, skip_code, history, gates, check, notify"},
+		{"\n[logging]\nlevel = 3\n", P + " line 2: unknown key logging; the keys allowed here are state_dir, skip_code, history, gates, check, notify, serve"},
 		{"\n[other.table]\nlevel = 3\n", P + " line 2: unknown key other; the keys allowed here are ..."},
 		{"[gate.foo]\npaused = true\n", P + " line 1: unknown key gate; gates are declared as [gates.NAME]"},
 		{"[gates.foo.env]\nA = 1\n", P + " line 1: unknown key gates.foo.env; the keys allowed here are paused, reason, ..."},
@@ -569,6 +569,11 @@ func TestConfigCheckErrors(t *testing.T) {
 		{"[gates.a]\nhealthchecks_url = \"https:///x\"\n", P + ` line 2: gates.a.healthchecks_url: "https:///x" has no host`},
 		{"[gates.a]\nhealthchecks_url = \"https://h/x#y\"\n", P + ` line 2: gates.a.healthchecks_url: "https://h/x#y" has a #fragment; remove it`},
 		{"[gates.a]\nhealthcheck_url = \"https://h/x\"\n", P + " line 2: unknown key gates.a.healthcheck_url; did you mean healthchecks_url?"},
+		{"[serve]\nlisten = \"8371\"\n", P + ` line 2: serve.listen: "8371" is not host:port (e.g. "127.0.0.1:8371")`},
+		{"[serve]\nlisten = 8371\n", P + ` line 2: serve.listen: must be a string in quotes, not an integer (8371)`},
+		{"[serve]\ntime_zone = \"Mars/Olympus\"\n", P + ` line 2: serve.time_zone: "Mars/Olympus" is not a time zone name (e.g. "Asia/Seoul", "UTC")`},
+		{"[serve]\ntoken_file = \"token\"\n", P + ` line 2: serve.token_file: "token" is not an absolute path; ...`},
+		{"[serve]\ntoken = \"x\"\n", P + " line 2: unknown key serve.token; the keys allowed here are listen, time_zone, token_file"},
 	} {
 		cfg, err := Parse("/etc/x.toml", []byte(tt.src))
 		if err == nil {
@@ -583,6 +588,19 @@ func TestConfigCheckErrors(t *testing.T) {
 		} else if got != tt.want {
 			t.Errorf("Parse(%q) error\n got  %s\n want %s", tt.src, got, tt.want)
 		}
+	}
+}
+
+func TestConfigServe(t *testing.T) {
+	cfg, err := Parse("/etc/x.toml", []byte("[serve]\nlisten = \"0.0.0.0:8371\"\ntime_zone = \"Asia/Seoul\"\ntoken_file = \"/etc/cron-gate/token\"\n"))
+	want := gate.ServeConfig{Listen: "0.0.0.0:8371", TimeZone: "Asia/Seoul", TokenFile: "/etc/cron-gate/token"}
+	if err != nil || cfg.Serve != want {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	c := gate.DefaultConfig()
+	c.Serve.TokenFile = "rel"
+	if c.Validate() == nil {
+		t.Error("Validate accepted a relative token_file")
 	}
 }
 

@@ -57,7 +57,22 @@ func (p *SystemProbe) CronGates(ctx context.Context) (map[string]bool, string, e
 	if len(p.CrontabCommand) == 0 && len(p.CronD) == 0 {
 		return nil, "", nil
 	}
+	data, where, err := p.CrontabText(ctx)
+	if err != nil {
+		return nil, "", err
+	}
 	found := map[string]bool{}
+	for _, g := range CrontabGates(data) {
+		found[g] = true
+	}
+	return found, where, nil
+}
+
+// CrontabText returns what cron reads: the output of the crontab command
+// and every cron file of CronD, one after the other, and where it came
+// from. A user without a crontab has an empty one.
+func (p *SystemProbe) CrontabText(ctx context.Context) ([]byte, string, error) {
+	var all []byte
 	var where []string
 	if len(p.CrontabCommand) > 0 {
 		where = append(where, strings.Join(p.CrontabCommand, " "))
@@ -70,9 +85,7 @@ func (p *SystemProbe) CronGates(ctx context.Context) (map[string]bool, string, e
 		case code != 0:
 			return nil, "", fmt.Errorf("%s: exit %d: %s", strings.Join(p.CrontabCommand, " "), code, firstLine(stderr))
 		default:
-			for _, g := range CrontabGates(out) {
-				found[g] = true
-			}
+			all = append(append(all, out...), '\n')
 		}
 	}
 	for _, d := range p.CronD {
@@ -86,12 +99,10 @@ func (p *SystemProbe) CronGates(ctx context.Context) (map[string]bool, string, e
 			if err != nil {
 				return nil, "", fmt.Errorf("cron file %s: %v", f, err)
 			}
-			for _, g := range CrontabGates(data) {
-				found[g] = true
-			}
+			all = append(append(all, data...), '\n')
 		}
 	}
-	return found, strings.Join(where, ", "), nil
+	return all, strings.Join(where, ", "), nil
 }
 
 // cronFiles lists what cron reads of a cron_d entry: a file is itself; a

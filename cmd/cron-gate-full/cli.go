@@ -32,6 +32,14 @@ type CLI struct {
 	// The watchdog (watch/, check.go, metrics.go).
 	Check   CheckCmd   `cmd:"" help:"Watchdog (run it from cron): alert once when a gate is stale, failing or unscheduled, and once when it recovers."`
 	Metrics MetricsCmd `cmd:"" help:"Print every gate's metrics in the Prometheus text format."`
+
+	// The dashboard (dashboard/, serve.go).
+	Serve ServeCmd `cmd:"" help:"Serve the dashboard: every gate's state, pause and resume buttons, /api/summary, /metrics."`
+}
+
+// ServeCmd is `cron-gate serve` (serve.go).
+type ServeCmd struct {
+	Listen string `placeholder:"HOST:PORT" help:"Address to listen on (default: [serve] listen, else 127.0.0.1:8371). Not loopback: an auth token is required."`
 }
 
 // RunCmd is `cron-gate NAME -- COMMAND`.
@@ -80,6 +88,7 @@ holds its legacy lock, and record every run, skip and failure.
   cron-gate status [NAME] [--json] [--output]
   cron-gate check [--dry-run] [--json] [--metrics-file PATH]
   cron-gate metrics
+  cron-gate serve [--listen HOST:PORT]
 
 Exit codes: the command's own; 75 (skip_code) skipped; 124 timed out;
 125 cron-gate's own failure (bad usage, unusable config); 126 not

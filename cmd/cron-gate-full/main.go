@@ -58,6 +58,8 @@ func run(args []string) int {
 		code = check(cfg, &p.Check, out, sigs)
 	case "metrics":
 		code = metrics(cfg, out)
+	case "serve":
+		code = serve(p.Config, cfg, &p.Serve, out, sigs)
 	}
 	return code
 }

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+	_ "time/tzdata" // [serve] time_zone works on hosts without /usr/share/zoneinfo
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/dashboard"
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gateconf"
+	"github.com/crongate/crongate/runner"
+	"github.com/crongate/crongate/tui"
+	"github.com/crongate/crongate/watch"
+)
+
+// serve is `cron-gate serve` (README, "cron-gate serve"). It runs until
+// SIGTERM or SIGINT, then stops gracefully and exits 0; 125 when it cannot
+// start (address in use, no token off loopback, bad config).
+func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs <-chan os.Signal) int {
+	listen := c.Listen
+	if listen == "" {
+		listen = cfg.Serve.Listen
+	}
+	if listen == "" {
+		listen = dashboard.DefaultListen
+	}
+	token, err := serveToken(cfg)
+	if err != nil {
+		out.Errorf("serve: %v", err)
+		return runner.ExitFailure
+	}
+	loc, err := serveZone(cfg)
+	if err != nil {
+		out.Errorf("serve: %v", err)
+		return runner.ExitFailure
+	}
+	path, missingOK := cfgFlag, cfgFlag == ""
+	if path == "" {
+		path = gate.DefaultConfigPath
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err = dashboard.Serve(ctx, dashboard.Options{
+		Listen:   listen,
+		Token:    token,
+		TimeZone: loc,
+		Load:     func() (*gate.Config, error) { return gateconf.Load(path, missingOK) },
+		Pause:    gateconf.Pause,
+		Resume: func(cfg *gate.Config, name string, force bool) (string, error) {
+			r, err := gateconf.Resume(cfg, name, force)
+			if r.Warning != "" {
+				out.Warnf("%s", r.Warning)
+			}
+			return r.Msg, err
+		},
+		Crontab: func() ([]byte, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			// The config as it is now: [check] may have been edited.
+			cur, err := gateconf.Load(path, missingOK)
+			if err != nil {
+				return nil, err
+			}
+			data, _, err := watch.NewSystemProbe(cur.Check).CrontabText(ctx)
+			return data, err
+		},
+		Log: os.Stderr,
+	}, func(addr string) {
+		// On stdout, so that a supervisor or a test can read the address
+		// (--listen 127.0.0.1:0 picks a free port).
+		fmt.Printf("cron-gate: serving the dashboard on http://%s/\n", addr)
+	})
+	if err != nil {
+		out.Errorf("serve: %v", err)
+		if errors.Is(err, dashboard.ErrTokenRequired) {
+			out.Hintf("set $CRON_GATE_TOKEN, or [serve] token_file = \"/etc/cron-gate/token\" (a file only its owner can read), to at least %d random bytes, e.g. openssl rand -hex 16", dashboard.MinTokenLen)
+		}
+		return runner.ExitFailure
+	}
+	return 0
+}
+
+// serveToken returns the auth token: $CRON_GATE_TOKEN, else the contents
+// of [serve] token_file (trimmed), which must be a regular file that
+// neither group nor others can read or write; "" if neither is set.
+func serveToken(cfg *gate.Config) (string, error) {
+	if t, ok := os.LookupEnv("CRON_GATE_TOKEN"); ok && t != "" {
+		return t, nil
+	}
+	f := cfg.Serve.TokenFile
+	if f == "" {
+		return "", nil
+	}
+	fd, err := unix.Open(f, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return "", fmt.Errorf("token_file %s: %v", f, err)
+	}
+	file := os.NewFile(uintptr(fd), f)
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return "", fmt.Errorf("token_file %s: %v", f, err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("token_file %s is not a regular file", f)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("token_file %s has mode %04o: a token others can read is no secret; chmod 600 it", f, st.Mode().Perm())
+	}
+	buf := make([]byte, 4096)
+	n, _ := file.Read(buf)
+	t := strings.TrimSpace(string(buf[:n]))
+	if t == "" {
+		return "", fmt.Errorf("token_file %s is empty", f)
+	}
+	return t, nil
+}
+
+// serveZone returns the zone the page shows times in: [serve] time_zone,
+// else $TZ, else local time.
+func serveZone(cfg *gate.Config) (*time.Location, error) {
+	name := cfg.Serve.TimeZone
+	if name == "" {
+		name = strings.TrimPrefix(os.Getenv("TZ"), ":")
+	}
+	if name == "" {
+		return time.Local, nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("time zone %q: %v", name, err)
+	}
+	return loc, nil
+}
