@@ -84,7 +84,7 @@ const (
 // partition). The run path skips the run then (fail closed, reason
 // coordinator_down). After a Set or Clear it means the outcome is unknown:
 // the write may or may not have been applied.
-var ErrUnavailable = errors.New("etcd unavailable")
+var ErrUnavailable = gate.ErrCoordinatorDown // "etcd unavailable": cron-gate's run path skips on it
 
 // Config configures a Store.
 type Config struct {

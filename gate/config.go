@@ -58,6 +58,11 @@ type Config struct {
 	Gates    map[string]*GateConfig // `[gates.NAME]`, by NAME
 	Check    CheckConfig            // `[check]`: the watchdog's settings (zero values: defaults)
 	Serve    ServeConfig            // `[serve]`: the dashboard's settings (zero values: defaults)
+	Etcd     EtcdConfig             // `[etcd]`: shared pauses across hosts (shared.go); not set: none
+
+	// Shared is not read from the file: cron-gate-etcd sets it to the
+	// [etcd] store, and pauses are then shared by every host (shared.go).
+	Shared SharedPauses
 	Notify   []NotifyConfig         // `[[notify]]`: where the watchdog sends alerts, in file order
 }
 
@@ -320,6 +325,14 @@ func (c *Config) Validate() error {
 		if msg := cfgtext.CheckURL(g.HealthchecksURL); g.HealthchecksURL != "" && msg != "" {
 			return bad(k+".healthchecks_url", "%s", msg)
 		}
+	}
+	for i, e := range c.Etcd.Endpoints {
+		if msg := cfgtext.CheckURL(e); msg != "" {
+			return bad(fmt.Sprintf("etcd.endpoints[%d]", i), "%s", msg)
+		}
+	}
+	if c.Etcd.Timeout < 0 {
+		return bad("etcd.timeout", "%s is negative", c.Etcd.Timeout)
 	}
 	if msg := cfgtext.CheckAbs(c.Serve.TokenFile); c.Serve.TokenFile != "" && msg != "" {
 		return bad("serve.token_file", "%s", msg)

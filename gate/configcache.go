@@ -17,7 +17,7 @@ import (
 
 // cacheSchema changes whenever Config, GateConfig or their validation
 // change meaning, so that no binary reads another's cache entries.
-const cacheSchema = "1"
+const cacheSchema = "2"
 
 // cacheEntry is what the run path needs of a validated config: the global
 // settings and one gate.
@@ -27,6 +27,7 @@ type cacheEntry struct {
 	SkipCode int         `json:"skip_code"`
 	History  int         `json:"history"`
 	Gate     *GateConfig `json:"gate,omitempty"` // nil: not declared
+	Etcd     EtcdConfig  `json:"etcd,omitzero"`  // shared pauses: the run is cron-gate-etcd's
 }
 
 // CacheLookup is a config lookup that missed the cache (LookupGate): the
@@ -89,7 +90,7 @@ func LookupGate(path string, missingOK bool, name string) (*Config, *CacheLookup
 // decoded from l.Data, and returns it: a Config with the global settings
 // and only the gate asked for. Failing to write the entry costs only time.
 func (l *CacheLookup) Store(full *Config) *Config {
-	e := cacheEntry{Key: l.key, StateDir: full.StateDir, SkipCode: full.SkipCode, History: full.History, Gate: full.Gates[l.name]}
+	e := cacheEntry{Key: l.key, StateDir: full.StateDir, SkipCode: full.SkipCode, History: full.History, Gate: full.Gates[l.name], Etcd: full.Etcd}
 	if l.file != "" {
 		if b, err := json.Marshal(e); err == nil && privateDir(l.dir) {
 			statefile.WriteFileNoSync(l.file, b, 0o600)
@@ -101,7 +102,7 @@ func (l *CacheLookup) Store(full *Config) *Config {
 // config is the Config an entry stands for.
 func (e *cacheEntry) config(path string) *Config {
 	cfg := DefaultConfig()
-	cfg.Path, cfg.StateDir, cfg.SkipCode, cfg.History = path, e.StateDir, e.SkipCode, e.History
+	cfg.Path, cfg.StateDir, cfg.SkipCode, cfg.History, cfg.Etcd = path, e.StateDir, e.SkipCode, e.History, e.Etcd
 	if e.Gate != nil {
 		cfg.Gates[e.Gate.Name] = e.Gate
 	}

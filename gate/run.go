@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -133,6 +135,25 @@ func Run(inv Invocation) int {
 	}
 	if p := PauseOf(g, pauses, now()); p != nil {
 		return skip(ReasonPaused, describePause(p))
+	}
+	// Shared pauses (cron-gate-etcd): one linearizable read. An
+	// unreachable cluster skips the run unless the config says "run":
+	// a gate paused on another host must not run because the cluster
+	// could not say so.
+	if cfg.Shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
+		p, err := cfg.Shared.Get(ctx, inv.Gate)
+		cancel()
+		switch {
+		case errors.Is(err, ErrCoordinatorDown) && cfg.Etcd.RunOnDown:
+			out.Warnf("gate %s: shared pauses unknown (%v); running as if only this host's pauses existed (on_coordinator_down = \"run\")", inv.Gate, err)
+		case errors.Is(err, ErrCoordinatorDown):
+			return skip(ReasonCoordinatorDown, fmt.Sprintf("shared pauses unknown: %v", err))
+		case err != nil:
+			return fail(ReasonState, fmt.Errorf("gate %s: shared pause: %w", inv.Gate, err))
+		case p.Active(now()):
+			return skip(ReasonPaused, describePause(p))
+		}
 	}
 	reason, err := CheckLegacy(g.LegacyLocks, g.LegacyPidfiles)
 	if err != nil {

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -60,6 +61,25 @@ func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 		pdoc = &pauseDoc{V: 1, Gates: map[string]Pause{}}
 	}
 	pauses := pdoc.Gates
+	if cfg.Shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
+		shared, err := cfg.Shared.List(ctx)
+		if err != nil {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("shared pauses (etcd): %v; gates paused from another host may not show as paused", err))
+		}
+		pauses = mergeShared(pauses, shared, now)
+		if res, err := cfg.Shared.Resumes(ctx); err == nil {
+			for g, t := range res {
+				if t.After(pdoc.Resumed[g]) {
+					if pdoc.Resumed == nil {
+						pdoc.Resumed = map[string]time.Time{}
+					}
+					pdoc.Resumed[g] = t
+				}
+			}
+		}
+		cancel()
+	}
 	if len(names) == 0 {
 		seen := map[string]bool{}
 		for n := range cfg.Gates {

@@ -1,11 +1,12 @@
 package gateconf
 
 import (
-	"github.com/crongate/crongate/gate"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crongate/crongate/gate"
 )
 
 func TestLoadGateCache(t *testing.T) {

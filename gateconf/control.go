@@ -1,6 +1,8 @@
 package gateconf
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +32,19 @@ func Pause(cfg *gate.Config, name string, p gate.Pause) error {
 	}
 	if !p.Until.IsZero() && !p.Until.After(now) {
 		return fmt.Errorf("pause gate %s: until %s is in the past", name, p.Until.Format(time.RFC3339))
+	}
+	if cfg.Shared != nil {
+		// Shared by every host ([etcd]); this host's pauses.json is not
+		// written, so the pause has one home.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
+		defer cancel()
+		if err := cfg.Shared.Set(ctx, name, p); err != nil {
+			if errors.Is(err, gate.ErrCoordinatorDown) {
+				return fmt.Errorf("pause gate %s: %w; the pause may or may not have been set: check with cron-gate status once the cluster answers", name, err)
+			}
+			return fmt.Errorf("pause gate %s: %w", name, err)
+		}
+		return nil
 	}
 	if err := gate.SetPause(gate.StateDirFor(cfg), name, p); err != nil {
 		return fmt.Errorf("pause gate %s: %w", name, err)
@@ -63,6 +78,15 @@ func Resume(cfg *gate.Config, name string, force bool) (Resumed, error) {
 	if err != nil {
 		return Resumed{}, fmt.Errorf("resume gate %s: %w", name, err)
 	}
+	hadShared := false
+	if cfg.Shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
+		hadShared, err = cfg.Shared.Clear(ctx, name)
+		cancel()
+		if err != nil {
+			return Resumed{}, fmt.Errorf("resume gate %s: shared pause: %w", name, err)
+		}
+	}
 	var r Resumed
 	switch {
 	case inConfig:
@@ -70,6 +94,11 @@ func Resume(cfg *gate.Config, name string, force bool) (Resumed, error) {
 			return Resumed{}, &EditError{Gate: name, Path: cfg.Path, Err: err}
 		}
 		r.Msg = fmt.Sprintf("resumed gate %s: set paused = false in %s", name, cfg.Path)
+	case had && hadShared:
+		r.Msg = fmt.Sprintf("resumed gate %s: lifted its command-line pauses, this host's and the shared one", name)
+	case hadShared:
+		// The store records the resume time itself, for every host.
+		return Resumed{Msg: fmt.Sprintf("resumed gate %s: lifted its shared pause (every host)", name)}, nil
 	case had:
 		r.Msg = fmt.Sprintf("resumed gate %s: lifted its command-line pause", name)
 	default:

@@ -23,8 +23,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/cfgtext"
 	"io"
 	"io/fs"
 	"os"
@@ -33,6 +31,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/cfgtext"
 
 	"golang.org/x/sys/unix"
 )

@@ -2,14 +2,15 @@ package gateconf
 
 import (
 	"fmt"
-	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/cfgtext"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/cfgtext"
 
 	"golang.org/x/sys/unix"
 )

@@ -53,13 +53,14 @@ import (
 // Keys accepted at the top level and in a gate table, in documentation
 // order (used in "unknown key" messages).
 var (
-	cfgTopKeys  = []string{"state_dir", "skip_code", "history", "gates", "check", "notify", "serve"}
+	cfgTopKeys  = []string{"state_dir", "skip_code", "history", "gates", "check", "notify", "serve", "etcd"}
 	cfgGateKeys = []string{"paused", "reason", "interval", "legacy_locks", "legacy_pidfiles",
 		"skip_code", "history", "log_output", "log_max_bytes",
 		"systemd_timer", "failure_state_file", "failure_state_key", "healthchecks_url"}
 	cfgCheckKeys = []string{"stale_factor", "alert_after", "resume_grace", "crontab_command", "cron_d",
 		"systemctl_command", "metrics_file"}
 	cfgServeKeys  = []string{"listen", "time_zone", "token_file"}
+	cfgEtcdKeys   = []string{"endpoints", "prefix", "timeout", "on_coordinator_down"}
 	cfgNotifyKeys = []string{"type", "name", "argv", "url", "timeout", "retries"}
 )
 
@@ -324,6 +325,8 @@ func (p *cfgParser) top(cfg *gate.Config, top map[string]toml.Primitive) {
 			p.notify(cfg, prim)
 		case "serve":
 			p.serve(cfg, prim)
+		case "etcd":
+			p.etcd(cfg, prim)
 		default:
 			p.unknown(prim, nil, k, cfgTopKeys)
 		}
@@ -663,6 +666,79 @@ func (p *cfgParser) serve(cfg *gate.Config, prim toml.Primitive) {
 			c.TokenFile = s
 		default:
 			p.unknown(kp, []string{"serve"}, k, cfgServeKeys)
+		}
+	}
+}
+
+// etcd walks the [etcd] table (shared pauses across hosts).
+func (p *cfgParser) etcd(cfg *gate.Config, prim toml.Primitive) {
+	keys, ok := p.table(prim, "etcd", "[etcd]")
+	if !ok {
+		return
+	}
+	c := &cfg.Etcd
+	for _, k := range cfgSortedKeys(keys) {
+		kp := keys[k]
+		key := "etcd." + cfgtext.Key(k)
+		switch k {
+		case "endpoints":
+			v := p.value(kp)
+			list, isList := v.([]any)
+			if !isList || len(list) == 0 {
+				p.addf(p.lineOf(kp), "%s: must be a list of client URLs like [\"http://etcd1:2379\"], not %s", key, cfgDescribe(v))
+				continue
+			}
+			var eps []string
+			for i, e := range list {
+				s, isStr := e.(string)
+				msg := ""
+				if !isStr {
+					msg = "must be a string, not " + cfgDescribe(e)
+				} else {
+					msg = cfgtext.CheckURL(s)
+				}
+				if msg != "" {
+					p.addf(p.lineOf(kp), "%s[%d]: %s", key, i, msg)
+					eps = nil
+					break
+				}
+				eps = append(eps, s)
+			}
+			c.Endpoints = eps
+		case "prefix":
+			if s, ok := p.str(kp, key); ok {
+				if !strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.ContainsAny(s, "\x00\n") {
+					p.addf(p.lineOf(kp), "%s: %s must start with / and not end with / (e.g. \"/cron-gate\")", key, cfgtext.ShortQuote(s))
+				} else {
+					c.Prefix = s
+				}
+			}
+		case "timeout":
+			if s, ok := p.str(kp, key); ok {
+				d, err := time.ParseDuration(s)
+				if err != nil || d <= 0 {
+					p.addf(p.lineOf(kp), "%s: %s is not a positive duration (e.g. \"5s\")", key, cfgtext.ShortQuote(s))
+				} else {
+					c.Timeout = d
+				}
+			}
+		case "on_coordinator_down":
+			if s, ok := p.str(kp, key); ok {
+				switch s {
+				case "skip":
+				case "run":
+					c.RunOnDown = true
+				default:
+					p.addf(p.lineOf(kp), "%s: %s is not \"skip\" (fail closed, the default) or \"run\"", key, cfgtext.ShortQuote(s))
+				}
+			}
+		default:
+			p.unknown(kp, []string{"etcd"}, k, cfgEtcdKeys)
+		}
+	}
+	if !c.Set() && len(keys) > 0 {
+		if _, has := keys["endpoints"]; !has {
+			p.addf(p.lineOf(prim), "etcd: endpoints is missing; name every member, e.g. endpoints = [\"http://etcd1:2379\"]")
 		}
 	}
 }

@@ -1,13 +1,14 @@
 package gateconf
 
 import (
-	"github.com/crongate/crongate/gate"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crongate/crongate/gate"
 
 	"github.com/BurntSushi/toml"
 )
@@ -148,7 +149,7 @@ func TestConfigErrors(t *testing.T) {
 		// Unknown keys at every level.
 		{"[gates.foo]\n\n\n\n\n\npausd = true\n", P + " line 7: unknown key gates.foo.pausd; did you mean paused?"},
 		{"statedir = \"/x\"\n", P + " line 1: unknown key statedir; did you mean state_dir?"},
-		{"\n[logging]\nlevel = 3\n", P + " line 2: unknown key logging; the keys allowed here are state_dir, skip_code, history, gates, check, notify, serve"},
+		{"\n[logging]\nlevel = 3\n", P + " line 2: unknown key logging; the keys allowed here are state_dir, skip_code, history, gates, check, notify, serve, etcd"},
 		{"\n[other.table]\nlevel = 3\n", P + " line 2: unknown key other; the keys allowed here are ..."},
 		{"[gate.foo]\npaused = true\n", P + " line 1: unknown key gate; gates are declared as [gates.NAME]"},
 		{"[gates.foo.env]\nA = 1\n", P + " line 1: unknown key gates.foo.env; the keys allowed here are paused, reason, ..."},
@@ -574,6 +575,12 @@ func TestConfigCheckErrors(t *testing.T) {
 		{"[serve]\ntime_zone = \"Mars/Olympus\"\n", P + ` line 2: serve.time_zone: "Mars/Olympus" is not a time zone name (e.g. "Asia/Seoul", "UTC")`},
 		{"[serve]\ntoken_file = \"token\"\n", P + ` line 2: serve.token_file: "token" is not an absolute path; ...`},
 		{"[serve]\ntoken = \"x\"\n", P + " line 2: unknown key serve.token; the keys allowed here are listen, time_zone, token_file"},
+		{"[etcd]\nprefix = \"/x\"\n", P + ` line 1: etcd: endpoints is missing; name every member, e.g. endpoints = ["http://etcd1:2379"]`},
+		{"[etcd]\nendpoints = \"http://e:2379\"\n", P + ` line 2: etcd.endpoints: must be a list of client URLs like ["http://etcd1:2379"], not a string ("http://e:2379")`},
+		{"[etcd]\nendpoints = [\"e:2379\"]\n", P + ` line 2: etcd.endpoints[0]: "e:2379" is not an http:// or https:// URL`},
+		{"[etcd]\nendpoints = [\"http://e:2379\"]\nprefix = \"x/\"\n", P + ` line 3: etcd.prefix: "x/" must start with / and not end with / (e.g. "/cron-gate")`},
+		{"[etcd]\nendpoints = [\"http://e:2379\"]\ntimeout = \"0s\"\n", P + ` line 3: etcd.timeout: "0s" is not a positive duration (e.g. "5s")`},
+		{"[etcd]\nendpoints = [\"http://e:2379\"]\non_coordinator_down = \"panic\"\n", P + ` line 3: etcd.on_coordinator_down: "panic" is not "skip" (fail closed, the default) or "run"`},
 	} {
 		cfg, err := Parse("/etc/x.toml", []byte(tt.src))
 		if err == nil {
@@ -601,6 +608,16 @@ func TestConfigServe(t *testing.T) {
 	c.Serve.TokenFile = "rel"
 	if c.Validate() == nil {
 		t.Error("Validate accepted a relative token_file")
+	}
+}
+
+func TestConfigEtcd(t *testing.T) {
+	cfg, err := Parse("/etc/x.toml", []byte("[etcd]\nendpoints = [\"http://e1:2379\", \"http://e2:2379\"]\nprefix = \"/blog\"\ntimeout = \"3s\"\non_coordinator_down = \"run\"\n"))
+	if err != nil || !cfg.Etcd.Set() || len(cfg.Etcd.Endpoints) != 2 || cfg.Etcd.Prefix != "/blog" || cfg.Etcd.TimeoutOr() != 3*time.Second || !cfg.Etcd.RunOnDown {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	if d := gate.DefaultConfig(); d.Etcd.Set() || d.Etcd.TimeoutOr() != gate.DefaultEtcdTimeout || d.Etcd.RunOnDown {
+		t.Fatal("defaults")
 	}
 }
 

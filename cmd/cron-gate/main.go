@@ -6,8 +6,9 @@
 // (crongatecli.FastParse) and takes the gate's settings from the config
 // cache (gate.LookupGate). Everything else — a subcommand, help, a usage
 // error, a config whose bytes are not cached yet, a gate with a
-// healthchecks_url — is handed by exec to cron-gate-full, which does the
-// same run with the same code, so both give the same result.
+// healthchecks_url, a config with shared pauses ([etcd]) — is handed by
+// exec to cron-gate-full (which hands [etcd] configs on to cron-gate-etcd),
+// which does the same run with the same code, so all give the same result.
 package main
 
 import (
@@ -45,7 +46,7 @@ func run(args []string) int {
 // cachedRun returns the run a command line asks for when this binary can
 // do it alone: a fast-parsed, valid run line whose config is unreadable
 // (refused and recorded by gate.Run), absent, or cached, for a gate
-// without healthchecks pings.
+// without healthchecks pings, and without shared pauses.
 func cachedRun(args []string) (gate.Invocation, bool) {
 	flags, command, isRun := crongatecli.Split(args)
 	if !isRun {
@@ -60,7 +61,7 @@ func cachedRun(args []string) (gate.Invocation, bool) {
 		path = gate.DefaultConfigPath
 	}
 	cfg, miss, err := gate.LookupGate(path, missingOK, ra.Name)
-	if miss != nil || (cfg != nil && cfg.Gate(ra.Name).HealthchecksURL != "") {
+	if miss != nil || (cfg != nil && (cfg.Gate(ra.Name).HealthchecksURL != "" || cfg.Etcd.Set())) {
 		return gate.Invocation{}, false
 	}
 	return gate.Invocation{

@@ -1,4 +1,4 @@
-package main
+package crongatefull
 
 import (
 	"context"
@@ -57,8 +57,14 @@ func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs
 		Listen:   listen,
 		Token:    token,
 		TimeZone: loc,
-		Load:     func() (*gate.Config, error) { return gateconf.Load(path, missingOK) },
-		Pause:    gateconf.Pause,
+		Load: func() (*gate.Config, error) {
+			cfg, err := gateconf.Load(path, missingOK)
+			if err == nil && !attachShared(cfg) {
+				return nil, fmt.Errorf("config %s: [etcd] was added while serving; restart cron-gate serve", path)
+			}
+			return cfg, err
+		},
+		Pause: gateconf.Pause,
 		Resume: func(cfg *gate.Config, name string, force bool) (string, error) {
 			r, err := gateconf.Resume(cfg, name, force)
 			if r.Warning != "" {

@@ -1,0 +1,234 @@
+// Package crongatefull is cron-gate with every subcommand, kong's parser
+// and the TOML decoder: the binaries cron-gate-full, and cron-gate-etcd
+// (the same with the etcd client, for configs with shared pauses).
+// cron-gate (cmd/cron-gate) execs cron-gate-full for every line but a run
+// whose config is cached. See README.md, "cron-gate: start-up cost".
+package crongatefull
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gateconf"
+	"github.com/crongate/crongate/hcping"
+	"github.com/crongate/crongate/internal/sibling"
+	"github.com/crongate/crongate/runner"
+	"github.com/crongate/crongate/tui"
+)
+
+// EtcdBinary is cron-gate with the etcd client linked in.
+const EtcdBinary = "cron-gate-etcd"
+
+// OpenShared opens the shared pause store of a config's [etcd] section; the
+// returned func closes it. Only cron-gate-etcd has one.
+type OpenShared func(cfg *gate.Config) (gate.SharedPauses, func(), error)
+
+// Main is cron-gate-full's main, and with open set, cron-gate-etcd's.
+// Without open, a config that names an etcd cluster is handed to
+// cron-gate-etcd by exec, with the same arguments.
+func Main(args []string, open OpenShared) int {
+	sigs := runner.Notify()
+	out := &tui.Printer{Prog: "cron-gate"}
+	code, done := run(args, open, sigs, out)
+	if done {
+		return code
+	}
+	err := sibling.Exec(EtcdBinary, "cron-gate", args)
+	if errors.Is(err, sibling.ErrNotFound) {
+		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", EtcdBinary)
+		out.Hintf("install it: CGO_ENABLED=0 go install ./cmd/...")
+	} else {
+		out.Errorf("%v", err)
+	}
+	return runner.ExitFailure
+}
+
+// shared is the open store of cron-gate-etcd (nil in cron-gate-full), for
+// configs loaded later (serve re-reads its config).
+var shared gate.SharedPauses
+
+// attachShared sets cfg.Shared when the config names a cluster. It returns
+// false when the store is needed but this binary has none.
+func attachShared(cfg *gate.Config) bool {
+	if cfg == nil || !cfg.Etcd.Set() {
+		return true
+	}
+	if shared == nil {
+		return false
+	}
+	cfg.Shared = shared
+	return true
+}
+
+// run returns done == false when the line must be handed to cron-gate-etcd.
+func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) (code int, done bool) {
+	p, err := parse(args, os.Stdout, os.Exit)
+	if err != nil {
+		out.Errorf("%v", err)
+		out.Hintf("see cron-gate --help")
+		return runner.ExitFailure, true
+	}
+	out.Quiet, out.Verbose = p.Quiet, p.Verbose
+	name := ""
+	if p.cmd == "run" {
+		name = p.Run.Name
+	}
+	cfg, cfgErr := loadConfig(p.Config, name)
+	if cfg != nil && cfg.Etcd.Set() {
+		if open == nil {
+			return 0, false
+		}
+		s, closeFn, err := open(cfg)
+		if err != nil {
+			cfg, cfgErr = nil, fmt.Errorf("config %s: [etcd]: %v", cfg.Path, err)
+		} else {
+			defer closeFn()
+			shared = s
+			attachShared(cfg)
+		}
+	}
+	if p.cmd == "run" {
+		return gate.Run(gate.Invocation{
+			Gate: p.Run.Name, Argv: p.command, Config: cfg, ConfigErr: cfgErr,
+			Timeout: p.Run.Timeout, KillAfter: p.Run.KillAfter, Out: out, Sigs: sigs,
+			Observer: hcping.New,
+		}), true
+	}
+	if cfgErr != nil {
+		out.Errorf("%v", cfgErr)
+		return runner.ExitFailure, true
+	}
+	switch p.cmd {
+	case "pause":
+		code = pause(cfg, &p.Pause, out)
+	case "resume":
+		code = resume(cfg, p.Resume.Name, out)
+	case "status":
+		code = status(cfg, &p.Status, out)
+	case "check":
+		code = check(cfg, &p.Check, out, sigs)
+	case "metrics":
+		code = metrics(cfg, out)
+	case "serve":
+		code = serve(p.Config, cfg, &p.Serve, out, sigs)
+	}
+	return code, true
+}
+
+// loadConfig loads --config, else $CRON_GATE_CONFIG (kong or fastParse put
+// it in path), else the default path, where a missing file is an empty
+// config. With a gate name (the run path) it loads through the cache and
+// returns only that gate.
+func loadConfig(path, gateName string) (*gate.Config, error) {
+	missingOK := path == ""
+	if path == "" {
+		path = gate.DefaultConfigPath
+	}
+	if gateName != "" {
+		return gateconf.LoadGate(path, missingOK, gateName)
+	}
+	return gateconf.Load(path, missingOK)
+}
+
+func pause(cfg *gate.Config, c *PauseCmd, out *tui.Printer) int {
+	if err := gate.CheckName(c.Name); err != nil {
+		out.Errorf("%v", err)
+		return runner.ExitFailure
+	}
+	now := time.Now()
+	pz := gate.Pause{Reason: c.Reason}
+	switch {
+	case c.For > 0:
+		pz.Until = now.Add(c.For)
+	case c.Until != "":
+		t, err := parseUntil(c.Until, now)
+		if err != nil {
+			out.Errorf("%v", err)
+			return runner.ExitFailure
+		}
+		if !t.After(now) {
+			out.Errorf("--until %s is in the past", c.Until)
+			return runner.ExitFailure
+		}
+		pz.Until = t
+	}
+	if err := gateconf.Pause(cfg, c.Name, pz); err != nil {
+		out.Errorf("%v", err)
+		return runner.ExitFailure
+	}
+	msg := "paused gate " + c.Name
+	if !pz.Until.IsZero() {
+		msg += " until " + pz.Until.Format(time.RFC3339)
+	}
+	out.Infof("%s", msg)
+	if _, declared := cfg.Gates[c.Name]; !declared {
+		out.Infof("note: gate %s is not declared in %s; the pause applies all the same", c.Name, cfg.Path)
+	}
+	return 0
+}
+
+// resume is force-resume: it also lifts a pause set in the config.
+func resume(cfg *gate.Config, name string, out *tui.Printer) int {
+	r, err := gateconf.Resume(cfg, name, true)
+	if err != nil {
+		out.Errorf("%v", err)
+		if ee, ok := errors.AsType[*gateconf.EditError](err); ok {
+			out.Hintf("%s", ee.Hint())
+		}
+		return runner.ExitFailure
+	}
+	if r.Warning != "" {
+		out.Warnf("%s", r.Warning)
+	}
+	out.Infof("%s", r.Msg)
+	return 0
+}
+
+func status(cfg *gate.Config, c *StatusCmd, out *tui.Printer) int {
+	var names []string
+	if c.Name != "" {
+		if err := gate.CheckName(c.Name); err != nil {
+			out.Errorf("%v", err)
+			return runner.ExitFailure
+		}
+		names = []string{c.Name}
+	}
+	rep, err := gate.Status(cfg, time.Now(), names...)
+	if err != nil {
+		out.Errorf("%v", err)
+		return runner.ExitFailure
+	}
+	for _, w := range rep.Warnings {
+		out.Warnf("%s", w)
+	}
+	if c.JSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			out.Errorf("%v", err)
+			return runner.ExitFailure
+		}
+		return 0
+	}
+	printTable(os.Stdout, rep, time.Now())
+	if c.Name != "" {
+		printDetail(os.Stdout, rep.Gates[0])
+		if c.Output {
+			text, err := gate.LastOutputOf(gate.StateDirFor(cfg), c.Name)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				out.Errorf("output of gate %s: %v", c.Name, err)
+				return runner.ExitFailure
+			}
+			if text == "" {
+				fmt.Println("(no output kept; set log_output = true for this gate)")
+			}
+			fmt.Print(text)
+		}
+	}
+	return 0
+}
