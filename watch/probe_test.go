@@ -94,7 +94,8 @@ func TestSystemProbeTimeout(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "did not finish within 200ms") {
 		t.Fatalf("hanging crontab: %v", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	// a hang-catcher: the probe sleeps 60 s
+	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("took %v", d)
 	}
 	data, _ := os.ReadFile(pidfile)

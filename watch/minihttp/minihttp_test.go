@@ -140,7 +140,8 @@ func TestTimeoutAndCancel(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "timed out") {
 		t.Fatalf("got %v", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// a hang-catcher, not a timing assertion: the server never answers
+	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("took %v", d)
 	}
 	ctx, cancel = context.WithCancel(context.Background())
