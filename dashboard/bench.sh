@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Load test of GET /api/summary over loopback: the dashboard serving 200
-# declared gates with 100-record journals (dashboard/internal/benchserve),
-# wrk against it. Prints wrk's report; the README's figures come from it.
+# Load test of GET /api/summary over loopback: the real `cron-gate serve`
+# serving 200 declared gates with 100-record journals and a 200-line
+# crontab (written by dashboard/internal/benchgen), wrk against it. Prints
+# wrk's report; the README's figures come from it.
 #
 #   bash dashboard/bench.sh [GATES] [RECORDS] [DURATION] [CONNECTIONS]
 #
@@ -14,15 +15,16 @@ command -v wrk >/dev/null || { echo "bench.sh: wrk is missing (apt-get install -
 
 tmp=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-CGO_ENABLED=0 go build -o "$tmp/benchserve" ./dashboard/internal/benchserve
-"$tmp/benchserve" -gates "$gates" -records "$records" -dir "$tmp/state" >"$tmp/addr" 2>"$tmp/err" &
+CGO_ENABLED=0 go build -o "$tmp/bin/" ./cmd/cron-gate ./cmd/cron-gate-full ./dashboard/internal/benchgen
+config=$("$tmp/bin/benchgen" -gates "$gates" -records "$records" -dir "$tmp")
+"$tmp/bin/cron-gate" --config "$config" serve --listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 for _ in $(seq 200); do
-	[ -s "$tmp/addr" ] && break
+	grep -q 'serving the dashboard on' "$tmp/out" 2>/dev/null && break
 	kill -0 "$pid" 2>/dev/null || { cat "$tmp/err" >&2; exit 1; }
 	sleep 0.1
 done
-addr=$(head -1 "$tmp/addr")
+addr=$(sed -n 's#.*on http://\([^/]*\)/.*#\1#p' "$tmp/out" | head -1)
 [ -n "$addr" ] || { echo "bench.sh: the server did not start" >&2; cat "$tmp/err" >&2; exit 1; }
 bytes=$(curl -sf "http://$addr/api/summary" | wc -c)
 echo "== /api/summary: $gates gates, $records records each, $bytes bytes; wrk -t2 -c$conns -d$duration on $(nproc) CPUs"
