@@ -6,9 +6,9 @@
 // (crongatecli.FastParse) and takes the gate's settings from the config
 // cache (gate.LookupGate). Everything else — a subcommand, help, a usage
 // error, a config whose bytes are not cached yet, a gate with a
-// healthchecks_url, a config with shared pauses ([etcd]) — is handed by
-// exec to cron-gate-full (which hands [etcd] configs on to cron-gate-etcd),
-// which does the same run with the same code, so all give the same result.
+// healthchecks_url — is handed by exec to cron-gate-full, and a cached
+// config with shared pauses ([etcd]) to cron-gate-etcd; both do the same
+// run with the same code, so all give the same result.
 package main
 
 import (
@@ -28,45 +28,55 @@ func main() {
 
 func run(args []string) int {
 	sigs := runner.Notify()
-	if inv, ok := cachedRun(args); ok {
+	inv, to := cachedRun(args)
+	if to == "" {
 		inv.Sigs = sigs
 		return gate.Run(inv)
 	}
 	out := &tui.Printer{Prog: "cron-gate"}
-	err := sibling.Exec(crongatecli.FullBinary, "cron-gate", args)
-	if errors.Is(err, sibling.ErrNotFound) {
-		out.Errorf("this command line needs %s (subcommands, help, errors, a config not decoded before), which is not installed next to cron-gate or on PATH", crongatecli.FullBinary)
+	err := sibling.Exec(to, "cron-gate", args)
+	switch {
+	case errors.Is(err, sibling.ErrNotFound) && to == crongatecli.EtcdBinary:
+		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", to)
+		out.Hintf("install all the binaries: CGO_ENABLED=0 go install ./cmd/...")
+	case errors.Is(err, sibling.ErrNotFound):
+		out.Errorf("this command line needs %s (subcommands, help, errors, a config not decoded before), which is not installed next to cron-gate or on PATH", to)
 		out.Hintf("install both binaries: CGO_ENABLED=0 go install ./cmd/...")
-	} else {
+	default:
 		out.Errorf("%v", err)
 	}
 	return runner.ExitFailure
 }
 
 // cachedRun returns the run a command line asks for when this binary can
-// do it alone: a fast-parsed, valid run line whose config is unreadable
-// (refused and recorded by gate.Run), absent, or cached, for a gate
-// without healthchecks pings, and without shared pauses.
-func cachedRun(args []string) (gate.Invocation, bool) {
+// do it alone (to == ""): a fast-parsed, valid run line whose config is
+// unreadable (refused and recorded by gate.Run), absent, or cached, for a
+// gate without healthchecks pings, and without shared pauses. Otherwise
+// it names the binary to hand the line to: cron-gate-etcd for a cached
+// config with [etcd] (skipping cron-gate-full's hop), else cron-gate-full.
+func cachedRun(args []string) (inv gate.Invocation, to string) {
 	flags, command, isRun := crongatecli.Split(args)
 	if !isRun {
-		return gate.Invocation{}, false
+		return inv, crongatecli.FullBinary
 	}
 	ra, ok := crongatecli.FastParse(flags)
 	if !ok || ra.Check(command) != "" {
-		return gate.Invocation{}, false
+		return inv, crongatecli.FullBinary
 	}
 	path, missingOK := ra.Config, ra.Config == ""
 	if path == "" {
 		path = gate.DefaultConfigPath
 	}
 	cfg, miss, err := gate.LookupGate(path, missingOK, ra.Name)
-	if miss != nil || (cfg != nil && (cfg.Gate(ra.Name).HealthchecksURL != "" || cfg.Etcd.Set())) {
-		return gate.Invocation{}, false
+	switch {
+	case miss != nil || (cfg != nil && cfg.Gate(ra.Name).HealthchecksURL != ""):
+		return inv, crongatecli.FullBinary
+	case cfg != nil && cfg.Etcd.Set():
+		return inv, crongatecli.EtcdBinary
 	}
 	return gate.Invocation{
 		Gate: ra.Name, Argv: command, Config: cfg, ConfigErr: err,
 		Timeout: ra.Timeout, KillAfter: ra.KillAfter,
 		Out: &tui.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose},
-	}, true
+	}, ""
 }

@@ -19,6 +19,10 @@ import (
 // subcommand.
 const FullBinary = "cron-gate-full"
 
+// EtcdBinary is cron-gate-full with the etcd client, for configs whose
+// pauses are shared ([etcd]).
+const EtcdBinary = "cron-gate-etcd"
+
 // DefaultKillAfter is --kill-after's default.
 const DefaultKillAfter = 10 * time.Second
 

@@ -16,13 +16,11 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gateconf"
 	"github.com/crongate/crongate/hcping"
+	"github.com/crongate/crongate/internal/crongatecli"
 	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
 )
-
-// EtcdBinary is cron-gate with the etcd client linked in.
-const EtcdBinary = "cron-gate-etcd"
 
 // OpenShared opens the shared pause store of a config's [etcd] section; the
 // returned func closes it. Only cron-gate-etcd has one.
@@ -38,9 +36,9 @@ func Main(args []string, open OpenShared) int {
 	if done {
 		return code
 	}
-	err := sibling.Exec(EtcdBinary, "cron-gate", args)
+	err := sibling.Exec(crongatecli.EtcdBinary, "cron-gate", args)
 	if errors.Is(err, sibling.ErrNotFound) {
-		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", EtcdBinary)
+		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", crongatecli.EtcdBinary)
 		out.Hintf("install it: CGO_ENABLED=0 go install ./cmd/...")
 	} else {
 		out.Errorf("%v", err)
