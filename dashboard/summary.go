@@ -148,7 +148,7 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 			cd := Condition{Condition: c, State: "ok"}
 			if st != nil && st.Gates[gs.Name] != nil {
 				if e := st.Gates[gs.Name].Conditions[c]; e != nil {
-					cd.State = alertState(e)
+					cd.State = watch.AlertState(e)
 					cd.Bad, cd.Count, cd.Since, cd.Detail = e.Bad, e.Count, e.Since, e.Detail
 				}
 			}
@@ -159,24 +159,6 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 	}
 	s.TimeZone = TimeZone{Name: h.loc.String(), Abbreviations: z.abbr}
 	return s
-}
-
-// alertState names a condition's alert state as watch's metrics do
-// (cron_gate_alert).
-func alertState(e *watch.Cond) string {
-	switch {
-	case e == nil:
-		return "ok"
-	case e.Muted:
-		return "muted"
-	case !e.Bad && len(e.Alerted) > 0:
-		return "recovering"
-	case len(e.Alerted) > 0:
-		return "alerted"
-	case e.Bad:
-		return "pending"
-	}
-	return "ok"
 }
 
 // durationWords says an interval: "30 minutes", "4 hours", "1h30m".

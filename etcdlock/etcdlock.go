@@ -46,12 +46,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crongate/crongate/internal/etcderr"
+
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/crongate/crongate/lockset"
 	"github.com/crongate/crongate/pathlock"
@@ -493,7 +493,7 @@ func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.T
 	})
 	if err != nil {
 		if !ambiguous(err) {
-			if errCode(err) == codes.InvalidArgument && strings.Contains(err.Error(), "too many operations") {
+			if etcderr.Code(err) == codes.InvalidArgument && strings.Contains(err.Error(), "too many operations") {
 				return txnResult{}, fmt.Errorf("the etcd cluster refuses a transaction of %d keys: withlock-etcd needs --max-txn-ops of at least %d on the etcd members (%v)", len(keys)+len(pools), MaxTxnOps, err)
 			}
 			return txnResult{}, err
@@ -760,29 +760,8 @@ func (e *unavailableError) Unwrap() error   { return e.err }
 // after deciding (bad request, lease not found, too many operations) are
 // not ambiguous.
 func ambiguous(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return true
-	}
 	var ue *unavailableError
-	if errors.As(err, &ue) {
-		return true
-	}
-	switch errCode(err) {
-	case codes.InvalidArgument, codes.NotFound, codes.FailedPrecondition, codes.PermissionDenied,
-		codes.Unauthenticated, codes.OutOfRange, codes.AlreadyExists, codes.ResourceExhausted:
-		return false
-	}
-	return true
-}
-
-// errCode is the gRPC code of a client error: the client turns server
-// errors into rpctypes.EtcdError, other failures stay gRPC status errors.
-func errCode(err error) codes.Code {
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		return ee.Code()
-	}
-	return status.Code(err)
+	return errors.As(err, &ue) || etcderr.Ambiguous(err)
 }
 
 // hostname for Holder defaults.

@@ -51,12 +51,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crongate/crongate/internal/etcderr"
+
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/crongate/crongate/gate"
 )
@@ -211,24 +211,14 @@ func (s *Store) List(ctx context.Context) (map[string]gate.Pause, error) {
 	}
 	now := s.now()
 	m := map[string]gate.Pause{}
-	var bad []error
-	for _, kv := range kvs {
-		key := string(kv.Key)
-		name := key[len(pfx):]
-		if err := gate.CheckName(name); err != nil {
-			bad = append(bad, corrupt(key, err))
-			continue
-		}
-		p, err := DecodePause(key, kv.Value)
-		if err != nil {
-			bad = append(bad, err)
-			continue
-		}
-		if p.Active(now) {
+	err = eachGate(kvs, pfx, func(name, key string, value []byte) error {
+		p, err := DecodePause(key, value)
+		if err == nil && p.Active(now) {
 			m[name] = p
 		}
-	}
-	return m, errors.Join(bad...)
+		return err
+	})
+	return m, err
 }
 
 // ResumedAt returns when gate last resumed, as far as the cluster knows:
@@ -269,24 +259,33 @@ func (s *Store) Resumes(ctx context.Context) (map[string]time.Time, error) {
 	}
 	now := s.now()
 	m := map[string]time.Time{}
+	err = eachGate(kvs, pfx, func(name, key string, value []byte) error {
+		r, err := decodeRecord(key, value)
+		if err == nil {
+			if t := r.resumedAt(now); !t.IsZero() {
+				m[name] = t
+			}
+		}
+		return err
+	})
+	return m, err
+}
+
+// eachGate calls fn for every key under pfx whose gate name CheckName
+// accepts; the keys it refuses and fn's errors are joined into the error
+// (each wrapping ErrCorrupt), the others are still visited.
+func eachGate(kvs []*mvccpb.KeyValue, pfx string, fn func(name, key string, value []byte) error) error {
 	var bad []error
 	for _, kv := range kvs {
 		key := string(kv.Key)
 		name := key[len(pfx):]
 		if err := gate.CheckName(name); err != nil {
 			bad = append(bad, corrupt(key, err))
-			continue
-		}
-		r, err := decodeRecord(key, kv.Value)
-		if err != nil {
+		} else if err := fn(name, key, kv.Value); err != nil {
 			bad = append(bad, err)
-			continue
-		}
-		if t := r.resumedAt(now); !t.IsZero() {
-			m[name] = t
 		}
 	}
-	return m, errors.Join(bad...)
+	return errors.Join(bad...)
 }
 
 func (s *Store) scan(ctx context.Context, pfx, what string) ([]*mvccpb.KeyValue, error) {
@@ -538,7 +537,7 @@ func (s *Store) retry(ctx context.Context, what string, f func(ctx context.Conte
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("%s: %w", what, ctx.Err())
 		}
-		if !ambiguous(err) {
+		if !etcderr.Ambiguous(err) {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		if time.Until(deadline) < 100*time.Millisecond {
@@ -572,28 +571,3 @@ func (e *unavailableError) Error() string {
 
 func (e *unavailableError) Is(t error) bool { return t == ErrUnavailable }
 func (e *unavailableError) Unwrap() error   { return e.err }
-
-// ambiguous reports whether err means "no answer": a timeout, a broken
-// connection, a leader change. Errors the server returns after deciding
-// (bad request, permission denied, lease not found) are definite.
-func ambiguous(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return true
-	}
-	switch errCode(err) {
-	case codes.InvalidArgument, codes.NotFound, codes.FailedPrecondition, codes.PermissionDenied,
-		codes.Unauthenticated, codes.OutOfRange, codes.AlreadyExists, codes.ResourceExhausted:
-		return false
-	}
-	return true
-}
-
-// errCode is the gRPC code of a client error: the client turns server
-// errors into rpctypes.EtcdError, other failures stay gRPC status errors.
-func errCode(err error) codes.Code {
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		return ee.Code()
-	}
-	return status.Code(err)
-}

@@ -63,7 +63,7 @@ type Config struct {
 	// Shared is not read from the file: cron-gate-etcd sets it to the
 	// [etcd] store, and pauses are then shared by every host (shared.go).
 	Shared SharedPauses
-	Notify   []NotifyConfig         // `[[notify]]`: where the watchdog sends alerts, in file order
+	Notify []NotifyConfig // `[[notify]]`: where the watchdog sends alerts, in file order
 }
 
 // GateConfig is the configuration of one gate, a `[gates.NAME]` table.

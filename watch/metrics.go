@@ -108,7 +108,7 @@ func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) er
 	family("cron_gate_alert", "gauge", "The condition's alert state: 1 for the current one of ok, pending (bad, not alerted yet), alerted, muted (first-run baseline), recovering (recovery not delivered yet).",
 		func(g *gate.GateStatus, emit func([]string, float64)) {
 			for _, c := range Watched(cfg, g) {
-				cur := alertState(cond(g, c))
+				cur := AlertState(cond(g, c))
 				for _, s := range alertStates {
 					emit([]string{"condition", c, "state", s}, b2f(cur == s))
 				}
@@ -131,7 +131,10 @@ var allStates = []string{gate.StateRunning, gate.StatePaused, gate.StateError, g
 
 var alertStates = []string{"ok", "pending", "alerted", "muted", "recovering"}
 
-func alertState(e *Cond) string {
+// AlertState names a condition's alert state: ok (also for nil), pending,
+// alerted, recovering or muted — the values of cron_gate_alert's state
+// label, and the dashboard's.
+func AlertState(e *Cond) string {
 	switch {
 	case e == nil:
 		return "ok"
