@@ -52,6 +52,27 @@ func Notify() chan os.Signal {
 	return c
 }
 
+// HandOff is called just before this process execs another binary that
+// will run the command (withlock → withlock-full, cron-gate →
+// cron-gate-full or cron-gate-etcd). The forwarded signals go back to
+// their default action, so one that arrives from now on ends this process
+// before any command has started; one that arrived already (caught on c)
+// is returned, and the caller exits 128+N instead of exec'ing, since an
+// exec would drop it and the next binary would run the command as if
+// nothing had been asked.
+func HandOff(c chan os.Signal) (code int, stop bool) {
+	signal.Reset(Forwarded...)
+	select {
+	case s := <-c:
+		if n, ok := s.(syscall.Signal); ok {
+			return 128 + int(n), true
+		}
+		return ExitFailure, true
+	default:
+		return 0, false
+	}
+}
+
 // Spec describes the command to run.
 type Spec struct {
 	Argv       []string

@@ -33,6 +33,9 @@ func run(args []string) int {
 		inv.Sigs = sigs
 		return gate.Run(inv)
 	}
+	if code, stop := runner.HandOff(sigs); stop {
+		return code
+	}
 	out := &tui.Printer{Prog: "cron-gate"}
 	err := sibling.Exec(to, "cron-gate", args)
 	switch {

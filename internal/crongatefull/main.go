@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/crongate/crongate/gate"
@@ -36,6 +37,9 @@ func Main(args []string, open OpenShared) int {
 	if done {
 		return code
 	}
+	if code, stop := runner.HandOff(sigs); stop {
+		return code
+	}
 	err := sibling.Exec(crongatecli.EtcdBinary, "cron-gate", args)
 	if errors.Is(err, sibling.ErrNotFound) {
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", crongatecli.EtcdBinary)
@@ -47,16 +51,24 @@ func Main(args []string, open OpenShared) int {
 }
 
 // shared is the open store of cron-gate-etcd (nil in cron-gate-full), for
-// configs loaded later (serve re-reads its config).
-var shared gate.SharedPauses
+// configs loaded later (serve re-reads its config); sharedFor is the
+// [etcd] section it was opened for.
+var (
+	shared    gate.SharedPauses
+	sharedFor gate.EtcdConfig
+)
 
 // attachShared sets cfg.Shared when the config names a cluster. It returns
-// false when the store is needed but this binary has none.
+// false when the store is needed but this binary has none, or the one it
+// has was opened for another [etcd] section (endpoints, prefix, timeout
+// edited since): a pause must not go to one cluster or prefix while runs
+// read another.
 func attachShared(cfg *gate.Config) bool {
 	if cfg == nil || !cfg.Etcd.Set() {
 		return true
 	}
-	if shared == nil {
+	if shared == nil || !slices.Equal(cfg.Etcd.Endpoints, sharedFor.Endpoints) ||
+		cfg.Etcd.Prefix != sharedFor.Prefix || cfg.Etcd.Timeout != sharedFor.Timeout || cfg.Etcd.RunOnDown != sharedFor.RunOnDown {
 		return false
 	}
 	cfg.Shared = shared
@@ -86,7 +98,7 @@ func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) 
 			cfg, cfgErr = nil, fmt.Errorf("config %s: [etcd]: %v", cfg.Path, err)
 		} else {
 			defer closeFn()
-			shared = s
+			shared, sharedFor = s, cfg.Etcd
 			attachShared(cfg)
 		}
 	}

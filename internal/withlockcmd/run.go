@@ -37,6 +37,9 @@ func Main(args []string) int {
 	flagArgs, command, found := SplitCommand(args)
 	var o Options
 	if !FastParse(flagArgs, &o.CLI) {
+		if code, stop := runner.HandOff(sigs); stop {
+			return code
+		}
 		return execFull(args)
 	}
 	o.Command = command
