@@ -58,10 +58,12 @@ type Resumed struct {
 	Warning string // non-empty when the resume time could not be recorded
 }
 
-// Resume lifts gate name's command-line pause (with or without an expiry).
-// A pause set in the config (`paused = true`) is lifted only with force,
-// by setting paused = false in the file; without force such a gate is
-// refused before anything changes, with an error that says so. This is
+// Resume lifts gate name's command-line pause (with or without an expiry),
+// this host's and, with [etcd], the shared one. A pause set in the config
+// (`paused = true`) is lifted only with force, by setting paused = false in
+// the file, before anything else: if that fails nothing has changed.
+// Without force such a gate is refused before anything changes, with an
+// error that says so. This is
 // the dashboard's resume and force-resume; `cron-gate resume` is forced.
 // The resume time is recorded for the watchdog's resume grace; failing to
 // record it is a Warning, not an error.
@@ -73,6 +75,14 @@ func Resume(cfg *gate.Config, name string, force bool) (Resumed, error) {
 	inConfig := cfg.Gate(name).Paused
 	if inConfig && !force {
 		return Resumed{}, fmt.Errorf("gate %s is paused in %s (paused = true); force-resume sets paused = false there", name, cfg.Path)
+	}
+	// The config's pause is lifted first: if the file cannot be edited,
+	// nothing else has changed and the gate stays paused everywhere (the
+	// error says so); the command-line pauses are lifted only after.
+	if inConfig {
+		if err := SetPaused(cfg.Path, name, false, gate.ConfigLockPath(stateDir)); err != nil {
+			return Resumed{}, &EditError{Gate: name, Path: cfg.Path, Err: err}
+		}
 	}
 	had, err := gate.ClearPause(stateDir, name)
 	if err != nil {
@@ -90,9 +100,6 @@ func Resume(cfg *gate.Config, name string, force bool) (Resumed, error) {
 	var r Resumed
 	switch {
 	case inConfig:
-		if err := SetPaused(cfg.Path, name, false, gate.ConfigLockPath(stateDir)); err != nil {
-			return Resumed{}, &EditError{Gate: name, Path: cfg.Path, Err: err}
-		}
 		r.Msg = fmt.Sprintf("resumed gate %s: set paused = false in %s", name, cfg.Path)
 	case had && hadShared:
 		r.Msg = fmt.Sprintf("resumed gate %s: lifted its command-line pauses, this host's and the shared one", name)
