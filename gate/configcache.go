@@ -12,17 +12,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/buildinfo"
+	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/statefile"
 )
 
 // cacheSchema changes whenever Config, GateConfig or their validation
 // change meaning, so that no binary reads another's cache entries.
-const cacheSchema = "2"
+const cacheSchema = "3"
 
 // cacheEntry is what the run path needs of a validated config: the global
 // settings and one gate.
 type cacheEntry struct {
 	Key      string      `json:"key"`
+	Path     string      `json:"path"` // the config's path, compared on read as well as hashed
 	StateDir string      `json:"state_dir"`
 	SkipCode int         `json:"skip_code"`
 	History  int         `json:"history"`
@@ -90,7 +92,7 @@ func LookupGate(path string, missingOK bool, name string) (*Config, *CacheLookup
 // decoded from l.Data, and returns it: a Config with the global settings
 // and only the gate asked for. Failing to write the entry costs only time.
 func (l *CacheLookup) Store(full *Config) *Config {
-	e := cacheEntry{Key: l.key, StateDir: full.StateDir, SkipCode: full.SkipCode, History: full.History, Gate: full.Gates[l.name], Etcd: full.Etcd}
+	e := cacheEntry{Key: l.key, StateDir: full.StateDir, SkipCode: full.SkipCode, History: full.History, Gate: full.Gates[l.name], Etcd: full.Etcd, Path: l.path}
 	if l.file != "" {
 		if b, err := json.Marshal(e); err == nil && privateDir(l.dir) {
 			statefile.WriteFileNoSync(l.file, b, 0o600)
@@ -115,7 +117,7 @@ func readCacheEntry(file, key, path string) *Config {
 		return nil
 	}
 	var e cacheEntry
-	if json.Unmarshal(b, &e) != nil || e.Key != key {
+	if json.Unmarshal(b, &e) != nil || e.Key != key || e.Path != path {
 		return nil
 	}
 	cfg := e.config(path)
@@ -149,6 +151,11 @@ func CacheDir() string {
 		if err := os.MkdirAll(d, 0o700); err != nil || !privateDir(d) {
 			return ""
 		}
+	}
+	// Its ancestors too, as for the state dir: a parent another user can
+	// write could swap the directory between the check and the read.
+	if lockfile.CheckAncestors(filepath.Join(d, "entry")) != nil {
+		return ""
 	}
 	return d
 }

@@ -140,13 +140,15 @@ func Run(inv Invocation) int {
 	// unreachable cluster skips the run unless the config says "run":
 	// a gate paused on another host must not run because the cluster
 	// could not say so.
+	note := "" // for the start record: how this run was allowed
 	if cfg.Shared != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
 		p, err := cfg.Shared.Get(ctx, inv.Gate)
 		cancel()
 		switch {
 		case errors.Is(err, ErrCoordinatorDown) && cfg.Etcd.RunOnDown:
-			out.Warnf("gate %s: shared pauses unknown (%v); running as if only this host's pauses existed (on_coordinator_down = \"run\")", inv.Gate, err)
+			note = fmt.Sprintf("shared pauses unknown (%v); run as if only this host's pauses existed (on_coordinator_down = \"run\")", err)
+			out.Warnf("gate %s: %s", inv.Gate, note)
 		case errors.Is(err, ErrCoordinatorDown):
 			return skip(ReasonCoordinatorDown, fmt.Sprintf("shared pauses unknown: %v", err))
 		case err != nil:
@@ -202,7 +204,7 @@ func Run(inv Invocation) int {
 		hc.Started()
 	}
 	rec := base
-	rec.Event, rec.Time, rec.ChildPid, rec.Argv = EventStart, start, child.Pid(), inv.Argv
+	rec.Event, rec.Time, rec.ChildPid, rec.Argv, rec.Detail = EventStart, start, child.Pid(), inv.Argv, note
 	rec.ChildStart = processStartTicks(child.Pid())
 	record(rec)
 

@@ -99,6 +99,13 @@ func TestRunSharedPauses(t *testing.T) {
 	if code, stderr := sharedRun(t, cfg); code != 0 || !strings.Contains(stderr, "on_coordinator_down") {
 		t.Fatalf("coordinator down, run: %d %s", code, stderr)
 	}
+	// The journal says so: the start record of that run carries the note.
+	j, _ = OpenJournal(cfg.StateDir, "g", 0)
+	s, _ = j.Summary()
+	j.Close()
+	if s.LastStart == nil || !strings.Contains(s.LastStart.Detail, "on_coordinator_down") {
+		t.Fatalf("last start %+v", s.LastStart)
+	}
 	f.err = errors.New("corrupt value at /cron-gate/pauses/g")
 	if code, stderr := sharedRun(t, cfg); code != 125 || !strings.Contains(stderr, "corrupt value") {
 		t.Fatalf("corrupt: %d %s", code, stderr)
