@@ -58,6 +58,10 @@ type Schedule struct {
 	// DOW_STAR). When either is set a day must match both fields,
 	// otherwise either (the OR rule of crontab(5)).
 	domStar, dowStar bool
+	// minStar, hourStar: the minute or hour field began with '*'
+	// (Vixie's MIN_STAR and HR_STAR): cron's "wildcard" jobs, which it
+	// treats apart from fixed-time jobs across daylight-saving changes.
+	minStar, hourStar bool
 }
 
 var nicknames = map[string]string{
@@ -105,6 +109,8 @@ func Parse(expr string) (*Schedule, error) {
 	}
 	s.domStar = strings.HasPrefix(fields[fDom], "*")
 	s.dowStar = strings.HasPrefix(fields[fDow], "*")
+	s.minStar = strings.HasPrefix(fields[fMinute], "*")
+	s.hourStar = strings.HasPrefix(fields[fHour], "*")
 	return s, nil
 }
 
@@ -249,32 +255,137 @@ func (s *Schedule) Match(t time.Time) bool {
 	return s.has(fMinute, t.Minute()) && s.has(fHour, t.Hour()) && s.has(fMonth, int(t.Month())) && s.dayMatches(t)
 }
 
-// searchYears bounds Next: a schedule that fires at all fires within 8
-// years (29 February on a given weekday, or across a skipped leap year
-// like 2100), so one that has not fired in this many never does
-// ("0 0 30 2 *").
-const searchYears = 9
+// searchYears bounds Next: the Gregorian calendar repeats every 400
+// years, so a schedule that has not fired in 400 years never does. The
+// longest real wait is a 29 February on a given weekday ("0 0 29 2 sun"):
+// 28 years, or 40 across a skipped leap year such as 2100. A schedule
+// whose days never exist ("0 0 31 2 *") is known at once (possible), not
+// searched for.
+const searchYears = 400
 
-// Next returns the first minute strictly after after at which the
-// schedule fires, reading the fields as wall-clock time in loc (nil:
+// maxCatchUp bounds the clock changes cron treats as daylight saving
+// changes (Vixie cron's "medium" jumps: more than 5 minutes, less than 3
+// hours); a larger change is a clock reset, after which it runs nothing
+// to catch up and repeats nothing.
+const maxCatchUp = 3 * time.Hour
+
+// fixedTime reports whether cron treats the schedule as a fixed-time job:
+// neither its minute nor its hour field begins with '*' (Vixie cron's
+// MIN_STAR and HR_STAR flags; @hourly is "0 * * * *", a wildcard job).
+func (s *Schedule) fixedTime() bool { return !s.minStar && !s.hourStar }
+
+// possible reports whether some day of some month the schedule names
+// exists: with the AND rule (a day field begins with '*') a day of month
+// must exist in a month of the schedule (29 February counts: a weekday
+// too comes round); with the OR rule any weekday does.
+func (s *Schedule) possible() bool {
+	if !s.domStar && !s.dowStar && s.bits[fDow] != 0 {
+		return true
+	}
+	maxDay := [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+	for m := 1; m <= 12; m++ {
+		if !s.has(fMonth, m) {
+			continue
+		}
+		for d := 1; d <= maxDay[m]; d++ {
+			if s.has(fDom, d) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Next returns the first minute strictly after after at which cron runs
+// the schedule, reading the fields as wall-clock time in loc (nil:
 // time.Local) — cron's own zone, which is not necessarily the one the
 // result is shown in. It returns the zero time for @reboot and for a
-// schedule that never fires. A wall-clock minute that does not exist in
-// loc (skipped by a daylight-saving change) is passed over; cron daemons
-// differ on those.
+// schedule that never fires.
+//
+// Around daylight-saving changes it follows Vixie cron (Debian's cron)
+// and cronie: when the clock jumps forward, a fixed-time job (minute and
+// hour fields not beginning with '*') whose time was skipped runs right
+// after the jump (at 03:00 for 02:30 when 02:00 becomes 03:00), and a
+// wildcard job's skipped minutes are lost; when the clock goes back, a
+// wildcard job runs again in the repeated hour and a fixed-time job does
+// not. Clock changes of 3 hours or more are not daylight saving for cron:
+// nothing is caught up or skipped then.
 func (s *Schedule) Next(after time.Time, loc *time.Location) time.Time {
-	if s.reboot {
+	if s.reboot || !s.possible() {
 		return time.Time{}
 	}
 	if loc == nil {
 		loc = time.Local
 	}
 	a := after.In(loc)
-	// Walk the wall clock in UTC (no daylight saving there), from the
-	// minute after after's.
-	w := time.Date(a.Year(), a.Month(), a.Day(), a.Hour(), a.Minute(), 0, 0, time.UTC).Add(time.Minute)
-	limit := w.AddDate(searchYears, 0, 0)
-	for w.Before(limit) {
+	// The wall clock is walked in UTC (no daylight saving there), one
+	// zone period (a stretch of constant offset) at a time.
+	wallAfter := time.Date(a.Year(), a.Month(), a.Day(), a.Hour(), a.Minute(), 0, 0, time.UTC)
+	limit := wallAfter.AddDate(searchYears, 0, 0)
+	fixed := s.fixedTime()
+	t := a // the first instant of the period looked at (after, at first)
+	for first := true; ; first = false {
+		_, off := t.Zone()
+		offset := time.Duration(off) * time.Second
+		start, end := t.ZoneBounds()
+		lo := wallAfter.Add(time.Minute) // after's own offset: this period's
+		if !first {
+			lo = ceilMinute(t.UTC().Add(offset))
+		}
+		if !start.IsZero() && (first || start.Equal(t)) {
+			_, prev := start.Add(-time.Nanosecond).Zone()
+			jump := offset - time.Duration(prev)*time.Second
+			startWall := start.UTC().Add(offset)
+			switch {
+			case !first && jump > 0 && jump < maxCatchUp && fixed:
+				// The minutes [start+prev, start+off) did not exist:
+				// cron runs the fixed-time jobs it skipped at once.
+				if w := s.wallSearch(startWall.Add(-jump), startWall); !w.IsZero() {
+					return start.In(loc)
+				}
+			case jump < 0 && -jump < maxCatchUp && fixed:
+				// The minutes up to start+prev are repeated: cron
+				// does not run fixed-time jobs a second time.
+				if r := startWall.Add(-jump); r.After(lo) {
+					lo = ceilMinute(r)
+				}
+			}
+		}
+		if !end.IsZero() && !end.After(t) {
+			// Go (1.26) can report a year's end that is already past
+			// for a leap year beyond the zone's table (2092-12-30 19:00
+			// in New York): no offset changes there; step a day.
+			end = t.Add(24 * time.Hour)
+		}
+		hi := limit
+		if !end.IsZero() {
+			if e := end.UTC().Add(offset); e.Before(hi) {
+				hi = e
+			}
+		}
+		if w := s.wallSearch(lo, hi); !w.IsZero() {
+			return w.Add(-offset).In(loc)
+		}
+		if end.IsZero() || !hi.Before(limit) {
+			return time.Time{}
+		}
+		t = end.In(loc)
+	}
+}
+
+// ceilMinute rounds a wall clock (in UTC) up to a whole minute.
+func ceilMinute(w time.Time) time.Time {
+	if m := w.Truncate(time.Minute); m.Before(w) {
+		return m.Add(time.Minute)
+	}
+	return w
+}
+
+// wallSearch returns the first wall-clock minute in [from, to) (both read
+// as wall clocks, in UTC) the schedule matches, or the zero time.
+func (s *Schedule) wallSearch(from, to time.Time) time.Time {
+	w := from
+	for w.Before(to) {
 		switch {
 		case !s.has(fMonth, int(w.Month())):
 			w = time.Date(w.Year(), w.Month()+1, 1, 0, 0, 0, 0, time.UTC)
@@ -285,11 +396,7 @@ func (s *Schedule) Next(after time.Time, loc *time.Location) time.Time {
 		case !s.has(fMinute, w.Minute()):
 			w = w.Add(time.Minute)
 		default:
-			t := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), 0, 0, loc)
-			if t.Hour() == w.Hour() && t.Minute() == w.Minute() && t.After(after) {
-				return t
-			}
-			w = w.Add(time.Minute)
+			return w
 		}
 	}
 	return time.Time{}

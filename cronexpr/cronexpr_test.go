@@ -120,8 +120,22 @@ func TestNext(t *testing.T) {
 		{"0 0 */2 * 1", seoul, "2026-11-01 00:00", "2026-11-09 00:00"},
 		{"0 0 1 1 *", seoul, "2026-12-31 23:59", "2027-01-01 00:00"},
 		// Daylight saving (New York, 2026-03-08 02:00 -> 03:00): 02:30
-		// does not exist that day and is passed over.
-		{"30 2 * * *", ny, "2026-03-07 03:00", "2026-03-09 02:30"},
+		// does not exist that day; cron runs it right after the jump
+		// (TestNextDST has the rest).
+		{"30 2 * * *", ny, "2026-03-07 03:00", "2026-03-08 03:00"},
+		{"30 2 * * *", ny, "2026-03-08 03:00", "2026-03-09 02:30"},
+		// The longest wait: 29 February on a Sunday ("*/7" is 0 only,
+		// and begins with '*': the AND rule), 27 years away.
+		{"0 0 29 2 */7", seoul, "2033-01-01 00:00", "2060-02-29 00:00"},
+		// 40 years, across 2100, which is not a leap year.
+		{"0 0 29 2 */7", seoul, "2089-01-01 00:00", "2128-02-29 00:00"},
+		// The same through New York's daylight saving, past its table
+		// (Go's ZoneBounds reports a year end already past in 2092).
+		{"0 0 29 2 */7", ny, "2089-01-01 00:00", "2128-02-29 00:00"},
+		{"0 0 31 2 *", seoul, "2026-01-01 00:00", ""},
+		{"0 0 30-31 2 mon", seoul, "2026-01-01 00:00", "2026-02-02 00:00"}, // OR rule: a Monday in February
+		{"0 0 30,31 2,4 *", seoul, "2026-01-01 00:00", "2026-04-30 00:00"},
+		{"0 0 31 2,4,6,9,11 *", seoul, "2026-01-01 00:00", ""},
 		{"@reboot", seoul, "2026-01-01 00:00", ""},
 	} {
 		s := MustParse(c.expr)
@@ -199,4 +213,187 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q: Next = %v (after %v, match %v)", expr, next, after, s.Match(next))
 		}
 	})
+}
+
+func zone(t testing.TB, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Skip("no tzdata:", err)
+	}
+	return loc
+}
+
+// TestNextDST: around daylight-saving changes Next says what Vixie cron
+// and cronie do: a fixed-time job skipped by a jump forward runs right
+// after the jump, a wildcard one (minute or hour field beginning with
+// '*') does not; in the repeated hour of a jump back a wildcard job runs
+// again and a fixed-time one does not.
+func TestNextDST(t *testing.T) {
+	ny := zone(t, "America/New_York")
+	lhi := zone(t, "Australia/Lord_Howe") // a 30-minute change
+	apia := zone(t, "Pacific/Apia")       // 2011-12-30 skipped: a clock reset for cron, not DST
+	for _, c := range []struct {
+		expr        string
+		loc         *time.Location
+		after, want string // RFC 3339: the repeated hour is ambiguous as wall time
+	}{
+		// New York, 2026-03-08: 02:00 EST becomes 03:00 EDT.
+		{"30 2 * * *", ny, "2026-03-07T03:00:00-05:00", "2026-03-08T03:00:00-04:00"},
+		{"0,30 2 * * *", ny, "2026-03-08T01:30:00-05:00", "2026-03-08T03:00:00-04:00"},
+		{"30 2 * * *", ny, "2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"},
+		{"59 1 * * *", ny, "2026-03-08T01:58:00-05:00", "2026-03-08T01:59:00-05:00"},
+		{"0 3 * * *", ny, "2026-03-08T01:59:00-05:00", "2026-03-08T03:00:00-04:00"},
+		{"*/15 * * * *", ny, "2026-03-08T01:50:00-05:00", "2026-03-08T03:00:00-04:00"},
+		{"*/5 2 * * *", ny, "2026-03-07T12:00:00-05:00", "2026-03-09T02:00:00-04:00"},
+		{"15 */2 * * *", ny, "2026-03-08T01:50:00-05:00", "2026-03-08T04:15:00-04:00"},
+		{"15 3 * * *", ny, "2026-03-08T01:50:00-05:00", "2026-03-08T03:15:00-04:00"},
+		// New York, 2026-11-01: 02:00 EDT becomes 01:00 EST.
+		{"*/30 * * * *", ny, "2026-11-01T01:45:00-04:00", "2026-11-01T01:00:00-05:00"},
+		{"*/30 * * * *", ny, "2026-11-01T01:30:00-05:00", "2026-11-01T02:00:00-05:00"},
+		{"0 * * * *", ny, "2026-11-01T01:30:00-04:00", "2026-11-01T01:00:00-05:00"},
+		{"@hourly", ny, "2026-11-01T01:30:00-04:00", "2026-11-01T01:00:00-05:00"},
+		{"30 1 * * *", ny, "2026-11-01T01:00:00-04:00", "2026-11-01T01:30:00-04:00"},
+		{"30 1 * * *", ny, "2026-11-01T01:45:00-04:00", "2026-11-02T01:30:00-05:00"},
+		{"30 1 * * *", ny, "2026-11-01T01:10:00-05:00", "2026-11-02T01:30:00-05:00"},
+		{"0 2 * * *", ny, "2026-11-01T01:30:00-04:00", "2026-11-01T02:00:00-05:00"},
+		// Lord Howe, 2026-10-04: 02:00 becomes 02:30 (+10:30 to +11).
+		{"15 2 * * *", lhi, "2026-10-03T12:00:00+10:30", "2026-10-04T02:30:00+11:00"},
+		{"*/10 2 * * *", lhi, "2026-10-04T01:55:00+10:30", "2026-10-04T02:30:00+11:00"},
+		// Samoa skipped 30 December 2011 (a day ahead): cron resets its
+		// clock, it catches nothing up.
+		{"0 12 * * *", apia, "2011-12-29T13:00:00-10:00", "2011-12-31T12:00:00+14:00"},
+	} {
+		after, err := time.Parse(time.RFC3339, c.after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := time.Parse(time.RFC3339, c.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := MustParse(c.expr).Next(after, c.loc)
+		if !got.Equal(want) {
+			t.Errorf("%q after %s: %s, want %s", c.expr, c.after, got.Format(time.RFC3339), c.want)
+		}
+	}
+}
+
+// cronRuns simulates Vixie cron's main loop (cron.c, which cronie keeps)
+// minute by minute from from to to: the wall clock in minutes, the
+// virtual time, and its cases — one minute on (run what matches), a
+// small jump forward (run every skipped minute), a medium one (wildcard
+// jobs for the current minute, fixed-time jobs for every skipped one), a
+// large change either way (reset), and time going back (wildcard jobs
+// only, the virtual time waits).
+func cronRuns(s *Schedule, loc *time.Location, from, to time.Time) []time.Time {
+	wallMin := func(r time.Time) int64 {
+		_, off := r.In(loc).Zone()
+		return (r.Unix() + int64(off)) / 60
+	}
+	matches := func(m int64) bool { return s.Match(time.Unix(m*60, 0).UTC()) }
+	fixed := s.fixedTime()
+	var runs []time.Time
+	r := from.Truncate(time.Minute)
+	virtual := wallMin(r)
+	for r = r.Add(time.Minute); !r.After(to); r = r.Add(time.Minute) {
+		running := wallMin(r)
+		diff := running - virtual
+		run := false
+		switch {
+		case diff == 1 || diff > 180 || diff < -180:
+			virtual = running
+			run = matches(running)
+		case diff > 5:
+			run = !fixed && matches(running)
+			for virtual < running {
+				virtual++
+				run = run || fixed && matches(virtual)
+			}
+		case diff > 0:
+			for virtual < running {
+				virtual++
+				run = run || matches(virtual)
+			}
+		default:
+			run = !fixed && matches(running)
+		}
+		if run {
+			runs = append(runs, r.In(loc))
+		}
+	}
+	return runs
+}
+
+// TestNextSimulatedCron checks Next against the simulation over three
+// days around each daylight-saving change of New York and Lord Howe in
+// 2026 and Samoa's skipped day.
+func TestNextSimulatedCron(t *testing.T) {
+	ny := zone(t, "America/New_York")
+	lhi := zone(t, "Australia/Lord_Howe")
+	apia := zone(t, "Pacific/Apia")
+	day := func(loc *time.Location, y int, m time.Month, d int) time.Time {
+		return time.Date(y, m, d, 0, 0, 0, 0, loc)
+	}
+	windows := []struct {
+		loc  *time.Location
+		from time.Time
+	}{
+		{ny, day(ny, 2026, 3, 7)}, {ny, day(ny, 2026, 10, 31)},
+		{lhi, day(lhi, 2026, 4, 4)}, {lhi, day(lhi, 2026, 10, 3)},
+		{apia, day(apia, 2011, 12, 28)},
+		{time.UTC, day(time.UTC, 2026, 3, 7)},
+	}
+	exprs := []string{"30 2 * * *", "0,30 2 * * *", "*/15 * * * *", "*/5 2 * * *", "15 */2 * * *", "0 * * * *",
+		"30 1 * * *", "0 2 * * *", "0 3 * * *", "45 1,2 * * *", "* 2 * * *", "59 1 * * *", "0 1-3 * * *", "10 0 * * *",
+		"*/7 1-2 * * *", "0,15,30,45 1 * * *", "20 2 * * sun"}
+	for _, w := range windows {
+		to := w.from.AddDate(0, 0, 3)
+		for _, expr := range exprs {
+			s := MustParse(expr)
+			want := cronRuns(s, w.loc, w.from, to)
+			var got []time.Time
+			for n := s.Next(w.from, w.loc); !n.After(to); n = s.Next(n, w.loc) {
+				got = append(got, n)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%q in %s from %s:\nNext:      %v\nsimulated: %v", expr, w.loc, w.from.Format(time.RFC3339), got, want)
+			}
+		}
+	}
+}
+
+// TestNextNever: schedules whose days never exist return the zero time
+// (at once: the days are checked before any search).
+func TestNextNever(t *testing.T) {
+	after := time.Date(2026, 11, 29, 11, 15, 0, 0, time.UTC)
+	for _, expr := range []string{"0 0 31 2 *", "0 0 30 2 *", "0 0 31 2,4,6,9,11 *", "* * 31 2 */2", "*/5 * 30,31 2 *", "@reboot"} {
+		if n := MustParse(expr).Next(after, time.UTC); !n.IsZero() {
+			t.Errorf("%q: Next = %v, want never", expr, n)
+		}
+	}
+	if n := MustParse("* * 31 2 1").Next(after, time.UTC); n.IsZero() {
+		t.Errorf(`"* * 31 2 1" (OR rule: any Monday in February) never fires`)
+	}
+}
+
+func BenchmarkNextNever(b *testing.B) {
+	s := MustParse("0 0 31 2 *")
+	after := time.Date(2026, 11, 29, 11, 15, 0, 0, time.UTC)
+	for b.Loop() {
+		s.Next(after, time.UTC)
+	}
+}
+
+// BenchmarkNextRare: the longest real wait, 29 February on a Sunday.
+func BenchmarkNextRare(b *testing.B) {
+	s := MustParse("0 0 29 2 */7") // the AND rule: "*/7" begins with '*'
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		b.Skip(err)
+	}
+	after := time.Date(2089, 1, 1, 0, 0, 0, 0, ny)
+	for b.Loop() {
+		s.Next(after, ny)
+	}
 }
