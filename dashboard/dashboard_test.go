@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -656,4 +659,52 @@ func FuzzParseAction(f *testing.F) {
 			t.Fatalf("accepted %+v", a)
 		}
 	})
+}
+
+// TestOutputTail: /api/output of a huge output log (a sparse 128 MiB
+// section) answers the section's last 64 KiB, says how much is cut, and
+// reads no more than that into memory.
+func TestOutputTail(t *testing.T) {
+	e := newEnv(t)
+	e.declare(&gate.GateConfig{Name: "big", LogOutput: true})
+	p := filepath.Join(e.dir, "gates", "big", "output.log")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	head := "=== cron-gate run r1 started 2026-11-29T09:10:00Z\n"
+	end := "\nValueError: quota\n=== cron-gate run r1 ended 2026-11-29T09:10:06Z: failure, exit 3\n"
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(head)
+	if _, err := f.WriteAt([]byte(end), 128<<20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	size := int64(128<<20 + len(end))
+	srv, _ := server(t, e.options())
+	do(t, "GET", srv.URL+"/api/summary", nil, nil) // load the config first
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	code, _, body := do(t, "GET", srv.URL+"/api/output?gate=big", nil, nil)
+	runtime.ReadMemStats(&after)
+	if code != 200 {
+		t.Fatalf("output: %d %s", code, short(body, 200))
+	}
+	// The JSON escapes the zero bytes (\u0000: 6 bytes each) and the
+	// client reads it: a few times the 64 KiB, nothing like 128 MiB.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+		t.Errorf("GET /api/output of a %d MiB log allocated %d MiB", size>>20, alloc>>20)
+	}
+	var out struct {
+		Output string `json:"output"`
+		Cut    int64  `json:"cut_bytes"`
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Output) != maxOutput || !strings.HasSuffix(out.Output, end) || out.Cut != size-maxOutput {
+		t.Errorf("output: %d bytes, cut %d (log %d), ends %q", len(out.Output), out.Cut, size, out.Output[max(0, len(out.Output)-40):])
+	}
 }

@@ -335,23 +335,16 @@ func (h *handler) apiOutput(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
-	out, err := gate.LastOutputOf(gate.StateDirFor(cfg), name)
+	// Only the tail is read: the log can be twice log_max_bytes long.
+	tail, err := gate.LastOutputTail(gate.StateDirFor(cfg), name, maxOutput)
 	if err != nil {
 		fail(w, r, http.StatusInternalServerError, fmt.Sprintf("output of gate %s: %v", name, err))
 		return
-	}
-	cut := 0
-	if len(out) > maxOutput {
-		cut = len(out) - maxOutput
-		if i := strings.IndexByte(out[cut:], '\n'); i >= 0 && i < 1024 {
-			cut += i + 1
-		}
-		out = out[cut:]
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Gate      string `json:"gate"`
 		LogOutput bool   `json:"log_output"`
 		Output    string `json:"output"`
-		Cut       int    `json:"cut_bytes,omitempty"`
-	}{name, cfg.Gate(name).LogOutput, strings.ToValidUTF8(out, "\uFFFD"), cut})
+		Cut       int64  `json:"cut_bytes,omitempty"`
+	}{name, cfg.Gate(name).LogOutput, strings.ToValidUTF8(tail.Text, "\uFFFD"), tail.Cut})
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,38 +104,206 @@ func statefileLocked(j *Journal, fn func() error) error {
 	return statefile.Locked(j.dir, gateLockFile, fn)
 }
 
-// LastOutput returns the last complete run section of the gate's output
-// log, or "" if there is none.
+// LastOutputMax bounds what LastOutput and LastOutputOf return of a run's
+// section: twice DefaultLogMaxBytes, so that with the default log_max_bytes
+// a whole section (at most that much output, plus its two marker lines)
+// always fits.
+const LastOutputMax = 2 * DefaultLogMaxBytes
+
+// outputChunk is the size of the reads that look for the last section's
+// first line from the end of the log.
+const outputChunk = 64 << 10
+
+// LastOutput returns the last run section of the gate's output log (from
+// the last "started" marker line to the end), or "" if there is none.
+// When the section is longer than LastOutputMax it returns the section's
+// first line, a line "[... N bytes of this run's output not shown ...]"
+// and the section's last LastOutputMax bytes. Memory is bounded whatever
+// the log's size: the log is read from its end, in chunks.
 func (j *Journal) LastOutput() (string, error) {
-	data, err := os.ReadFile(filepath.Join(j.Dir, outputFile))
+	f, err := os.Open(filepath.Join(j.Dir, outputFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	// Sections are appended whole, so the last "started" header begins
-	// the last run's section.
-	start := -1
-	for off := 0; off < len(data); {
-		end := bytes.IndexByte(data[off:], '\n')
-		if end < 0 {
-			end = len(data) - off
-		}
-		line := data[off : off+end]
-		if bytes.HasPrefix(line, []byte(runMarker)) && bytes.Contains(line, []byte(" started ")) {
-			start = off
-		}
-		off += end + 1
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
 	}
-	if start < 0 {
-		return "", nil
+	t, err := lastSection(f, st.Size(), LastOutputMax)
+	if err != nil || t.Cut == 0 {
+		return t.Text, err
 	}
-	return string(data[start:]), nil
+	var b strings.Builder
+	b.Grow(len(t.Header) + 80 + len(t.Text))
+	b.WriteString(t.Header)
+	if !strings.HasSuffix(t.Header, "\n") {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "[... %d bytes of this run's output not shown ...]\n", t.Cut-int64(len(t.Header)))
+	b.WriteString(t.Text)
+	return b.String(), nil
 }
 
-// LastOutputOf returns the last run's output kept for gate under stateDir.
+// LastOutputOf returns the last run's output kept for gate under stateDir
+// (Journal.LastOutput).
 func LastOutputOf(stateDir, gate string) (string, error) {
 	j := &Journal{Gate: gate, Dir: filepath.Join(stateDir, "gates", gate)}
 	return j.LastOutput()
+}
+
+// OutputTail is the end of the last run section of a gate's output log.
+type OutputTail struct {
+	// Text is the section's last bytes: all of it when Cut is 0 (its
+	// "started" line first), else at most the limit asked for, from the
+	// start of a line when one begins in its first KiB.
+	Text string
+	// Cut is how many bytes of the section come before Text.
+	Cut int64
+	// Header is the section's first line ("=== cron-gate run ID started
+	// TIME\n"), at most 1 KiB of it.
+	Header string
+}
+
+// LastOutputTail returns the end of the last run section of the gate's
+// output log under stateDir: at most limit bytes of it, and how many bytes
+// were left out before them. It reads the log from its end, in chunks,
+// only back to the section's first line, and never holds more than about
+// limit plus 64 KiB: the log can be twice log_max_bytes long. No log or
+// no section: an empty tail and no error.
+func LastOutputTail(stateDir, gate string, limit int) (OutputTail, error) {
+	f, err := os.Open(filepath.Join(stateDir, "gates", gate, outputFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return OutputTail{}, nil
+	}
+	if err != nil {
+		return OutputTail{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return OutputTail{}, err
+	}
+	return lastSection(f, st.Size(), limit)
+}
+
+// lastSection finds the last section of an output log of size bytes read
+// through r — the last line that begins with the run marker and holds
+// " started " (sections are appended whole, so it begins the last run's)
+// — and returns at most limit bytes of its end.
+func lastSection(r io.ReaderAt, size int64, limit int) (OutputTail, error) {
+	if limit <= 0 {
+		limit = 1
+	}
+	start, err := lastStart(r, size)
+	if err != nil || start < 0 {
+		return OutputTail{}, err
+	}
+	header, err := readLine(r, start, size, 1024)
+	if err != nil {
+		return OutputTail{}, err
+	}
+	from := start
+	if size-start > int64(limit) {
+		from = size - int64(limit)
+	}
+	buf := make([]byte, size-from)
+	if n, err := r.ReadAt(buf, from); n < len(buf) {
+		return OutputTail{}, fmt.Errorf("%s: read %d of %d bytes: %w", outputFile, n, len(buf), err)
+	}
+	if from > start {
+		// Begin at a line when one begins soon enough.
+		if i := bytes.IndexByte(buf[:min(len(buf), 1024)], '\n'); i >= 0 && i+1 < len(buf) {
+			buf = buf[i+1:]
+		}
+	}
+	return OutputTail{Text: string(buf), Cut: size - int64(len(buf)) - start, Header: string(header)}, nil
+}
+
+// lastStart returns the offset of the last section's "started" line, or
+// -1, reading backwards from the end of the log in chunks.
+func lastStart(r io.ReaderAt, size int64) (int64, error) {
+	marker := []byte(runMarker)
+	buf := make([]byte, outputChunk+len(marker))
+	// Candidates are line starts followed by the marker; the chunks
+	// overlap by the marker's length so none is missed at a boundary.
+	for end := size; end > 0; {
+		from := max(0, end-outputChunk)
+		n := int(min(end+int64(len(marker)), size) - from)
+		chunk := buf[:n]
+		if _, err := r.ReadAt(chunk, from); err != nil && !errors.Is(err, io.EOF) {
+			return -1, err
+		}
+		// Each search finds the last occurrence beginning before hi.
+		for hi := int(end - from); hi > 0; {
+			i := bytes.LastIndex(chunk[:min(hi+len(marker)-1, len(chunk))], marker)
+			if i < 0 {
+				break
+			}
+			hi = i
+			off := from + int64(i)
+			if off > 0 && (i == 0 && !lineStartAt(r, off) || i > 0 && chunk[i-1] != '\n') {
+				continue
+			}
+			ok, err := lineHasStarted(r, off, size)
+			if err != nil {
+				return -1, err
+			}
+			if ok {
+				return off, nil
+			}
+		}
+		end = from
+	}
+	return -1, nil
+}
+
+// lineStartAt reports whether the byte before off is a newline.
+func lineStartAt(r io.ReaderAt, off int64) bool {
+	var b [1]byte
+	_, err := r.ReadAt(b[:], off-1)
+	return err == nil && b[0] == '\n'
+}
+
+// lineHasStarted reports whether the line at off holds " started ",
+// reading it in chunks (an output line can be long).
+func lineHasStarted(r io.ReaderAt, off, size int64) (bool, error) {
+	word := []byte(" started ")
+	buf := make([]byte, 4096)
+	var carry []byte
+	for off < size {
+		n := int(min(int64(len(buf)), size-off))
+		if _, err := r.ReadAt(buf[:n], off); err != nil && !errors.Is(err, io.EOF) {
+			return false, err
+		}
+		b := buf[:n]
+		nl := bytes.IndexByte(b, '\n')
+		if nl >= 0 {
+			b = b[:nl]
+		}
+		if bytes.Contains(append(carry, b...), word) {
+			return true, nil
+		}
+		if nl >= 0 {
+			return false, nil
+		}
+		carry = append(carry[:0], b[max(0, len(b)-len(word)+1):]...)
+		off += int64(n)
+	}
+	return false, nil
+}
+
+// readLine returns the line at off, newline included, at most max bytes.
+func readLine(r io.ReaderAt, off, size int64, max int) ([]byte, error) {
+	b := make([]byte, min(int64(max), size-off))
+	if _, err := r.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	}
+	return b, nil
 }
