@@ -104,11 +104,13 @@ type handler struct {
 	who     string // for the pauses the dashboard sets
 	mux     *http.ServeMux
 
+	cfgTTL   time.Duration // ConfigTTL; tests lengthen it
+	loadMu   sync.Mutex    // held while Load runs: one load at a time
 	cfgMu    sync.Mutex
 	cfg      *gate.Config
-	cfgErr   error
-	cfgAt    time.Time
-	cfgGen   uint64 // bumped by every action, so a load begun before it is not kept
+	cfgErr   error     // the last load's error, kept as long as a config
+	cfgAt    time.Time // when the last load ended; zero: none kept
+	cfgGen   uint64    // bumped by every action, so a load begun before it is not kept
 	cronMu   sync.Mutex
 	cronJobs map[string][]watch.CrontabJob
 	cronErr  error
@@ -143,7 +145,7 @@ func newHandler(opts Options) (*handler, error) {
 		return nil, fmt.Errorf("dashboard: listen address %s: %w", opts.Listen, ErrTokenRequired)
 	}
 	h := &handler{opts: opts, loc: opts.TimeZone, cronLoc: opts.CronTimeZone, now: opts.Now,
-		sched: map[string]parsedSchedule{}}
+		cfgTTL: ConfigTTL, sched: map[string]parsedSchedule{}}
 	if h.loc == nil {
 		h.loc = time.Local
 	}
@@ -233,35 +235,51 @@ func Serve(ctx context.Context, opts Options, ready func(addr string)) error {
 	return nil
 }
 
-// config returns the config, reloading it when older than ConfigTTL.
+// config returns the config, reloading it when older than ConfigTTL. A
+// failed load is kept as long (an unreadable config is not re-read at
+// every request), and one request at a time loads: the others wait for
+// its result.
 func (h *handler) config() (*gate.Config, error) {
-	h.cfgMu.Lock()
-	if h.cfg != nil && time.Since(h.cfgAt) < ConfigTTL {
-		c := h.cfg
-		h.cfgMu.Unlock()
-		return c, nil
+	if cfg, ok, err := h.cachedConfig(); ok {
+		return cfg, err
 	}
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	if cfg, ok, err := h.cachedConfig(); ok {
+		return cfg, err // loaded while this one waited
+	}
+	h.cfgMu.Lock()
 	gen := h.cfgGen
 	h.cfgMu.Unlock()
 	cfg, err := h.opts.Load()
-	if err != nil {
-		return nil, err
+	if err == nil && cfg == nil {
+		err = errors.New("no config")
 	}
-	if cfg == nil {
-		return nil, errors.New("no config")
+	if err != nil {
+		cfg = nil
 	}
 	h.cfgMu.Lock()
 	if gen == h.cfgGen {
-		h.cfg, h.cfgAt = cfg, time.Now()
+		h.cfg, h.cfgErr, h.cfgAt = cfg, err, time.Now()
 	}
 	h.cfgMu.Unlock()
-	return cfg, nil
+	return cfg, err
+}
+
+// cachedConfig returns the last load's result while it is fresh.
+func (h *handler) cachedConfig() (cfg *gate.Config, ok bool, err error) {
+	h.cfgMu.Lock()
+	defer h.cfgMu.Unlock()
+	if h.cfgAt.IsZero() || time.Since(h.cfgAt) >= h.cfgTTL {
+		return nil, false, nil
+	}
+	return h.cfg, true, h.cfgErr
 }
 
 // forgetConfig drops the cached config: an action may have changed it.
 func (h *handler) forgetConfig() {
 	h.cfgMu.Lock()
-	h.cfg = nil
+	h.cfg, h.cfgErr, h.cfgAt = nil, nil, time.Time{}
 	h.cfgGen++
 	h.cfgMu.Unlock()
 }

@@ -708,3 +708,65 @@ func TestOutputTail(t *testing.T) {
 		t.Errorf("output: %d bytes, cut %d (log %d), ends %q", len(out.Output), out.Cut, size, out.Output[max(0, len(out.Output)-40):])
 	}
 }
+
+// TestConfigCache: the config is loaded once per ConfigTTL however many
+// requests come, a config that fails to load too (it is not re-read at
+// every request), and an action loads it afresh.
+func TestConfigCache(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	loads, failing := 0, true
+	o := e.options()
+	o.Load = func() (*gate.Config, error) {
+		mu.Lock()
+		loads++
+		bad := failing
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond) // let concurrent requests pile up
+		if bad {
+			return nil, errors.New("config /etc/cron-gate/config.toml line 3: unknown key gates.x.pausd")
+		}
+		return e.load()
+	}
+	nLoads := func() int { mu.Lock(); defer mu.Unlock(); return loads }
+	srv, h := server(t, o)
+	h.cfgTTL = time.Hour // no expiry during the test, however slow
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, _, body := do(t, "GET", srv.URL+"/api/summary", nil, nil); code != 500 || !strings.Contains(body, "pausd") {
+				t.Errorf("summary with a bad config: %d %s", code, body)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < 5; i++ {
+		do(t, "GET", srv.URL+"/metrics", nil, nil)
+	}
+	if n := nLoads(); n != 1 {
+		t.Errorf("a config that fails to load was loaded %d times by 15 requests within its TTL, want 1", n)
+	}
+	// Fixed in the file: an action does not trust the cache.
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	if code, body := post(t, srv.URL, "/api/pause", h.csrf, url.Values{"gate": {"x"}}); code != 200 {
+		t.Fatalf("pause after the config was fixed: %d %s", code, body)
+	}
+	before := nLoads()
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, _, body := do(t, "GET", srv.URL+"/api/summary", nil, nil); code != 200 {
+				t.Errorf("summary: %d %s", code, body)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := nLoads() - before; n > 1 {
+		t.Errorf("10 concurrent requests loaded the config %d times, want at most 1", n)
+	}
+}
