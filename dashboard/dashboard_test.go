@@ -213,7 +213,7 @@ func TestEndpoints(t *testing.T) {
 	}
 
 	code, _, body = do(t, "GET", srv.URL+"/nope", nil, nil)
-	if code != 404 {
+	if code != 404 || body != "cron-gate serve: no such page: /nope\n" {
 		t.Errorf("unknown path: %d %s", code, body)
 	}
 	code, _, body = do(t, "GET", srv.URL+"/api/csrf", nil, nil)
@@ -768,5 +768,29 @@ func TestConfigCache(t *testing.T) {
 	wg.Wait()
 	if n := nLoads() - before; n > 1 {
 		t.Errorf("10 concurrent requests loaded the config %d times, want at most 1", n)
+	}
+}
+
+// TestNotFound: unknown paths, and paths the mux would redirect to a
+// cleaned form, are a 404 in the one-line error format: JSON under
+// /api/, text elsewhere; with the security headers.
+func TestNotFound(t *testing.T) {
+	e := newEnv(t)
+	srv, _ := server(t, e.options())
+	for _, c := range []struct{ method, path, want string }{
+		{"GET", "/nope", "cron-gate serve: no such page: /nope\n"},
+		{"GET", "/assets/../x", "cron-gate serve: no such page: /assets/../x\n"},
+		{"GET", "/assets/../assets/app.js", "cron-gate serve: no such page: /assets/../assets/app.js\n"},
+		{"GET", "//healthz", "cron-gate serve: no such page: //healthz\n"},
+		{"GET", "/assets/", "cron-gate serve: no such page: /assets/\n"},
+		{"POST", "/index.html", "cron-gate serve: no such page: /index.html\n"},
+		{"GET", "/api/nope", `{"error":"no such page: /api/nope"}` + "\n"},
+		{"GET", "/api/summary/", `{"error":"no such page: /api/summary/"}` + "\n"},
+		{"GET", "/api/./summary", `{"error":"no such page: /api/./summary"}` + "\n"},
+	} {
+		code, hd, body := do(t, c.method, srv.URL+c.path, nil, nil)
+		if code != 404 || body != c.want || hd.Get("Location") != "" || hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s %s: %d %q %v, want 404 %q", c.method, c.path, code, body, hd, c.want)
+		}
 	}
 }

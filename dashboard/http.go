@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -58,6 +59,26 @@ func (h *handler) routes() {
 	add("/api/pause", route{method: "POST", fn: h.action(actPause)})
 	add("/api/resume", route{method: "POST", fn: h.action(actResume)})
 	add("/api/force-resume", route{method: "POST", fn: h.action(actForceResume)})
+	// Everything else: 404 in the same one-line format as every error
+	// (the mux's own is plain text).
+	h.mux.HandleFunc("/", h.notFound)
+}
+
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	fail(w, r, http.StatusNotFound, fmt.Sprintf("no such page: %s", short(r.URL.Path, 100)))
+}
+
+// cleanPath is the path the mux would redirect to: path.Clean, keeping a
+// trailing slash.
+func cleanPath(p string) string {
+	if p == "" || p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // ServeHTTP sets the headers every answer carries, refuses foreign Host
@@ -87,6 +108,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// another site whose name was made to resolve to 127.0.0.1 (DNS
 		// rebinding) is then refused instead of being "same origin".
 		fail(w, r, http.StatusMisdirectedRequest, fmt.Sprintf("host %q is not served: without an auth token the dashboard answers only to localhost and loopback addresses", r.Host))
+		return
+	}
+	if r.Method != http.MethodConnect && cleanPath(r.URL.Path) != r.URL.Path {
+		// /assets/../x, //api/summary: the mux would redirect to the
+		// cleaned path; no page of the dashboard is reached that way.
+		h.notFound(w, r)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
