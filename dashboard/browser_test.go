@@ -44,15 +44,71 @@ func TestBrowser(t *testing.T) {
 	browserFixture(t, e, now)
 	opts := e.options()
 	opts.TimeZone = seoul(t)
-	srv, _ := server(t, opts)
+	srv, h := server(t, opts)
 	wd := webdriver.Start(t, 1500, 700)
+	sixRows := func() {
+		webdriver.WaitFor(t, "the six gate rows", 20*time.Second, func() bool {
+			var n int
+			wd.Eval(`return document.querySelectorAll('tr.gate').length;`, &n)
+			return n == 6
+		})
+	}
 
+	// Not logged in (no token is configured: loopback): the page reads,
+	// says how to get the buttons, and shows them disabled.
 	wd.Open(srv.URL + "/")
-	webdriver.WaitFor(t, "the six gate rows", 20*time.Second, func() bool {
-		var n int
-		wd.Eval(`return document.querySelectorAll('tr.gate').length;`, &n)
-		return n == 6
+	sixRows()
+	var ro struct {
+		Notice        string
+		Hidden        bool
+		Disabled      []bool
+		Title         string
+		OutputEnabled bool
+	}
+	wd.Eval(`const n = document.getElementById('readonly');
+		const bs = Array.from(document.querySelectorAll('tr.gate button.pause, tr.gate button.resume, tr.gate button.force-resume'));
+		return {Notice: n.textContent, Hidden: n.hidden, Disabled: bs.map(b => b.disabled),
+			Title: document.querySelector('tr.gate[data-gate="ko-followup"] button.pause').title,
+			OutputEnabled: !document.querySelector('tr.gate[data-gate="translate"] button.output').disabled};`, &ro)
+	if ro.Hidden || !strings.Contains(ro.Notice, "/?token=") || !strings.Contains(ro.Notice, "cron-gate serve printed") || !strings.Contains(ro.Title, "/?token=") || !ro.OutputEnabled {
+		t.Errorf("read-only page: %+v", ro)
+	}
+	if len(ro.Disabled) < 7 || strings.Contains(fmt.Sprint(ro.Disabled), "false") {
+		t.Errorf("state-changing buttons before login: disabled %v", ro.Disabled)
+	}
+	// A click that gets through anyway (a cookie lost, a restarted
+	// server) is refused, and the page says what to do.
+	wd.Eval(`const b = document.querySelector('tr.gate[data-gate="ko-followup"] button.pause'); b.disabled = false; b.click(); return null;`, nil)
+	wd.Type(`tr.form[data-gate="ko-followup"] input[name=reason]`, "forged")
+	wd.Click(`tr.form[data-gate="ko-followup"] button.pause-confirm`)
+	webdriver.WaitFor(t, "the message of the refused click", 10*time.Second, func() bool {
+		m := wd.Text("#message")
+		return strings.Contains(m, "Not allowed") && strings.Contains(m, "/?token=") && strings.Contains(m, "cron-gate serve printed")
 	})
+	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+		t.Fatalf("a POST without the action token paused: %v", ps)
+	}
+	// The browser logs the 401 as an error; nothing else may be there
+	// (reading the log empties it).
+	if errs, err := wd.ConsoleErrors(); err == nil {
+		for _, m := range errs {
+			if !strings.Contains(m, "/api/pause") || !strings.Contains(m, "401") {
+				t.Errorf("browser console: %s", m)
+			}
+		}
+	}
+
+	// Log in: the address with the action token sets the cookie and
+	// leaves the address bar at /.
+	wd.Open(srv.URL + "/?token=" + h.token)
+	sixRows()
+	var href string
+	wd.Eval(`return location.href;`, &href)
+	var hidden bool
+	wd.Eval(`return document.getElementById('readonly').hidden && !document.querySelector('tr.gate[data-gate="ko-followup"] button.pause').disabled;`, &hidden)
+	if href != srv.URL+"/" || !hidden {
+		t.Errorf("after login: at %s, buttons enabled and notice hidden: %v", href, hidden)
+	}
 	var names []string
 	wd.Eval(`return Array.from(document.querySelectorAll('tr.gate')).map(r => r.dataset.gate);`, &names)
 	if strings.Join(names, ",") != "blog-worker-health,dependency-classifier,ko-followup,newsletter,terms,translate" {

@@ -3,6 +3,12 @@
 // read), the Prometheus exposition (/metrics), a health check (/healthz),
 // and pause / resume / force-resume buttons.
 //
+// Every state change needs a secret: the configured auth token, which
+// every request but /healthz and the assets needs too; or, without one
+// (loopback only), a per-process action token: reads are then open to
+// the machine's users, as the world-readable state files are, and the
+// buttons work in the browsers that opened the login URL Serve reports.
+//
 // It judges nothing itself: states come from gate.Status (the status
 // view's judgement), conditions from the watchdog's last check
 // (check.json), and the buttons call the same functions as `cron-gate
@@ -24,6 +30,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -54,6 +61,12 @@ type Options struct {
 	// the static assets: "Authorization: Bearer TOKEN", or the cookie
 	// that opening /?token=TOKEN once sets. At least MinTokenLen bytes.
 	Token string
+	// ActionToken is used when Token is empty: GET requests (on
+	// loopback) need no token, but pause, resume and force-resume need
+	// this one, given the same ways as Token. Empty: New and Serve make
+	// a random one for the process (which Serve reports to ready in the
+	// login URL). At least MinTokenLen bytes. Ignored when Token is set.
+	ActionToken string
 	// TimeZone is the zone times are shown in (the page and the JSON).
 	// Nil: time.Local.
 	TimeZone *time.Location
@@ -101,6 +114,8 @@ type handler struct {
 	now     func() time.Time
 	log     *log.Logger
 	csrf    string // per process: the page embeds it, POSTs echo it
+	token   string // what the cookie and the bearer header must hold: Token, else ActionToken
+	open    bool   // no Token: GET needs no token, POST needs the action token
 	who     string // for the pauses the dashboard sets
 	mux     *http.ServeMux
 
@@ -144,6 +159,9 @@ func newHandler(opts Options) (*handler, error) {
 	if opts.Token == "" && !IsLoopback(opts.Listen) {
 		return nil, fmt.Errorf("dashboard: listen address %s: %w", opts.Listen, ErrTokenRequired)
 	}
+	if opts.Token == "" && opts.ActionToken != "" && len(opts.ActionToken) < MinTokenLen {
+		return nil, fmt.Errorf("dashboard: the action token is %d bytes long; use at least %d", len(opts.ActionToken), MinTokenLen)
+	}
 	h := &handler{opts: opts, loc: opts.TimeZone, cronLoc: opts.CronTimeZone, now: opts.Now,
 		cfgTTL: ConfigTTL, sched: map[string]parsedSchedule{}}
 	if h.loc == nil {
@@ -165,6 +183,16 @@ func newHandler(opts Options) (*handler, error) {
 		return nil, fmt.Errorf("dashboard: csrf token: %w", err)
 	}
 	h.csrf = base64.RawURLEncoding.EncodeToString(b[:])
+	h.token, h.open = opts.Token, opts.Token == ""
+	if h.open {
+		h.token = opts.ActionToken
+		if h.token == "" {
+			if _, err := rand.Read(b[:]); err != nil {
+				return nil, fmt.Errorf("dashboard: action token: %w", err)
+			}
+			h.token = base64.RawURLEncoding.EncodeToString(b[:])
+		}
+	}
 	h.who = gate.Who() + " (dashboard)"
 	h.routes()
 	return h, nil
@@ -187,11 +215,13 @@ func IsLoopback(addr string) bool {
 
 // Serve listens on opts.Listen and serves the dashboard until ctx is
 // cancelled, then shuts down gracefully (requests in flight get up to 5
-// seconds) and returns nil. ready, if not nil, is called with the address
-// actually listened on (so "127.0.0.1:0" is usable) once connections are
-// accepted. It returns an error wrapping ErrTokenRequired for a
+// seconds) and returns nil. ready, if not nil, is called once connections
+// are accepted with the address actually listened on (so "127.0.0.1:0" is
+// usable) and, when opts.Token is empty, the login URL that lets a browser
+// pause and resume: http://ADDR/?token=ACTIONTOKEN ("" with a Token, which
+// is never shown). It returns an error wrapping ErrTokenRequired for a
 // non-loopback address without a token, and the listen error otherwise.
-func Serve(ctx context.Context, opts Options, ready func(addr string)) error {
+func Serve(ctx context.Context, opts Options, ready func(addr, loginURL string)) error {
 	h, err := newHandler(opts)
 	if err != nil {
 		return err
@@ -217,7 +247,11 @@ func Serve(ctx context.Context, opts Options, ready func(addr string)) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if ready != nil {
-		ready(ln.Addr().String())
+		addr, login := ln.Addr().String(), ""
+		if h.open {
+			login = "http://" + addr + "/?token=" + url.QueryEscape(h.token)
+		}
+		ready(addr, login)
 	}
 	select {
 	case err := <-errc:

@@ -244,11 +244,12 @@ func TestMethods(t *testing.T) {
 	}
 }
 
-// post sends an action as a browser on the page would.
-func post(t testing.TB, base, path, csrf string, form url.Values) (int, string) {
+// post sends an action as a browser on the page would, logged in (the
+// cookie /?token= sets) and echoing the page's CSRF token.
+func post(t testing.TB, base, path string, h *handler, form url.Values) (int, string) {
 	t.Helper()
 	code, _, body := do(t, "POST", base+path, strings.NewReader(form.Encode()), map[string]string{
-		"Content-Type": "application/x-www-form-urlencoded", csrfHeader: csrf, "Origin": base, "Sec-Fetch-Site": "same-origin"})
+		"Content-Type": "application/x-www-form-urlencoded", csrfHeader: h.csrf, "Cookie": h.cookie(), "Origin": base, "Sec-Fetch-Site": "same-origin"})
 	return code, body
 }
 
@@ -258,7 +259,7 @@ func TestPauseResume(t *testing.T) {
 	fixture(t, e, now)
 	srv, h := server(t, e.options())
 
-	code, body := post(t, srv.URL, "/api/pause", h.csrf, url.Values{"gate": {"translate"}, "reason": {"quota"}, "duration": {"2h"}})
+	code, body := post(t, srv.URL, "/api/pause", h, url.Values{"gate": {"translate"}, "reason": {"quota"}, "duration": {"2h"}})
 	if code != 200 || !strings.Contains(body, "paused gate translate until") {
 		t.Fatalf("pause: %d %s", code, body)
 	}
@@ -276,7 +277,7 @@ func TestPauseResume(t *testing.T) {
 
 	// JSON works as well as a form.
 	code, _, body = do(t, "POST", srv.URL+"/api/resume", strings.NewReader(`{"gate":"translate"}`),
-		map[string]string{"Content-Type": "application/json", csrfHeader: h.csrf})
+		map[string]string{"Content-Type": "application/json", csrfHeader: h.csrf, "Cookie": h.cookie()})
 	if code != 200 || !strings.Contains(body, "resumed gate translate") {
 		t.Fatalf("resume: %d %s", code, body)
 	}
@@ -285,11 +286,11 @@ func TestPauseResume(t *testing.T) {
 	}
 
 	// A config pause: resume refuses (409), force-resume lifts it.
-	code, body = post(t, srv.URL, "/api/resume", h.csrf, url.Values{"gate": {"dependency-classifier"}})
+	code, body = post(t, srv.URL, "/api/resume", h, url.Values{"gate": {"dependency-classifier"}})
 	if code != 409 || !strings.Contains(body, "force-resume") {
 		t.Fatalf("resume of a config pause: %d %s", code, body)
 	}
-	code, body = post(t, srv.URL, "/api/force-resume", h.csrf, url.Values{"gate": {"dependency-classifier"}})
+	code, body = post(t, srv.URL, "/api/force-resume", h, url.Values{"gate": {"dependency-classifier"}})
 	if code != 200 {
 		t.Fatalf("force-resume: %d %s", code, body)
 	}
@@ -301,7 +302,7 @@ func TestPauseResume(t *testing.T) {
 	e.resumeFn = func(*gate.Config, string, bool) (string, error) {
 		return "", errors.New("config /etc/x.toml could not be changed:\nread-only file system")
 	}
-	code, body = post(t, srv.URL, "/api/force-resume", h.csrf, url.Values{"gate": {"translate"}})
+	code, body = post(t, srv.URL, "/api/force-resume", h, url.Values{"gate": {"translate"}})
 	if code != 500 || !strings.Contains(body, "resume gate translate: config /etc/x.toml could not be changed: read-only") {
 		t.Fatalf("failing hook: %d %s", code, body)
 	}
@@ -340,7 +341,7 @@ func TestBadRequests(t *testing.T) {
 		{"/api/pause", "", "gate=a", 415, "not accepted"},
 		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&reason=" + strings.Repeat("x", maxBody), 413, "larger than"},
 	} {
-		hdr := map[string]string{csrfHeader: h.csrf}
+		hdr := map[string]string{csrfHeader: h.csrf, "Cookie": h.cookie()}
 		if c.ctype != "" {
 			hdr["Content-Type"] = c.ctype
 		}
@@ -368,15 +369,15 @@ func TestCSRF(t *testing.T) {
 		hdr  map[string]string
 		want string
 	}{
-		{"no token", map[string]string{"Content-Type": ct}, "missing or wrong X-CSRF-Token"},
-		{"wrong token", map[string]string{"Content-Type": ct, csrfHeader: h.csrf + "x"}, "missing or wrong"},
-		{"cross-site fetch", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Sec-Fetch-Site": "cross-site"}, "cross-site request refused"},
-		{"same-site fetch", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Sec-Fetch-Site": "same-site"}, "cross-site request refused"},
-		{"foreign origin", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Origin": "http://evil.example"}, "cross-origin request refused"},
-		{"null origin", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Origin": "null"}, "cross-origin request refused"},
-		{"other port", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Origin": "http://127.0.0.1:1"}, "cross-origin request refused"},
-		{"foreign referer", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Referer": "http://evil.example/page"}, "cross-origin request refused"},
-		{"rebound host", map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Host": "evil.example", "Origin": "http://evil.example"}, "not served"},
+		{"no token", map[string]string{"Cookie": h.cookie(), "Content-Type": ct}, "missing or wrong X-CSRF-Token"},
+		{"wrong token", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf + "x"}, "missing or wrong"},
+		{"cross-site fetch", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Sec-Fetch-Site": "cross-site"}, "cross-site request refused"},
+		{"same-site fetch", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Sec-Fetch-Site": "same-site"}, "cross-site request refused"},
+		{"foreign origin", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Origin": "http://evil.example"}, "cross-origin request refused"},
+		{"null origin", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Origin": "null"}, "cross-origin request refused"},
+		{"other port", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Origin": "http://127.0.0.1:1"}, "cross-origin request refused"},
+		{"foreign referer", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Referer": "http://evil.example/page"}, "cross-origin request refused"},
+		{"rebound host", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Host": "evil.example", "Origin": "http://evil.example"}, "not served"},
 	} {
 		code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader(form), c.hdr)
 		if code != 403 && code != 421 || !strings.Contains(body, c.want) {
@@ -388,11 +389,11 @@ func TestCSRF(t *testing.T) {
 	}
 	// Same origin by Referer alone, and a script without any browser
 	// header: accepted with the token.
-	code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader(form), map[string]string{"Content-Type": ct, csrfHeader: h.csrf, "Referer": srv.URL + "/"})
+	code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader(form), map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Referer": srv.URL + "/"})
 	if code != 200 {
 		t.Fatalf("same-origin referer: %d %s", code, body)
 	}
-	code, _, body = do(t, "POST", srv.URL+"/api/resume", strings.NewReader("gate=translate"), map[string]string{"Content-Type": ct, csrfHeader: h.csrf})
+	code, _, body = do(t, "POST", srv.URL+"/api/resume", strings.NewReader("gate=translate"), map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf})
 	if code != 200 {
 		t.Fatalf("script: %d %s", code, body)
 	}
@@ -447,6 +448,14 @@ func TestAuth(t *testing.T) {
 	cookie := strings.SplitN(ck, ";", 2)[0]
 	if code, _, _ := do(t, "GET", srv.URL+"/api/summary", nil, map[string]string{"Cookie": cookie}); code != 200 {
 		t.Fatalf("with the cookie: %d", code)
+	}
+	// Already logged in, /?token= still redirects (the token must leave
+	// the address bar); a wrong one is still a 401.
+	if code, hd, _ := do(t, "GET", srv.URL+"/?token="+token, nil, map[string]string{"Cookie": cookie}); code != 303 || hd.Get("Location") != "/" {
+		t.Errorf("second login: %d %v", code, hd)
+	}
+	if code, hd, _ := do(t, "GET", srv.URL+"/?token=nope", nil, map[string]string{"Cookie": cookie}); code != 401 || hd.Get("Set-Cookie") != "" {
+		t.Errorf("wrong ?token with a good cookie: %d %v", code, hd)
 	}
 	// A cookie-authenticated POST still needs the CSRF token; a bearer
 	// one does not (a browser never adds that header by itself).
@@ -516,7 +525,13 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, o, func(a string) { addrc <- a }) }()
+	loginc := make(chan string, 1)
+	go func() {
+		done <- Serve(ctx, o, func(a, login string) {
+			loginc <- login
+			addrc <- a
+		})
+	}()
 	var addr string
 	select {
 	case addr = <-addrc:
@@ -530,6 +545,21 @@ func TestServe(t *testing.T) {
 	}
 	if code, _, body := do(t, "GET", "http://"+addr+"/healthz", nil, nil); code != 200 {
 		t.Fatalf("healthz: %d %s", code, body)
+	}
+	// No token: the login URL carries the action token, which sets the
+	// cookie that lets POSTs through.
+	login := <-loginc
+	tok, ok := strings.CutPrefix(login, "http://"+addr+"/?token=")
+	if !ok || len(tok) < MinTokenLen {
+		t.Fatalf("login URL %q", login)
+	}
+	code, hd, _ := do(t, "GET", login, nil, nil)
+	if code != 303 || hd.Get("Location") != "/" || !strings.HasPrefix(hd.Get("Set-Cookie"), tokenCookie+"="+tok+";") {
+		t.Fatalf("GET the login URL: %d %v", code, hd)
+	}
+	if code, _, body := do(t, "POST", "http://"+addr+"/api/pause", strings.NewReader("gate=translate"),
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Authorization": "Bearer " + tok}); code != 200 {
+		t.Fatalf("POST with the action token: %d %s", code, body)
 	}
 	cancel()
 	select {
@@ -555,12 +585,12 @@ func TestConcurrentClicks(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			name := fmt.Sprintf("worker-%02d", i)
-			if code, body := post(t, srv.URL, "/api/pause", h.csrf, url.Values{"gate": {name}, "reason": {"r" + name}}); code != 200 {
+			if code, body := post(t, srv.URL, "/api/pause", h, url.Values{"gate": {name}, "reason": {"r" + name}}); code != 200 {
 				errs <- fmt.Sprintf("pause %s: %d %s", name, code, body)
 				return
 			}
 			if i%2 == 0 {
-				if code, body := post(t, srv.URL, "/api/resume", h.csrf, url.Values{"gate": {name}}); code != 200 {
+				if code, body := post(t, srv.URL, "/api/resume", h, url.Values{"gate": {name}}); code != 200 {
 					errs <- fmt.Sprintf("resume %s: %d %s", name, code, body)
 				}
 			}
@@ -620,7 +650,7 @@ func TestLoadError(t *testing.T) {
 	if code != 500 || !strings.Contains(body, "unknown key gates.x.pausd") {
 		t.Fatalf("summary with a bad config: %d %s", code, body)
 	}
-	if code, body := post(t, srv.URL, "/api/pause", h.csrf, url.Values{"gate": {"x"}}); code != 500 || !strings.Contains(body, "pausd") {
+	if code, body := post(t, srv.URL, "/api/pause", h, url.Values{"gate": {"x"}}); code != 500 || !strings.Contains(body, "pausd") {
 		t.Fatalf("pause with a bad config: %d %s", code, body)
 	}
 }
@@ -752,7 +782,7 @@ func TestConfigCache(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	if code, body := post(t, srv.URL, "/api/pause", h.csrf, url.Values{"gate": {"x"}}); code != 200 {
+	if code, body := post(t, srv.URL, "/api/pause", h, url.Values{"gate": {"x"}}); code != 200 {
 		t.Fatalf("pause after the config was fixed: %d %s", code, body)
 	}
 	before := nLoads()
@@ -791,6 +821,135 @@ func TestNotFound(t *testing.T) {
 		code, hd, body := do(t, c.method, srv.URL+c.path, nil, nil)
 		if code != 404 || body != c.want || hd.Get("Location") != "" || hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("Cache-Control") != "no-store" {
 			t.Errorf("%s %s: %d %q %v, want 404 %q", c.method, c.path, code, body, hd, c.want)
+		}
+	}
+}
+
+// TestActionToken: without a configured token (loopback), reads are open
+// but a state change needs the per-process action token — so another
+// user of the machine, who can GET the page and /api/csrf, cannot pause,
+// resume or force-resume — and the CSRF token still; the login URL's
+// cookie or the bearer header carries it.
+func TestActionToken(t *testing.T) {
+	e := newEnv(t)
+	fixture(t, e, time.Now())
+	srv, h := server(t, e.options())
+	if len(h.token) < MinTokenLen || strings.ContainsAny(h.token, "+/=%&?#") {
+		t.Fatalf("generated action token %q", h.token)
+	}
+	if _, h2 := server(t, e.options()); h2.token == h.token {
+		t.Fatal("two handlers made the same action token")
+	}
+
+	// Reads need nothing.
+	for _, p := range []string{"/", "/api/summary", "/metrics", "/api/output?gate=translate", "/api/csrf"} {
+		if code, _, body := do(t, "GET", srv.URL+p, nil, nil); code != 200 {
+			t.Errorf("GET %s without a token: %d %s", p, code, short(body, 200))
+		}
+	}
+	// The page says this browser cannot act, and how to.
+	_, _, page := do(t, "GET", srv.URL+"/", nil, nil)
+	if !strings.Contains(page, `<meta name="can-act" content="0">`) || !strings.Contains(page, `<p id="readonly" class="notice">`) {
+		t.Errorf("page without the cookie: %s", page)
+	}
+	_, _, page = do(t, "GET", srv.URL+"/", nil, map[string]string{"Cookie": h.cookie()})
+	if !strings.Contains(page, `<meta name="can-act" content="1">`) || !strings.Contains(page, `<p id="readonly" class="notice" hidden>`) {
+		t.Errorf("page with the cookie: %s", page)
+	}
+
+	// Another local user: the CSRF token from /api/csrf, a same-origin
+	// request, but no action token (or a wrong one): 401, nothing done.
+	csrf := csrfOf(t, srv.URL, nil)
+	ct := "application/x-www-form-urlencoded"
+	for _, path := range []string{"/api/pause", "/api/resume", "/api/force-resume"} {
+		for _, hdr := range []map[string]string{
+			{"Content-Type": ct, csrfHeader: csrf, "Origin": srv.URL, "Sec-Fetch-Site": "same-origin"},
+			{"Content-Type": ct, csrfHeader: csrf, "Cookie": tokenCookie + "=" + h.csrf},
+			{"Content-Type": ct, csrfHeader: csrf, "Cookie": tokenCookie + "="},
+			{"Content-Type": ct, "Authorization": "Bearer " + csrf},
+			{"Content-Type": ct, "Authorization": "Bearer "},
+			{"Content-Type": ct, "Authorization": "Basic " + h.token},
+		} {
+			code, hd, body := do(t, "POST", srv.URL+path, strings.NewReader("gate=dependency-classifier"), hdr)
+			var msg struct{ Error string }
+			json.Unmarshal([]byte(body), &msg)
+			if code != 401 || hd.Get("WWW-Authenticate") == "" || !strings.Contains(msg.Error, "/?token=") || !strings.Contains(msg.Error, "cron-gate serve printed") {
+				t.Errorf("POST %s %v: %d %s, want 401 naming the login URL", path, hdr, code, body)
+			}
+		}
+	}
+	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+		t.Fatalf("a POST without the action token paused: %v", ps)
+	}
+	if !mustLoad(t, e).Gate("dependency-classifier").Paused {
+		t.Fatal("a POST without the action token force-resumed")
+	}
+
+	// With it: the cookie (and CSRF), or the bearer header.
+	if code, body := post(t, srv.URL, "/api/pause", h, url.Values{"gate": {"translate"}}); code != 200 {
+		t.Fatalf("pause with the cookie: %d %s", code, body)
+	}
+	if code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader("gate=translate"), map[string]string{"Content-Type": ct, "Cookie": h.cookie()}); code != 403 {
+		t.Fatalf("cookie POST without the CSRF token: %d %s", code, body)
+	}
+	if code, _, body := do(t, "POST", srv.URL+"/api/force-resume", strings.NewReader("gate=dependency-classifier"), map[string]string{"Content-Type": ct, "Authorization": "Bearer " + h.token}); code != 200 {
+		t.Fatalf("force-resume with the bearer token: %d %s", code, body)
+	}
+	if mustLoad(t, e).Gate("dependency-classifier").Paused {
+		t.Fatal("force-resume with the action token did nothing")
+	}
+
+	// The login URL: a wrong token is a 401 and no cookie; the right one
+	// sets the cookie and redirects every time, so that the token never
+	// stays in the address bar, even when the browser was logged in.
+	if code, hd, body := do(t, "GET", srv.URL+"/?token=nope", nil, map[string]string{"Cookie": h.cookie()}); code != 401 || hd.Get("Set-Cookie") != "" || !strings.Contains(body, "printed") {
+		t.Errorf("wrong ?token: %d %v %s", code, hd, body)
+	}
+	for _, hdr := range []map[string]string{nil, {"Cookie": h.cookie()}} {
+		code, hd, _ := do(t, "GET", srv.URL+"/?token="+h.token, nil, hdr)
+		ck := hd.Get("Set-Cookie")
+		if code != 303 || hd.Get("Location") != "/" || !strings.HasPrefix(ck, h.cookie()+";") || strings.Contains(ck, "Secure") {
+			t.Errorf("login (cookie %v): %d %v", hdr, code, hd)
+		}
+	}
+
+	// An ActionToken given in the options is the one; a short one is refused.
+	o := e.options()
+	o.ActionToken = "0123456789abcdef-action"
+	srv2, _ := server(t, o)
+	if code, _, body := do(t, "POST", srv2.URL+"/api/resume", strings.NewReader("gate=translate"), map[string]string{"Content-Type": ct, "Authorization": "Bearer " + o.ActionToken}); code != 200 {
+		t.Errorf("POST with Options.ActionToken: %d %s", code, body)
+	}
+	o.ActionToken = "short"
+	if _, err := New(o); err == nil || !strings.Contains(err.Error(), "at least 16") {
+		t.Errorf("New with a short action token: %v", err)
+	}
+}
+
+// TestCookieSecure: the auth cookie is Secure when the browser is not on
+// loopback (behind the README's TLS proxy, which keeps Host) or the proxy
+// says https; plain on loopback.
+func TestCookieSecure(t *testing.T) {
+	e := newEnv(t)
+	const token = "0123456789abcdef-secret"
+	o := e.options()
+	o.Token = token
+	srv, _ := server(t, o)
+	for _, c := range []struct {
+		hdr    map[string]string
+		secure bool
+	}{
+		{nil, false},
+		{map[string]string{"Host": "localhost:8371"}, false},
+		{map[string]string{"Host": "pi.lan"}, true},
+		{map[string]string{"Host": "cron.example.org", "X-Forwarded-Proto": "https"}, true},
+		{map[string]string{"Host": "127.0.0.1:8371", "X-Forwarded-Proto": "https"}, true},
+		{map[string]string{"Host": "127.0.0.1:8371", "X-Forwarded-Proto": "http"}, false},
+	} {
+		code, hd, _ := do(t, "GET", srv.URL+"/?token="+token, nil, c.hdr)
+		ck := hd.Get("Set-Cookie")
+		if code != 303 || strings.Contains(ck, "; Secure") != c.secure {
+			t.Errorf("login with %v: %d, Set-Cookie %q, want Secure %v", c.hdr, code, ck, c.secure)
 		}
 	}
 }

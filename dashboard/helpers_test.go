@@ -185,6 +185,10 @@ func server(t testing.TB, opts Options) (*httptest.Server, *handler) {
 	return srv, h
 }
 
+// cookie is the Cookie header of a browser that opened /?token=: it holds
+// the token (the configured one, else the action token).
+func (h *handler) cookie() string { return tokenCookie + "=" + h.token }
+
 // do sends a request and returns the status, headers and body.
 func do(t testing.TB, method, url string, body io.Reader, hdr map[string]string) (int, http.Header, string) {
 	t.Helper()

@@ -103,7 +103,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
 	hd.Set("Cache-Control", "no-store")
-	if h.opts.Token == "" && !loopbackHost(r.Host) {
+	if h.open && !loopbackHost(r.Host) {
 		// Without a token only loopback names are served: a page on
 		// another site whose name was made to resolve to 127.0.0.1 (DNS
 		// rebinding) is then refused instead of being "same origin".
@@ -134,16 +134,25 @@ func (h *handler) dispatch(w http.ResponseWriter, r *http.Request, rt route) {
 		fail(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, rt.method))
 		return
 	}
+	if r.URL.Path == "/" && r.URL.Query().Has("token") {
+		// Always answered by a redirect (or a 401): the token must not
+		// stay in the address bar, authorised already or not.
+		h.login(w, r)
+		return
+	}
 	bearer := false
-	if !rt.public && h.opts.Token != "" {
+	// With a Token every route but the public ones needs it; without
+	// one (loopback) reads are open and state changes need the action
+	// token.
+	if !rt.public && (!h.open || r.Method == http.MethodPost) {
 		ok, viaHeader := h.authorized(r)
-		if !ok && r.URL.Path == "/" && r.URL.Query().Has("token") {
-			h.login(w, r)
-			return
-		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cron-gate"`)
-			fail(w, r, http.StatusUnauthorized, "this dashboard needs its auth token: open /?token=TOKEN once in the browser, or send Authorization: Bearer TOKEN")
+			msg := "this dashboard needs its auth token: open /?token=TOKEN once in the browser, or send Authorization: Bearer TOKEN"
+			if h.open {
+				msg = "pausing and resuming need the dashboard's action token: open the address ending in /?token=… that cron-gate serve printed when it started, once in this browser (again after every restart of cron-gate serve), or send Authorization: Bearer TOKEN"
+			}
+			fail(w, r, http.StatusUnauthorized, msg)
 			return
 		}
 		bearer = viaHeader
@@ -164,29 +173,45 @@ func (h *handler) dispatch(w http.ResponseWriter, r *http.Request, rt route) {
 	rt.fn(w, r)
 }
 
-// authorized reports whether the request carries the token, and whether
-// it did so in the Authorization header.
+// authorized reports whether the request carries the token (Token, else
+// the action token), and whether it did so in the Authorization header.
 func (h *handler) authorized(r *http.Request) (ok, viaHeader bool) {
 	if a := r.Header.Get("Authorization"); a != "" {
 		scheme, tok, _ := strings.Cut(a, " ")
-		return strings.EqualFold(scheme, "Bearer") && equal(strings.TrimSpace(tok), h.opts.Token), true
+		return strings.EqualFold(scheme, "Bearer") && equal(strings.TrimSpace(tok), h.token), true
 	}
-	if c, err := r.Cookie(tokenCookie); err == nil && equal(c.Value, h.opts.Token) {
+	if c, err := r.Cookie(tokenCookie); err == nil && equal(c.Value, h.token) {
 		return true, false
 	}
 	return false, false
 }
 
 // login checks /?token=TOKEN, sets the cookie and redirects to / so that
-// the token leaves the address bar and the history.
+// the token leaves the address bar and the history; a wrong token is a
+// 401 (and the cookie, if any, is left alone).
 func (h *handler) login(w http.ResponseWriter, r *http.Request) {
-	if !equal(r.URL.Query().Get("token"), h.opts.Token) {
-		fail(w, r, http.StatusUnauthorized, "wrong token")
+	if !equal(r.URL.Query().Get("token"), h.token) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="cron-gate"`)
+		msg := "wrong token"
+		if h.open {
+			msg = "wrong token: use the address that cron-gate serve printed when it last started (the action token changes at every start)"
+		}
+		fail(w, r, http.StatusUnauthorized, msg)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: h.opts.Token, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 30 * 24 * 3600})
+	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: h.token, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: secureRequest(r), MaxAge: 30 * 24 * 3600})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// secureRequest reports whether the auth cookie is to be Secure (sent
+// over HTTPS only): TLS here, a TLS proxy's X-Forwarded-Proto: https, or
+// any Host that is not loopback — off loopback the README asks for a TLS
+// proxy, which keeps the Host header and need not say the protocol, so
+// r.TLS is nil there. Loopback (ssh -L, the browser on the machine) is
+// plain HTTP.
+func secureRequest(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") || !loopbackHost(r.Host)
 }
 
 // equal compares two secrets in constant time (whatever their lengths).
@@ -281,7 +306,13 @@ func short(s string, n int) string {
 
 func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 	var b bytes.Buffer
-	err := pageTmpl.Execute(&b, struct{ CSRF, Zone string }{h.csrf, h.loc.String()})
+	// Whether this browser may use the buttons: with a Token, it got
+	// here with it; without, it must have the action token's cookie.
+	canAct, _ := h.authorized(r)
+	err := pageTmpl.Execute(&b, struct {
+		CSRF, Zone string
+		CanAct     bool
+	}{h.csrf, h.loc.String(), canAct || !h.open})
 	if err != nil {
 		h.log.Printf("page: %v", err)
 		fail(w, r, http.StatusInternalServerError, "cannot render the page")

@@ -276,6 +276,33 @@ func (s *served) output() string {
 // servingLine is what serve prints on stdout once it listens.
 var servingLine = regexp.MustCompile(`(?m)^cron-gate: serving the dashboard on http://(\S+)/$`)
 
+// loginLine follows it when no token is configured: the URL with the
+// process's action token, which the buttons need.
+var loginLine = regexp.MustCompile(`(?m)^cron-gate: to pause and resume from the dashboard, open (http://(\S+)/\?token=([A-Za-z0-9_-]+)) once$`)
+
+// actionToken waits for the login line and returns its token, after
+// checking that stdout is exactly the two lines.
+func (s *served) actionToken(t *testing.T) string {
+	t.Helper()
+	deadline := time.Now().Add(serveDeadline)
+	for {
+		data, _ := os.ReadFile(s.stdout)
+		if m := loginLine.FindSubmatch(data); m != nil {
+			if string(m[2]) != s.host {
+				t.Errorf("the login URL %s is not on the address served, %s", m[1], s.host)
+			}
+			if want := "cron-gate: serving the dashboard on http://" + s.host + "/\n" + string(m[0]) + "\n"; string(data) != want {
+				t.Errorf("serve's stdout: %q, want %q", data, want)
+			}
+			return string(m[3])
+		}
+		if time.Now().After(deadline) || s.exited() {
+			t.Fatalf("cron-gate serve printed no login URL within %v; %s", serveDeadline, s.output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // startServe starts `cron-gate --config C serve --listen LISTEN` (plus
 // extra environment) and waits until it prints the address it listens
 // on. When the test ends, a serve still running is killed.
@@ -494,20 +521,68 @@ func serveHTTPChecks(t *testing.T, e *serveEnv, srv *served) {
 		t.Errorf("/metrics differs from cron-gate metrics:\n--- /metrics\n%s\n--- cron-gate metrics\n%s", body, cli)
 	}
 
-	// A POST without the CSRF token is refused, and changes nothing; so
-	// is one from another site with it missing too.
+	// No token is configured: reads are open on loopback, state changes
+	// need the action token serve printed. Another user of the machine
+	// can read the page and the CSRF token, and send a same-origin
+	// request with it: refused (401, naming the login URL), nothing
+	// changes — neither a pause nor the config (force-resume).
+	tok := srv.actionToken(t)
+	res, body = httpDo(t, "GET", srv.base+"/api/csrf", nil, nil)
+	var csrf struct{ Token string }
+	if err := json.Unmarshal(body, &csrf); err != nil || res.StatusCode != 200 || csrf.Token == "" {
+		t.Fatalf("GET /api/csrf: %d %s", res.StatusCode, body)
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/api/pause", `{"gate":"ko-followup","reason":"forged"}`},
+		{"/api/force-resume", `{"gate":"dependency-classifier"}`},
+		{"/api/resume", `{"gate":"dependency-classifier"}`},
+	} {
+		for _, hdr := range []map[string]string{
+			{"Content-Type": "application/json", "X-CSRF-Token": csrf.Token, "Origin": srv.base, "Sec-Fetch-Site": "same-origin"},
+			{"Content-Type": "application/json", "X-CSRF-Token": csrf.Token, "Cookie": "cron_gate_token=" + csrf.Token},
+			{"Content-Type": "application/json", "Authorization": "Bearer " + csrf.Token},
+		} {
+			res, body = httpDo(t, "POST", srv.base+c.path, strings.NewReader(c.body), hdr)
+			if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "/?token=") || !strings.Contains(string(body), "cron-gate serve printed") {
+				t.Errorf("POST %s without the action token %v: %d %s, want 401 naming the login URL", c.path, hdr, res.StatusCode, body)
+			}
+		}
+	}
+	// With the action token's cookie but without the CSRF token, or
+	// from another site: 403.
 	for _, hdr := range []map[string]string{
-		{"Content-Type": "application/json", "Origin": srv.base},
-		{"Content-Type": "application/json"},
-		{"Content-Type": "application/json", "Origin": "http://evil.example"},
+		{"Content-Type": "application/json", "Cookie": "cron_gate_token=" + tok, "Origin": srv.base},
+		{"Content-Type": "application/json", "Cookie": "cron_gate_token=" + tok},
+		{"Content-Type": "application/json", "Cookie": "cron_gate_token=" + tok, "X-CSRF-Token": csrf.Token, "Origin": "http://evil.example"},
 	} {
 		res, body = httpDo(t, "POST", srv.base+"/api/pause", strings.NewReader(`{"gate":"ko-followup","reason":"forged"}`), hdr)
 		if res.StatusCode != http.StatusForbidden {
 			t.Errorf("POST /api/pause without the CSRF token %v: %d %s, want 403", hdr, res.StatusCode, body)
 		}
 	}
-	if g := e.status(t).gate("ko-followup"); g == nil || g.Pause != nil || g.State != "ok" {
+	st = e.status(t)
+	if g := st.gate("ko-followup"); g == nil || g.Pause != nil || g.State != "ok" {
 		t.Errorf("after the refused POSTs, ko-followup is %+v", g)
+	}
+	if g := st.gate("dependency-classifier"); g == nil || g.Pause == nil || g.Pause.By != "config" {
+		t.Errorf("after the refused POSTs, dependency-classifier is %+v", g)
+	}
+	if got, _ := os.ReadFile(e.config); !bytes.Equal(got, e.origCfg) {
+		t.Errorf("a refused force-resume changed the config:\n%s", lineDiff(e.origCfg, got))
+	}
+	// With the action token as a bearer (a script): accepted.
+	res, body = httpDo(t, "POST", srv.base+"/api/pause", strings.NewReader(`{"gate":"newsletter","reason":"holiday"}`),
+		map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + tok})
+	if res.StatusCode != 200 {
+		t.Errorf("POST /api/pause with the action token: %d %s", res.StatusCode, body)
+	}
+	if g := e.status(t).gate("newsletter"); g == nil || g.Pause == nil || g.Pause.Reason != "holiday" {
+		t.Errorf("newsletter after the pause with the action token: %+v", g)
+	}
+	res, body = httpDo(t, "POST", srv.base+"/api/resume", strings.NewReader(`{"gate":"newsletter"}`),
+		map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + tok})
+	if g := e.status(t).gate("newsletter"); res.StatusCode != 200 || g == nil || g.Pause != nil || g.State != "never-run" {
+		t.Errorf("POST /api/resume with the action token: %d %s; newsletter %+v", res.StatusCode, body, g)
 	}
 	// A GET on a POST route is 405, not a state change.
 	res, _ = httpDo(t, "GET", srv.base+"/api/pause?gate=ko-followup", nil, nil)
@@ -521,7 +596,8 @@ const rowStateJS = `const b = document.querySelector('tr.gate[data-gate="' + arg
 
 func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 	wd := webdriver.Start(t, 1500, 800)
-	wd.Open(srv.base + "/")
+	// Log in with the address serve printed: the buttons need it.
+	wd.Open(srv.base + "/?token=" + srv.actionToken(t))
 
 	// One row per gate, in status's order, each with status's state.
 	st := e.status(t)
@@ -729,6 +805,10 @@ func TestServeToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := e.startServe(t, "0.0.0.0:0")
+	// A configured token is never printed: no login line.
+	if out, _ := os.ReadFile(srv.stdout); string(out) != "cron-gate: serving the dashboard on http://"+srv.host+"/\n" {
+		t.Errorf("serve with a token printed %q", out)
+	}
 	for _, c := range []struct {
 		hdr  map[string]string
 		want []int

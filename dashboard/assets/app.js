@@ -5,6 +5,10 @@
 (function () {
   const REFRESH_MS = 5000;
   const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  // Whether this browser holds the token the buttons need (the server
+  // says so in the page; a 401 says it no longer does).
+  let canAct = document.querySelector('meta[name="can-act"]').content === '1';
+  const LOGIN_HINT = 'open once the address ending in /?token=… that cron-gate serve printed when it started';
   const tbody = document.getElementById('gates');
   const rows = new Map(); // gate name -> {tr, cells, form, output}
   let zone = { name: '', abbreviations: {} };
@@ -146,18 +150,28 @@
     return b;
   }
 
+  // actionButton: a button that changes state, disabled (with the way to
+  // enable it in its tooltip) while this browser lacks the token.
+  function actionButton(label, cls, title, fn) {
+    const b = button(label, cls, fn);
+    b.title = title;
+    if (!canAct) {
+      b.disabled = true;
+      b.title = 'read-only: to ' + label + ', ' + LOGIN_HINT;
+    }
+    return b;
+  }
+
   function actionsNode(g, r) {
     const wrap = el('span');
-    wrap.appendChild(button('pause', 'pause', () => { r.form.hidden = !r.form.hidden; if (!r.form.hidden) r.form.querySelector('input[name=reason]').focus(); }));
+    wrap.appendChild(actionButton('pause', 'pause', '', () => { r.form.hidden = !r.form.hidden; if (!r.form.hidden) r.form.querySelector('input[name=reason]').focus(); }));
     if (g.pause && g.pause.by === 'command' && !g.config_paused) {
-      wrap.appendChild(button('resume', 'resume', () => post('/api/resume', { gate: g.name })));
+      wrap.appendChild(actionButton('resume', 'resume', '', () => post('/api/resume', { gate: g.name })));
     }
     if (g.config_paused) {
-      const b = button('force-resume', 'force-resume danger', () => {
+      wrap.appendChild(actionButton('force-resume', 'force-resume danger', 'lifts the pause set in the config file (paused = false, edited in place)', () => {
         if (window.confirm('Set paused = false for ' + g.name + ' in the config file?')) post('/api/force-resume', { gate: g.name });
-      });
-      b.title = 'lifts the pause set in the config file (paused = false, edited in place)';
-      wrap.appendChild(b);
+      }));
     }
     wrap.appendChild(button('output', 'output', () => toggleOutput(g.name, r)));
     return wrap;
@@ -292,6 +306,16 @@
       });
       let data = {};
       try { data = await res.json(); } catch (e) { /* not JSON */ }
+      if (res.status === 401) {
+        // No (or no longer the) token: say how to get it, and show the
+        // buttons disabled until then.
+        message('Not allowed: ' + (data.error || 'this browser lacks the token') + '.', true);
+        canAct = false;
+        document.getElementById('readonly').hidden = false;
+        for (const r of rows.values()) r.form.hidden = true;
+        await refresh();
+        return false;
+      }
       if (!res.ok) {
         message(data.error || (res.status + ' ' + res.statusText), true);
         return false;

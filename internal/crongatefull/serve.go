@@ -84,10 +84,17 @@ func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs
 			return data, err
 		},
 		Log: os.Stderr,
-	}, func(addr string) {
+	}, func(addr, loginURL string) {
 		// On stdout, so that a supervisor or a test can read the address
 		// (--listen 127.0.0.1:0 picks a free port).
 		fmt.Printf("cron-gate: serving the dashboard on http://%s/\n", addr)
+		if loginURL != "" {
+			// No token configured: reads are open on loopback, the
+			// buttons need this process's action token. stdout is the
+			// invoking user's (or the service's journal), not the
+			// other local users'.
+			fmt.Printf("cron-gate: to pause and resume from the dashboard, open %s once\n", loginURL)
+		}
 	})
 	if err != nil {
 		out.Errorf("serve: %v", err)
