@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crongate/crongate/cronexpr"
 	"github.com/crongate/crongate/internal/webdriver"
 )
 
@@ -868,4 +869,66 @@ func short(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// TestServeCronZone: next run times follow the zone cron runs jobs in —
+// the system's, /etc/localtime (UTC without it) — not the $TZ of whoever
+// started serve, nor the zone the page shows times in.
+func TestServeCronZone(t *testing.T) {
+	sys := time.UTC
+	if data, err := os.ReadFile("/etc/localtime"); err == nil {
+		if sys, err = time.LoadLocationFromTZData("system", data); err != nil {
+			t.Fatalf("/etc/localtime: %v", err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	// A $TZ whose hours differ from the system's for "0 */4 * * *": an
+	// offset of 5:45 is nobody's but Nepal's.
+	tzName := "Asia/Kathmandu"
+	if _, off := time.Now().In(sys).Zone(); off == 5*3600+45*60 {
+		tzName = "Asia/Seoul"
+	}
+	tz, err := time.LoadLocation(tzName)
+	if err != nil {
+		t.Skip("no tzdata:", err)
+	}
+	e := newServeEnv(t)
+	srv := e.startServe(t, "127.0.0.1:0", "TZ="+tzName)
+	res, body := httpDo(t, "GET", srv.base+"/api/summary", nil, nil)
+	var sum struct {
+		Generated time.Time `json:"generated"`
+		Gates     []struct {
+			Name      string `json:"name"`
+			Schedules []struct {
+				Expr string    `json:"expr"`
+				Next time.Time `json:"next"`
+			} `json:"schedules"`
+		} `json:"gates"`
+	}
+	if err := json.Unmarshal(body, &sum); err != nil || res.StatusCode != 200 {
+		t.Fatalf("/api/summary: %d %v: %s", res.StatusCode, err, body)
+	}
+	n := 0
+	for _, g := range sum.Gates {
+		for _, sc := range g.Schedules {
+			s, err := cronexpr.Parse(sc.Expr)
+			if err != nil {
+				continue // tue#1: unreadable, no next time
+			}
+			n++
+			want := s.Next(sum.Generated, sys)
+			if !sc.Next.Equal(want) {
+				t.Errorf("gate %s, %q: next %s, want %s (cron's zone, /etc/localtime: %s; $TZ would give %s)",
+					g.Name, sc.Expr, sc.Next, want.In(sys), sys, s.Next(sum.Generated, tz).In(sys))
+			}
+			if sc.Expr == "0 */4 * * *" && want.Equal(s.Next(sum.Generated, tz)) {
+				t.Fatalf("the test cannot tell %s from %s", sys, tz)
+			}
+		}
+	}
+	if n < 4 {
+		t.Errorf("%d schedules with a next time, want 4", n)
+	}
+	srv.stop(t)
 }

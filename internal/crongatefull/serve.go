@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 	_ "time/tzdata" // [serve] time_zone works on hosts without /usr/share/zoneinfo
@@ -40,6 +42,10 @@ func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs
 		out.Errorf("serve: %v", err)
 		return runner.ExitFailure
 	}
+	cronLoc, warn := cronZone(systemZoneFile)
+	if warn != "" {
+		out.Warnf("serve: %s", warn)
+	}
 	path, missingOK := cfgFlag, cfgFlag == ""
 	if path == "" {
 		path = gate.DefaultConfigPath
@@ -54,9 +60,10 @@ func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs
 		}
 	}()
 	err = dashboard.Serve(ctx, dashboard.Options{
-		Listen:   listen,
-		Token:    token,
-		TimeZone: loc,
+		Listen:       listen,
+		Token:        token,
+		TimeZone:     loc,
+		CronTimeZone: cronLoc,
 		Load: func() (*gate.Config, error) {
 			cfg, err := gateconf.Load(path, missingOK)
 			if err == nil && !attachShared(cfg) {
@@ -140,6 +147,35 @@ func serveToken(cfg *gate.Config) (string, error) {
 		return "", fmt.Errorf("token_file %s is empty", f)
 	}
 	return t, nil
+}
+
+// systemZoneFile is the system's time zone: the one cron runs jobs in.
+const systemZoneFile = "/etc/localtime"
+
+// cronZone returns the zone cron reads the crontab in, for the next run
+// times: the system's, from file (/etc/localtime) — Debian's cron and
+// cronie run in it, whatever $TZ the user running serve has. Without the
+// file, UTC, as the C library then uses; an unreadable or unparsable file
+// is UTC too, with a warning.
+func cronZone(file string) (*time.Location, string) {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return time.UTC, ""
+	}
+	if err != nil {
+		return time.UTC, fmt.Sprintf("cron's time zone: %v; next run times are computed in UTC", err)
+	}
+	name := "Local"
+	if target, err := filepath.EvalSymlinks(file); err == nil {
+		if _, zone, ok := strings.Cut(target, "/zoneinfo/"); ok && zone != "" {
+			name = zone
+		}
+	}
+	loc, err := time.LoadLocationFromTZData(name, data)
+	if err != nil {
+		return time.UTC, fmt.Sprintf("cron's time zone: %s: %v; next run times are computed in UTC", file, err)
+	}
+	return loc, ""
 }
 
 // serveZone returns the zone the page shows times in: [serve] time_zone,
