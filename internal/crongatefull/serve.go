@@ -67,7 +67,7 @@ func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs
 		Load: func() (*gate.Config, error) {
 			cfg, err := gateconf.Load(path, missingOK)
 			if err == nil && !attachShared(cfg) {
-				return nil, fmt.Errorf("config %s: [etcd] was added while serving; restart cron-gate serve", path)
+				return nil, fmt.Errorf("config %s: [etcd] was added or changed while serving; restart cron-gate serve", path)
 			}
 			return cfg, err
 		},
