@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/crongate/crongate/gate"
 )
@@ -64,8 +63,9 @@ func bad(format string, args ...any) error {
 // ParseAction reads an action from a request body of the given content
 // type: application/json ({"gate", "reason", "duration", "until"}) or
 // application/x-www-form-urlencoded (the same names). It checks the gate
-// name (gate.CheckName), the reason (at most MaxReasonLen bytes of UTF-8
-// without control characters), the duration (a Go duration like 90m or
+// name (gate.CheckName), the reason (at most MaxReasonLen bytes that
+// gate.CheckReason accepts: UTF-8 without control or bidirectional
+// characters), the duration (a Go duration like 90m or
 // 2h30m, or a number of days like 3d; more than 0 and at most MaxPauseFor)
 // and until (RFC 3339, after now); duration and until exclude each other.
 // It never panics; errors are one line for the client.
@@ -109,13 +109,8 @@ func ParseAction(contentType string, body []byte, now time.Time) (Action, error)
 	if len(a.Reason) > MaxReasonLen {
 		return Action{}, bad("the reason is %d bytes long; at most %d", len(a.Reason), MaxReasonLen)
 	}
-	if !utf8.ValidString(a.Reason) {
-		return Action{}, bad("the reason is not valid UTF-8")
-	}
-	for _, r := range a.Reason {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
-			return Action{}, bad("the reason contains a control character; write it on one line")
-		}
+	if err := gate.CheckReason(a.Reason); err != nil {
+		return Action{}, bad("%v", err)
 	}
 	if d := strings.TrimSpace(b.Duration); d != "" {
 		if a.Duration, err = parseDuration(d); err != nil {

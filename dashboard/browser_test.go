@@ -217,3 +217,142 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 }
+
+// unsafeJS finds, in the page, every text node and attribute that holds a
+// character internal/safetext never shows raw (C0, DEL, C1, U+2028/9, the
+// bidi controls, U+FEFF): there must be none, inside an isolating element
+// or not. It returns them, and the text of the <bdi> elements.
+const unsafeJS = `const re = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/;
+	const bad = [];
+	const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT);
+	for (let n = walk.currentNode; n; n = walk.nextNode()) {
+		if (n.nodeType === Node.TEXT_NODE) {
+			if (re.test(n.data)) bad.push('text in <' + n.parentNode.nodeName + '>: ' + JSON.stringify(n.data));
+		} else {
+			for (const a of n.attributes) if (re.test(a.value)) bad.push('attribute ' + a.name + ' of <' + n.nodeName + '>: ' + JSON.stringify(a.value));
+		}
+	}
+	return {Bad: bad, Isolated: Array.from(document.querySelectorAll('bdi')).map(b => b.textContent)};`
+
+// TestBrowserHostileText: a pause reason, a journal's detail, the
+// watchdog's detail and a run's output holding escapes, a newline and
+// right-to-left overrides (written by hand, or stored before reasons were
+// checked) are shown escaped, each in an isolating <bdi>, and nowhere in
+// the page is such a character left raw (issue 12, item 7). The API keeps
+// the stored values, with the bytes escaped.
+func TestBrowserHostileText(t *testing.T) {
+	webdriver.Need(t)
+	e := newEnv(t)
+	now := time.Now()
+	const reason = "L1\nL2\x1b]0;pwned\x07\x1b[31mred \u202e5202 ,1 naJ"
+	e.declare(&gate.GateConfig{Name: "y", Interval: time.Hour})
+	e.declare(&gate.GateConfig{Name: "j", Interval: time.Hour, LogOutput: true})
+	if err := gate.SetPause(e.dir, "y", gate.Pause{Reason: reason, Since: now, Until: now.Add(time.Hour), Who: "ops@h\u2066x"}); err != nil {
+		t.Fatal(err)
+	}
+	e.journal(t, "j",
+		gate.Record{Run: "r1", Event: gate.EventStart, Time: now.Add(-time.Minute)},
+		gate.Record{Run: "r1", Event: gate.EventEnd, Time: now.Add(-50 * time.Second), Outcome: gate.OutcomeFailure, Exit: code(3),
+			Started: now.Add(-time.Minute), DurationMS: 10000, Detail: "boom\n\x1b[2J\u202efake"})
+	e.output(t, "j", "plain line\n\x1b[31mred\x1b[0m \u202ereversed\u202c\r\n\u2067tail\n")
+	writeFile(t, filepath.Join(e.dir, watch.StateFile), fmt.Sprintf(`{"v":1,"updated":%q,"checks":3,"gates":{"j":{"conditions":{"failed":{"bad":true,"count":3,"since":%q,"last_bad":%q,"detail":"x\u001b[31my\u202ez","alerted":["c"]}}}}}`,
+		now.UTC().Format(time.RFC3339), now.Add(-time.Hour).UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+	srv, h := server(t, e.options())
+
+	// The API: the stored values, the bytes escaped.
+	code, _, body := do(t, "GET", srv.URL+"/api/summary", nil, nil)
+	if code != 200 || strings.ContainsAny(body, "\x1b\u202e\u2066\u2067") || !strings.Contains(body, `\u202e5202`) || !strings.Contains(body, `\u001b[31m`) {
+		t.Fatalf("/api/summary: %d %s", code, body)
+	}
+	if g := gateOf(t, getSummary(t, srv.URL, nil), "y"); g.Pause == nil || g.Pause.Reason != reason {
+		t.Errorf("the summary's reason %+v, want the stored one", g.Pause)
+	}
+
+	wd := webdriver.Start(t, 1500, 700)
+	wd.Open(srv.URL + "/?token=" + h.token)
+	webdriver.WaitFor(t, "the two rows", 20*time.Second, func() bool {
+		var n int
+		wd.Eval(`return document.querySelectorAll('tr.gate').length;`, &n)
+		return n == 2
+	})
+	wd.Click(`tr.gate[data-gate="j"] button.output`)
+	webdriver.WaitFor(t, "j's output", 10*time.Second, func() bool {
+		var s string
+		wd.Eval(`return document.querySelector('tr.output[data-gate="j"] pre').textContent;`, &s)
+		return strings.Contains(s, "tail")
+	})
+	var page struct {
+		Bad      []string
+		Isolated []string
+	}
+	wd.Eval(unsafeJS, &page)
+	for _, b := range page.Bad {
+		t.Errorf("raw unsafe character in the page: %s", b)
+	}
+	iso := strings.Join(page.Isolated, "\n---\n")
+	for _, want := range []string{
+		`L1\nL2\x1b]0;pwned\a\x1b[31mred \u202e5202 ,1 naJ`, // the reason
+		`failure 3`, // the outcome
+		"plain line\n\\x1b[31mred\\x1b[0m \\u202ereversed\\u202c\n\\u2067tail\n", // the output: lines kept, CRLF as LF
+	} {
+		if !strings.Contains(iso, want) {
+			t.Errorf("no <bdi> holds %q; the isolated texts:\n%s", want, iso)
+		}
+	}
+	var titles string
+	wd.Eval(`return Array.from(document.querySelectorAll('[title]')).map(e => e.title).join('\n');`, &titles)
+	for _, want := range []string{`by ops@h\u2066x`, `boom\n\x1b[2J\u202efake`, `x\x1b[31my\u202ez`} {
+		if !strings.Contains(titles, want) {
+			t.Errorf("no tooltip holds %q:\n%s", want, titles)
+		}
+	}
+	if errs, err := wd.ConsoleErrors(); err == nil {
+		for _, m := range errs {
+			t.Errorf("browser console: %s", m)
+		}
+	}
+}
+
+// TestBrowserSession: the login keeps the session's key in the page's
+// localStorage and the cookie out of reach of scripts (HttpOnly); the
+// address bar loses both the token and the key; "log out" ends the
+// session on the server, and the page is read-only again (issue 12,
+// item 9).
+func TestBrowserSession(t *testing.T) {
+	webdriver.Need(t)
+	e := newEnv(t)
+	fixture(t, e, time.Now())
+	srv, h := server(t, e.options())
+	wd := webdriver.Start(t, 1500, 700)
+	wd.Open(srv.URL + "/?token=" + h.token)
+	webdriver.WaitFor(t, "the page", 20*time.Second, func() bool {
+		var n int
+		wd.Eval(`return document.querySelectorAll('tr.gate').length;`, &n)
+		return n == 6
+	})
+	var st struct {
+		Href, Cookie, Key string
+		Logout, ReadOnly  bool
+	}
+	read := func() {
+		wd.Eval(`return {Href: location.href, Cookie: document.cookie, Key: localStorage.getItem('cron-gate-session-key') || '',
+			Logout: !document.getElementById('logout').hidden, ReadOnly: !document.getElementById('readonly').hidden};`, &st)
+	}
+	read()
+	if st.Href != srv.URL+"/" || st.Cookie != "" || len(st.Key) < 40 || !st.Logout || st.ReadOnly || h.sessions.count() != 1 {
+		t.Fatalf("after login: %+v, %d sessions", st, h.sessions.count())
+	}
+	wd.Click(`#logout`)
+	webdriver.WaitFor(t, "the page read-only after log out", 10*time.Second, func() bool {
+		read()
+		return st.ReadOnly && !st.Logout && st.Key == ""
+	})
+	if n := h.sessions.count(); n != 0 {
+		t.Errorf("%d sessions after log out", n)
+	}
+	if errs, err := wd.ConsoleErrors(); err == nil {
+		for _, m := range errs {
+			t.Errorf("browser console: %s", m)
+		}
+	}
+}

@@ -22,8 +22,6 @@ package dashboard
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +34,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/watch"
 )
 
@@ -58,8 +57,10 @@ type Options struct {
 	// is every interface) requires Token.
 	Listen string
 	// Token, when set, is required on every request but /healthz and
-	// the static assets: "Authorization: Bearer TOKEN", or the cookie
-	// that opening /?token=TOKEN once sets. At least MinTokenLen bytes.
+	// the static assets: "Authorization: Bearer TOKEN", or the session
+	// that opening /?token=TOKEN once opens in a browser (its cookie and
+	// its key, never the token itself; session.go). At least MinTokenLen
+	// bytes.
 	Token string
 	// ActionToken is used when Token is empty: GET requests (on
 	// loopback) need no token, but pause, resume and force-resume need
@@ -108,16 +109,16 @@ const (
 const maxBody = 16 << 10
 
 type handler struct {
-	opts    Options
-	loc     *time.Location
-	cronLoc *time.Location
-	now     func() time.Time
-	log     *log.Logger
-	csrf    string // per process: the page embeds it, POSTs echo it
-	token   string // what the cookie and the bearer header must hold: Token, else ActionToken
-	open    bool   // no Token: GET needs no token, POST needs the action token
-	who     string // for the pauses the dashboard sets
-	mux     *http.ServeMux
+	opts     Options
+	loc      *time.Location
+	cronLoc  *time.Location
+	now      func() time.Time
+	log      *log.Logger
+	token    string   // what /?token= and the bearer header must hold: Token, else ActionToken
+	sessions sessions // the browsers logged in with /?token= (session.go)
+	open     bool     // no Token: GET needs no token, POST needs the action token
+	who      string   // for the pauses the dashboard sets
+	mux      *http.ServeMux
 
 	cfgTTL   time.Duration // ConfigTTL; tests lengthen it
 	loadMu   sync.Mutex    // held while Load runs: one load at a time
@@ -177,25 +178,32 @@ func newHandler(opts Options) (*handler, error) {
 	if w == nil {
 		w = os.Stderr
 	}
-	h.log = log.New(w, "cron-gate: serve: ", 0)
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("dashboard: csrf token: %w", err)
-	}
-	h.csrf = base64.RawURLEncoding.EncodeToString(b[:])
+	// The log quotes requests (a path, a client's TLS error): neutralised.
+	h.log = log.New(textWriter{w}, "cron-gate: serve: ", 0)
 	h.token, h.open = opts.Token, opts.Token == ""
 	if h.open {
 		h.token = opts.ActionToken
 		if h.token == "" {
-			if _, err := rand.Read(b[:]); err != nil {
+			var err error
+			if h.token, err = randomString(); err != nil {
 				return nil, fmt.Errorf("dashboard: action token: %w", err)
 			}
-			h.token = base64.RawURLEncoding.EncodeToString(b[:])
 		}
 	}
 	h.who = gate.Who() + " (dashboard)"
 	h.routes()
 	return h, nil
+}
+
+// textWriter writes text with its control and bidirectional characters
+// escaped but for line feeds and tabs (safetext.Text).
+type textWriter struct{ w io.Writer }
+
+func (t textWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, safetext.Text(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // IsLoopback reports whether a listen address (host:port) listens on

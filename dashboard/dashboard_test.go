@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/watch"
 )
 
@@ -25,20 +25,6 @@ func seoul(t testing.TB) *time.Location {
 		t.Fatalf("tzdata: %v", err)
 	}
 	return loc
-}
-
-// csrfOf reads the token the page embeds.
-func csrfOf(t testing.TB, base string, hdr map[string]string) string {
-	t.Helper()
-	code, _, body := do(t, "GET", base+"/", nil, hdr)
-	if code != 200 {
-		t.Fatalf("GET /: %d %s", code, body)
-	}
-	m := regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`).FindStringSubmatch(body)
-	if m == nil {
-		t.Fatalf("no csrf token in the page:\n%s", body)
-	}
-	return m[1]
 }
 
 func getSummary(t testing.TB, base string, hdr map[string]string) *Summary {
@@ -216,8 +202,9 @@ func TestEndpoints(t *testing.T) {
 	if code != 404 || body != "cron-gate serve: no such page: /nope\n" {
 		t.Errorf("unknown path: %d %s", code, body)
 	}
+	// No token for whoever asks: /api/csrf is gone.
 	code, _, body = do(t, "GET", srv.URL+"/api/csrf", nil, nil)
-	if code != 200 || !strings.Contains(body, csrfOf(t, srv.URL, nil)) {
+	if code != 410 || !strings.Contains(body, "Authorization: Bearer") {
 		t.Errorf("csrf: %d %s", code, body)
 	}
 }
@@ -234,7 +221,7 @@ func TestMethods(t *testing.T) {
 		{"POST", "/metrics", "GET, HEAD"},
 		{"PATCH", "/healthz", "GET, HEAD"},
 	} {
-		code, hd, body := do(t, c.method, srv.URL+c.path, nil, map[string]string{csrfHeader: h.csrf})
+		code, hd, body := do(t, c.method, srv.URL+c.path, nil, h.browser(t, srv.URL).page(srv.URL, nil))
 		if code != 405 || hd.Get("Allow") != c.allow || body == "" {
 			t.Errorf("%s %s: %d, Allow %q, %q", c.method, c.path, code, hd.Get("Allow"), body)
 		}
@@ -245,11 +232,11 @@ func TestMethods(t *testing.T) {
 }
 
 // post sends an action as a browser on the page would, logged in (the
-// cookie /?token= sets) and echoing the page's CSRF token.
+// session cookie /?token= sets) and sending the session's key.
 func post(t testing.TB, base, path string, h *handler, form url.Values) (int, string) {
 	t.Helper()
-	code, _, body := do(t, "POST", base+path, strings.NewReader(form.Encode()), map[string]string{
-		"Content-Type": "application/x-www-form-urlencoded", csrfHeader: h.csrf, "Cookie": h.cookie(), "Origin": base, "Sec-Fetch-Site": "same-origin"})
+	code, _, body := do(t, "POST", base+path, strings.NewReader(form.Encode()),
+		h.browser(t, base).page(base, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}))
 	return code, body
 }
 
@@ -277,7 +264,7 @@ func TestPauseResume(t *testing.T) {
 
 	// JSON works as well as a form.
 	code, _, body = do(t, "POST", srv.URL+"/api/resume", strings.NewReader(`{"gate":"translate"}`),
-		map[string]string{"Content-Type": "application/json", csrfHeader: h.csrf, "Cookie": h.cookie()})
+		h.browser(t, srv.URL).page(srv.URL, map[string]string{"Content-Type": "application/json"}))
 	if code != 200 || !strings.Contains(body, "resumed gate translate") {
 		t.Fatalf("resume: %d %s", code, body)
 	}
@@ -329,7 +316,13 @@ func TestBadRequests(t *testing.T) {
 		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&until=2001-01-01T00:00:00Z", 400, "in the past"},
 		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&until=tomorrow", 400, "RFC 3339"},
 		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&duration=1h&until=2099-01-01T00:00:00Z", 400, "not both"},
-		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&reason=two%0Alines", 400, "control character"},
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&reason=two%0Alines", 400, "contains a line break (U+000A)"},
+		// Bidi controls (issue 12, item 7): a reason that would show
+		// another date than the real "until" next to it.
+		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&reason=Jan+1%2C+2025%E2%80%AE", 400, "contains a bidirectional control (U+202E)"},
+		{"/api/pause", "application/json", `{"gate":"a","reason":"x\u2066y"}`, 400, "contains a bidirectional control (U+2066)"},
+		{"/api/pause", "application/json", `{"gate":"a","reason":"x\u200fy"}`, 400, "contains a bidirectional control (U+200F)"},
+		{"/api/pause", "application/json", `{"gate":"a","reason":"\ufeffx"}`, 400, "byte order mark"},
 		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&reason=" + strings.Repeat("x", 501), 400, "at most 500"},
 		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&gate=b", 400, "given 2 times"},
 		{"/api/resume", "application/x-www-form-urlencoded", "gate=a&reason=x", 400, "for pause only"},
@@ -341,7 +334,7 @@ func TestBadRequests(t *testing.T) {
 		{"/api/pause", "", "gate=a", 415, "not accepted"},
 		{"/api/pause", "application/x-www-form-urlencoded", "gate=a&reason=" + strings.Repeat("x", maxBody), 413, "larger than"},
 	} {
-		hdr := map[string]string{csrfHeader: h.csrf, "Cookie": h.cookie()}
+		hdr := h.browser(t, srv.URL).page(srv.URL, nil)
 		if c.ctype != "" {
 			hdr["Content-Type"] = c.ctype
 		}
@@ -362,6 +355,7 @@ func TestBadRequests(t *testing.T) {
 func TestCSRF(t *testing.T) {
 	e := newEnv(t)
 	srv, h := server(t, e.options())
+	b := h.browser(t, srv.URL)
 	form := "gate=translate&reason=x"
 	ct := "application/x-www-form-urlencoded"
 	for _, c := range []struct {
@@ -369,15 +363,17 @@ func TestCSRF(t *testing.T) {
 		hdr  map[string]string
 		want string
 	}{
-		{"no token", map[string]string{"Cookie": h.cookie(), "Content-Type": ct}, "missing or wrong X-CSRF-Token"},
-		{"wrong token", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf + "x"}, "missing or wrong"},
-		{"cross-site fetch", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Sec-Fetch-Site": "cross-site"}, "cross-site request refused"},
-		{"same-site fetch", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Sec-Fetch-Site": "same-site"}, "cross-site request refused"},
-		{"foreign origin", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Origin": "http://evil.example"}, "cross-origin request refused"},
-		{"null origin", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Origin": "null"}, "cross-origin request refused"},
-		{"other port", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Origin": "http://127.0.0.1:1"}, "cross-origin request refused"},
-		{"foreign referer", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Referer": "http://evil.example/page"}, "cross-origin request refused"},
-		{"rebound host", map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Host": "evil.example", "Origin": "http://evil.example"}, "not served"},
+		{"no key", map[string]string{"Cookie": b.cookie, "Content-Type": ct, "Origin": srv.URL}, "missing or wrong X-CSRF-Token"},
+		{"wrong key", map[string]string{"Cookie": b.cookie, "Content-Type": ct, "Origin": srv.URL, csrfHeader: b.key + "x"}, "missing or wrong"},
+		{"no origin proof", map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key}, "carries no Sec-Fetch-Site, Origin or Referer"},
+		{"cross-site fetch", map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key, "Sec-Fetch-Site": "cross-site"}, "cross-site request refused"},
+		{"same-site fetch", map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key, "Sec-Fetch-Site": "same-site"}, "cross-site request refused"},
+		{"navigation", map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key, "Sec-Fetch-Site": "none"}, "cross-site request refused"},
+		{"foreign origin", map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key, "Origin": "http://evil.example"}, "cross-origin request refused"},
+		{"null origin", map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key, "Origin": "null"}, "cross-origin request refused"},
+		{"other port", map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key, "Origin": "http://127.0.0.1:1"}, "cross-origin request refused"},
+		{"foreign referer", map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key, "Referer": "http://evil.example/page"}, "cross-origin request refused"},
+		{"rebound host", map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key, "Host": "evil.example", "Origin": "http://evil.example"}, "not served"},
 	} {
 		code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader(form), c.hdr)
 		if code != 403 && code != 421 || !strings.Contains(body, c.want) {
@@ -387,13 +383,18 @@ func TestCSRF(t *testing.T) {
 	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
 		t.Fatalf("a refused request paused: %v", ps)
 	}
-	// Same origin by Referer alone, and a script without any browser
-	// header: accepted with the token.
-	code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader(form), map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf, "Referer": srv.URL + "/"})
+	// Same origin by Referer alone, or by Sec-Fetch-Site alone, with the
+	// key: accepted; a script with the bearer token and no browser header:
+	// accepted.
+	code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader(form), map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key, "Referer": srv.URL + "/"})
 	if code != 200 {
 		t.Fatalf("same-origin referer: %d %s", code, body)
 	}
-	code, _, body = do(t, "POST", srv.URL+"/api/resume", strings.NewReader("gate=translate"), map[string]string{"Cookie": h.cookie(), "Content-Type": ct, csrfHeader: h.csrf})
+	code, _, body = do(t, "POST", srv.URL+"/api/resume", strings.NewReader("gate=translate"), map[string]string{"Cookie": b.cookie, "Content-Type": ct, csrfHeader: b.key, "Sec-Fetch-Site": "same-origin"})
+	if code != 200 {
+		t.Fatalf("Sec-Fetch-Site same-origin: %d %s", code, body)
+	}
+	code, _, body = do(t, "POST", srv.URL+"/api/resume", strings.NewReader("gate=translate"), map[string]string{"Authorization": "Bearer " + h.token, "Content-Type": ct})
 	if code != 200 {
 		t.Fatalf("script: %d %s", code, body)
 	}
@@ -412,9 +413,9 @@ func TestAuth(t *testing.T) {
 	const token = "0123456789abcdef-secret"
 	opts := e.options()
 	opts.Token = token
-	srv, h := server(t, opts)
+	srv, _ := server(t, opts)
 
-	for _, p := range []string{"/", "/api/summary", "/metrics", "/api/output?gate=translate", "/api/csrf"} {
+	for _, p := range []string{"/", "/api/summary", "/metrics", "/api/output?gate=translate"} {
 		code, hd, body := do(t, "GET", srv.URL+p, nil, nil)
 		if code != 401 || !strings.Contains(body, "auth token") || hd.Get("WWW-Authenticate") == "" {
 			t.Errorf("GET %s without the token: %d %s", p, code, body)
@@ -436,35 +437,51 @@ func TestAuth(t *testing.T) {
 		t.Errorf("token on a LAN host name: %d", code)
 	}
 
-	// /?token= sets the cookie and redirects; a wrong one does not.
+	// /?token= opens a session and redirects; a wrong one does not.
 	if code, hd, _ := do(t, "GET", srv.URL+"/?token=nope", nil, nil); code != 401 || hd.Get("Set-Cookie") != "" {
 		t.Errorf("wrong ?token: %d %v", code, hd)
 	}
 	code, hd, _ := do(t, "GET", srv.URL+"/?token="+token, nil, nil)
 	ck := hd.Get("Set-Cookie")
-	if code != 303 || hd.Get("Location") != "/" || !strings.Contains(ck, "HttpOnly") || !strings.Contains(ck, "SameSite=Strict") {
+	if code != 303 || !strings.HasPrefix(hd.Get("Location"), "/#session=") || !strings.Contains(ck, "HttpOnly") || !strings.Contains(ck, "SameSite=Strict") ||
+		!strings.HasPrefix(ck, sessionCookie+"=") || strings.Contains(ck, token) {
 		t.Fatalf("login: %d %v", code, hd)
 	}
-	cookie := strings.SplitN(ck, ";", 2)[0]
-	if code, _, _ := do(t, "GET", srv.URL+"/api/summary", nil, map[string]string{"Cookie": cookie}); code != 200 {
-		t.Fatalf("with the cookie: %d", code)
+	b := login(t, srv.URL, token)
+	// The cookie alone gets the page (a shell), not the data.
+	if code, _, _ := do(t, "GET", srv.URL+"/", nil, map[string]string{"Cookie": b.cookie}); code != 200 {
+		t.Fatalf("the page with the cookie: %d", code)
+	}
+	for _, p := range []string{"/api/summary", "/metrics", "/api/output?gate=translate"} {
+		if code, _, body := do(t, "GET", srv.URL+p, nil, map[string]string{"Cookie": b.cookie}); code != 403 || !strings.Contains(body, csrfHeader) {
+			t.Errorf("GET %s with the cookie alone: %d %s, want 403", p, code, body)
+		}
+		if code, _, body := do(t, "GET", srv.URL+p, nil, map[string]string{"Cookie": b.cookie, csrfHeader: b.key}); code != 200 {
+			t.Errorf("GET %s with the cookie and the key: %d %s", p, code, body)
+		}
 	}
 	// Already logged in, /?token= still redirects (the token must leave
-	// the address bar); a wrong one is still a 401.
-	if code, hd, _ := do(t, "GET", srv.URL+"/?token="+token, nil, map[string]string{"Cookie": cookie}); code != 303 || hd.Get("Location") != "/" {
+	// the address bar) and replaces the session; a wrong one is still a
+	// 401.
+	code, hd, _ = do(t, "GET", srv.URL+"/?token="+token, nil, map[string]string{"Cookie": b.cookie})
+	if code != 303 || !strings.HasPrefix(hd.Get("Location"), "/#session=") {
 		t.Errorf("second login: %d %v", code, hd)
 	}
-	if code, hd, _ := do(t, "GET", srv.URL+"/?token=nope", nil, map[string]string{"Cookie": cookie}); code != 401 || hd.Get("Set-Cookie") != "" {
+	if code, _, _ := do(t, "GET", srv.URL+"/api/summary", nil, map[string]string{"Cookie": b.cookie, csrfHeader: b.key}); code != 401 {
+		t.Errorf("the session a second login replaced: %d, want 401", code)
+	}
+	b = login(t, srv.URL, token)
+	if code, hd, _ := do(t, "GET", srv.URL+"/?token=nope", nil, map[string]string{"Cookie": b.cookie}); code != 401 || hd.Get("Set-Cookie") != "" {
 		t.Errorf("wrong ?token with a good cookie: %d %v", code, hd)
 	}
-	// A cookie-authenticated POST still needs the CSRF token; a bearer
-	// one does not (a browser never adds that header by itself).
+	// A cookie-authenticated POST needs the key and same-origin proof; a
+	// bearer one does not (a browser never adds that header by itself).
 	form := strings.NewReader("gate=translate")
-	if code, _, body := do(t, "POST", srv.URL+"/api/pause", form, map[string]string{"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"}); code != 403 {
-		t.Fatalf("cookie POST without csrf: %d %s", code, body)
+	if code, _, body := do(t, "POST", srv.URL+"/api/pause", form, map[string]string{"Cookie": b.cookie, "Content-Type": "application/x-www-form-urlencoded", "Origin": srv.URL}); code != 403 {
+		t.Fatalf("cookie POST without the key: %d %s", code, body)
 	}
-	if code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader("gate=translate"), map[string]string{"Cookie": cookie, csrfHeader: h.csrf, "Content-Type": "application/x-www-form-urlencoded"}); code != 200 {
-		t.Fatalf("cookie POST with csrf: %d %s", code, body)
+	if code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader("gate=translate"), b.page(srv.URL, map[string]string{"Content-Type": "application/x-www-form-urlencoded"})); code != 200 {
+		t.Fatalf("cookie POST with the key: %d %s", code, body)
 	}
 	if code, _, body := do(t, "POST", srv.URL+"/api/resume", strings.NewReader("gate=translate"), map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/x-www-form-urlencoded"}); code != 200 {
 		t.Fatalf("bearer POST: %d %s", code, body)
@@ -554,7 +571,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("login URL %q", login)
 	}
 	code, hd, _ := do(t, "GET", login, nil, nil)
-	if code != 303 || hd.Get("Location") != "/" || !strings.HasPrefix(hd.Get("Set-Cookie"), tokenCookie+"="+tok+";") {
+	if code != 303 || !strings.HasPrefix(hd.Get("Location"), "/#session=") || !strings.HasPrefix(hd.Get("Set-Cookie"), sessionCookie+"=") || strings.Contains(hd.Get("Set-Cookie"), tok) {
 		t.Fatalf("GET the login URL: %d %v", code, hd)
 	}
 	if code, _, body := do(t, "POST", "http://"+addr+"/api/pause", strings.NewReader("gate=translate"),
@@ -684,7 +701,7 @@ func FuzzParseAction(f *testing.F) {
 			}
 			return
 		}
-		if gate.CheckName(a.Gate) != nil || len(a.Reason) > MaxReasonLen || strings.ContainsAny(a.Reason, "\n\r\x00") ||
+		if gate.CheckName(a.Gate) != nil || len(a.Reason) > MaxReasonLen || safetext.Check(a.Reason) != nil ||
 			a.Duration < 0 || a.Duration > MaxPauseFor || (!a.Until.IsZero() && !a.Until.After(now)) {
 			t.Fatalf("accepted %+v", a)
 		}
@@ -827,9 +844,9 @@ func TestNotFound(t *testing.T) {
 
 // TestActionToken: without a configured token (loopback), reads are open
 // but a state change needs the per-process action token — so another
-// user of the machine, who can GET the page and /api/csrf, cannot pause,
-// resume or force-resume — and the CSRF token still; the login URL's
-// cookie or the bearer header carries it.
+// user of the machine, who can GET the page, cannot pause, resume or
+// force-resume — as a bearer token, or through the session the login
+// URL opens (its cookie, and its key).
 func TestActionToken(t *testing.T) {
 	e := newEnv(t)
 	fixture(t, e, time.Now())
@@ -842,7 +859,7 @@ func TestActionToken(t *testing.T) {
 	}
 
 	// Reads need nothing.
-	for _, p := range []string{"/", "/api/summary", "/metrics", "/api/output?gate=translate", "/api/csrf"} {
+	for _, p := range []string{"/", "/api/summary", "/metrics", "/api/output?gate=translate"} {
 		if code, _, body := do(t, "GET", srv.URL+p, nil, nil); code != 200 {
 			t.Errorf("GET %s without a token: %d %s", p, code, short(body, 200))
 		}
@@ -852,28 +869,32 @@ func TestActionToken(t *testing.T) {
 	if !strings.Contains(page, `<meta name="can-act" content="0">`) || !strings.Contains(page, `<p id="readonly" class="notice">`) {
 		t.Errorf("page without the cookie: %s", page)
 	}
-	_, _, page = do(t, "GET", srv.URL+"/", nil, map[string]string{"Cookie": h.cookie()})
+	b := h.browser(t, srv.URL)
+	_, _, page = do(t, "GET", srv.URL+"/", nil, map[string]string{"Cookie": b.cookie})
 	if !strings.Contains(page, `<meta name="can-act" content="1">`) || !strings.Contains(page, `<p id="readonly" class="notice" hidden>`) {
 		t.Errorf("page with the cookie: %s", page)
 	}
+	if strings.Contains(page, b.key) || strings.Contains(page, h.token) {
+		t.Errorf("the page holds the session's key or the token: %s", page)
+	}
 
-	// Another local user: the CSRF token from /api/csrf, a same-origin
-	// request, but no action token (or a wrong one): 401, nothing done.
-	csrf := csrfOf(t, srv.URL, nil)
+	// Another local user: a same-origin request, but no action token (or
+	// a wrong one, or the cookie older versions set, which held the token
+	// itself): 401, nothing done.
 	ct := "application/x-www-form-urlencoded"
 	for _, path := range []string{"/api/pause", "/api/resume", "/api/force-resume"} {
 		for _, hdr := range []map[string]string{
-			{"Content-Type": ct, csrfHeader: csrf, "Origin": srv.URL, "Sec-Fetch-Site": "same-origin"},
-			{"Content-Type": ct, csrfHeader: csrf, "Cookie": tokenCookie + "=" + h.csrf},
-			{"Content-Type": ct, csrfHeader: csrf, "Cookie": tokenCookie + "="},
-			{"Content-Type": ct, "Authorization": "Bearer " + csrf},
+			{"Content-Type": ct, csrfHeader: "x", "Origin": srv.URL, "Sec-Fetch-Site": "same-origin"},
+			{"Content-Type": ct, csrfHeader: "x", "Origin": srv.URL, "Cookie": sessionCookie + "=" + b.key},
+			{"Content-Type": ct, csrfHeader: "x", "Origin": srv.URL, "Cookie": sessionCookie + "="},
+			{"Content-Type": ct, csrfHeader: b.key, "Origin": srv.URL, "Cookie": legacyCookie + "=" + h.token},
 			{"Content-Type": ct, "Authorization": "Bearer "},
 			{"Content-Type": ct, "Authorization": "Basic " + h.token},
 		} {
 			code, hd, body := do(t, "POST", srv.URL+path, strings.NewReader("gate=dependency-classifier"), hdr)
 			var msg struct{ Error string }
 			json.Unmarshal([]byte(body), &msg)
-			if code != 401 || hd.Get("WWW-Authenticate") == "" || !strings.Contains(msg.Error, "/?token=") || !strings.Contains(msg.Error, "cron-gate serve printed") {
+			if code != 401 || hd.Get("WWW-Authenticate") == "" || !strings.Contains(msg.Error, "/?token=") {
 				t.Errorf("POST %s %v: %d %s, want 401 naming the login URL", path, hdr, code, body)
 			}
 		}
@@ -885,12 +906,12 @@ func TestActionToken(t *testing.T) {
 		t.Fatal("a POST without the action token force-resumed")
 	}
 
-	// With it: the cookie (and CSRF), or the bearer header.
+	// With it: the session (cookie and key), or the bearer header.
 	if code, body := post(t, srv.URL, "/api/pause", h, url.Values{"gate": {"translate"}}); code != 200 {
-		t.Fatalf("pause with the cookie: %d %s", code, body)
+		t.Fatalf("pause with the session: %d %s", code, body)
 	}
-	if code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader("gate=translate"), map[string]string{"Content-Type": ct, "Cookie": h.cookie()}); code != 403 {
-		t.Fatalf("cookie POST without the CSRF token: %d %s", code, body)
+	if code, _, body := do(t, "POST", srv.URL+"/api/pause", strings.NewReader("gate=translate"), map[string]string{"Content-Type": ct, "Cookie": b.cookie, "Origin": srv.URL}); code != 403 {
+		t.Fatalf("cookie POST without the key: %d %s", code, body)
 	}
 	if code, _, body := do(t, "POST", srv.URL+"/api/force-resume", strings.NewReader("gate=dependency-classifier"), map[string]string{"Content-Type": ct, "Authorization": "Bearer " + h.token}); code != 200 {
 		t.Fatalf("force-resume with the bearer token: %d %s", code, body)
@@ -900,16 +921,19 @@ func TestActionToken(t *testing.T) {
 	}
 
 	// The login URL: a wrong token is a 401 and no cookie; the right one
-	// sets the cookie and redirects every time, so that the token never
-	// stays in the address bar, even when the browser was logged in.
-	if code, hd, body := do(t, "GET", srv.URL+"/?token=nope", nil, map[string]string{"Cookie": h.cookie()}); code != 401 || hd.Get("Set-Cookie") != "" || !strings.Contains(body, "printed") {
+	// opens a session and redirects every time, so that the token never
+	// stays in the address bar, even when the browser was logged in; it
+	// deletes the cookie older versions set (which held the token).
+	if code, hd, body := do(t, "GET", srv.URL+"/?token=nope", nil, map[string]string{"Cookie": b.cookie}); code != 401 || hd.Get("Set-Cookie") != "" || !strings.Contains(body, "printed") {
 		t.Errorf("wrong ?token: %d %v %s", code, hd, body)
 	}
-	for _, hdr := range []map[string]string{nil, {"Cookie": h.cookie()}} {
+	for _, hdr := range []map[string]string{nil, {"Cookie": legacyCookie + "=" + h.token}} {
 		code, hd, _ := do(t, "GET", srv.URL+"/?token="+h.token, nil, hdr)
-		ck := hd.Get("Set-Cookie")
-		if code != 303 || hd.Get("Location") != "/" || !strings.HasPrefix(ck, h.cookie()+";") || strings.Contains(ck, "Secure") {
-			t.Errorf("login (cookie %v): %d %v", hdr, code, hd)
+		cks := hd.Values("Set-Cookie")
+		if code != 303 || !strings.HasPrefix(hd.Get("Location"), "/#session=") || len(cks) != 2 ||
+			!strings.HasPrefix(cks[0], sessionCookie+"=") || strings.Contains(cks[0], "Secure") ||
+			!strings.HasPrefix(cks[1], legacyCookie+"=;") || !strings.Contains(cks[1], "Max-Age=0") {
+			t.Errorf("login (%v): %d %v", hdr, code, hd)
 		}
 	}
 

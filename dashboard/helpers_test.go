@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,9 +186,54 @@ func server(t testing.TB, opts Options) (*httptest.Server, *handler) {
 	return srv, h
 }
 
-// cookie is the Cookie header of a browser that opened /?token=: it holds
-// the token (the configured one, else the action token).
-func (h *handler) cookie() string { return tokenCookie + "=" + h.token }
+// browser is what a browser that opened /?token= holds: the session
+// cookie (a Cookie header) and the key the page took from the redirect's
+// fragment.
+type browser struct{ cookie, key string }
+
+// login opens base/?token=TOKEN as a browser would and returns what it
+// keeps.
+func login(t testing.TB, base, token string) browser {
+	t.Helper()
+	code, hd, body := do(t, "GET", base+"/?token="+url.QueryEscape(token), nil, nil)
+	if code != http.StatusSeeOther {
+		t.Fatalf("login: %d %s", code, body)
+	}
+	var b browser
+	for _, c := range (&http.Response{Header: hd}).Cookies() {
+		if c.Name == sessionCookie && c.MaxAge > 0 {
+			b.cookie = c.Name + "=" + c.Value
+		}
+	}
+	key, ok := strings.CutPrefix(hd.Get("Location"), "/#session=")
+	if b.cookie == "" || !ok || key == "" {
+		t.Fatalf("login: Set-Cookie %q, Location %q", hd.Values("Set-Cookie"), hd.Get("Location"))
+	}
+	b.key = key
+	return b
+}
+
+// page returns the headers the page sends with an API request from base:
+// the cookie, the key, same-origin proof; plus extra.
+func (b browser) page(base string, extra map[string]string) map[string]string {
+	m := map[string]string{"Cookie": b.cookie, csrfHeader: b.key, "Origin": base, "Sec-Fetch-Site": "same-origin"}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+var browsers sync.Map // *handler -> browser
+
+// browser is a browser logged in to h, served at base (one per handler).
+func (h *handler) browser(t testing.TB, base string) browser {
+	if b, ok := browsers.Load(h); ok {
+		return b.(browser)
+	}
+	b := login(t, base, h.token)
+	browsers.Store(h, b)
+	return b
+}
 
 // do sends a request and returns the status, headers and body.
 func do(t testing.TB, method, url string, body io.Reader, hdr map[string]string) (int, http.Header, string) {

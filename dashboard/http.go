@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/watch"
 )
 
@@ -25,10 +27,12 @@ var assets embed.FS
 
 var pageTmpl = template.Must(template.ParseFS(assets, "assets/index.html"))
 
-// tokenCookie holds the auth token after /?token=TOKEN.
-const tokenCookie = "cron_gate_token"
+// legacyCookie is the cookie older versions set at login: it held the
+// token itself. It is no longer accepted, and a login deletes it.
+const legacyCookie = "cron_gate_token"
 
-// csrfHeader is the header POSTs echo the page's CSRF token in.
+// csrfHeader is the header in which the page sends its session's key
+// (session.go) with every API request.
 const csrfHeader = "X-CSRF-Token"
 
 // The content security policy: everything from this origin only, no
@@ -39,7 +43,11 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 type route struct {
 	method string // GET (HEAD too) or POST
 	public bool   // no auth token needed
-	fn     func(http.ResponseWriter, *http.Request)
+	// cookieOnly: a session cookie alone is enough, without its key in
+	// csrfHeader: the page (a shell with no secret in it, which must load
+	// before the page can send the key) and logout.
+	cookieOnly bool
+	fn         func(http.ResponseWriter, *http.Request)
 }
 
 func (h *handler) routes() {
@@ -47,7 +55,7 @@ func (h *handler) routes() {
 	add := func(path string, rt route) {
 		h.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) { h.dispatch(w, r, rt) })
 	}
-	add("/{$}", route{method: "GET", fn: h.page})
+	add("/{$}", route{method: "GET", cookieOnly: true, fn: h.page})
 	add("/assets/app.js", route{method: "GET", public: true, fn: h.asset("assets/app.js", "text/javascript; charset=utf-8")})
 	add("/assets/app.css", route{method: "GET", public: true, fn: h.asset("assets/app.css", "text/css; charset=utf-8")})
 	add("/assets/favicon.svg", route{method: "GET", public: true, fn: h.asset("assets/favicon.svg", "image/svg+xml")})
@@ -55,7 +63,8 @@ func (h *handler) routes() {
 	add("/metrics", route{method: "GET", fn: h.metrics})
 	add("/api/summary", route{method: "GET", fn: h.apiSummary})
 	add("/api/output", route{method: "GET", fn: h.apiOutput})
-	add("/api/csrf", route{method: "GET", fn: h.apiCSRF})
+	add("/api/csrf", route{method: "GET", public: true, fn: h.apiCSRFGone})
+	add("/api/logout", route{method: "POST", cookieOnly: true, fn: h.logout})
 	add("/api/pause", route{method: "POST", fn: h.action(actPause)})
 	add("/api/resume", route{method: "POST", fn: h.action(actResume)})
 	add("/api/force-resume", route{method: "POST", fn: h.action(actForceResume)})
@@ -119,8 +128,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// dispatch checks the method, the auth and, for POST, the origin and the
-// CSRF token, then runs the route.
+// dispatch checks the method, the auth and, for POST, the origin, and the
+// session's key, then runs the route. The rules (README, "Security"):
+//
+//   - who: Authorization: Bearer TOKEN, or a live session's cookie; without
+//     a configured token (loopback), reads need neither;
+//   - from where, for POST: a cross-site request (by Sec-Fetch-Site,
+//     Origin or Referer) is refused; one authenticated by the cookie must
+//     carry that same-origin proof, since one with none of the three
+//     headers is not from a browser page;
+//   - and a request that only the session cookie authorises must carry
+//     the session's key (csrfHeader), but for the page itself and logout.
 func (h *handler) dispatch(w http.ResponseWriter, r *http.Request, rt route) {
 	switch {
 	case rt.method == "GET" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
@@ -140,55 +158,71 @@ func (h *handler) dispatch(w http.ResponseWriter, r *http.Request, rt route) {
 		h.login(w, r)
 		return
 	}
-	bearer := false
-	// With a Token every route but the public ones needs it; without
-	// one (loopback) reads are open and state changes need the action
-	// token.
-	if !rt.public && (!h.open || r.Method == http.MethodPost) {
-		ok, viaHeader := h.authorized(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="cron-gate"`)
-			msg := "this dashboard needs its auth token: open /?token=TOKEN once in the browser, or send Authorization: Bearer TOKEN"
-			if h.open {
-				msg = "pausing and resuming need the dashboard's action token: open the address ending in /?token=… that cron-gate serve printed when it started, once in this browser (again after every restart of cron-gate serve), or send Authorization: Bearer TOKEN"
-			}
-			fail(w, r, http.StatusUnauthorized, msg)
-			return
+	a := h.authOf(r)
+	readOpen := h.open && r.Method != http.MethodPost
+	if !rt.public && !a.bearer && a.session == nil && !readOpen {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="cron-gate"`)
+		msg := "this dashboard needs its auth token: open /?token=TOKEN once in the browser, or send Authorization: Bearer TOKEN"
+		switch {
+		case h.open:
+			msg = "pausing and resuming need the dashboard's action token: open the address ending in /?token=… that cron-gate serve printed when it started, once in this browser (again after every restart of cron-gate serve), or send Authorization: Bearer TOKEN"
+		case a.cookie && !a.header:
+			msg = "this browser's session has ended (expired, logged out, or cron-gate serve restarted): open /?token=TOKEN again, or send Authorization: Bearer TOKEN"
 		}
-		bearer = viaHeader
+		fail(w, r, http.StatusUnauthorized, msg)
+		return
 	}
 	if r.Method == http.MethodPost {
-		if err := sameOrigin(r); err != nil {
+		// A browser never adds an Authorization header by itself, so a
+		// bearer request is not forged and need not say where it comes
+		// from; a cookie is added to any request to this host, so a
+		// request it authorises must prove it comes from this origin.
+		if err := sameOrigin(r, !a.bearer); err != nil {
 			fail(w, r, http.StatusForbidden, err.Error())
 			return
 		}
-		// A browser never adds an Authorization header by itself, so a
-		// request that carries the token there is not forged; every
-		// other POST must echo the page's CSRF token.
-		if !bearer && !equal(r.Header.Get(csrfHeader), h.csrf) {
-			fail(w, r, http.StatusForbidden, "missing or wrong "+csrfHeader+" header: reload the page (scripts: GET /api/csrf)")
-			return
-		}
+	}
+	if !rt.public && !a.bearer && a.session != nil && !rt.cookieOnly && !readOpen && !equal(r.Header.Get(csrfHeader), a.session.key) {
+		fail(w, r, http.StatusForbidden, "missing or wrong "+csrfHeader+" header (the session's key, which the page got at login): reload the page; if that does not help, open /?token=… again (scripts: send Authorization: Bearer TOKEN)")
+		return
 	}
 	rt.fn(w, r)
 }
 
-// authorized reports whether the request carries the token (Token, else
-// the action token), and whether it did so in the Authorization header.
-func (h *handler) authorized(r *http.Request) (ok, viaHeader bool) {
-	if a := r.Header.Get("Authorization"); a != "" {
-		scheme, tok, _ := strings.Cut(a, " ")
-		return strings.EqualFold(scheme, "Bearer") && equal(strings.TrimSpace(tok), h.token), true
-	}
-	if c, err := r.Cookie(tokenCookie); err == nil && equal(c.Value, h.token) {
-		return true, false
-	}
-	return false, false
+// auth is how a request authenticated itself.
+type auth struct {
+	bearer  bool     // Authorization: Bearer with the token
+	header  bool     // an Authorization header was sent (right or wrong)
+	session *session // a session cookie named a live session
+	cookie  bool     // a session cookie was sent (live or not)
 }
 
-// login checks /?token=TOKEN, sets the cookie and redirects to / so that
-// the token leaves the address bar and the history; a wrong token is a
-// 401 (and the cookie, if any, is left alone).
+// authOf reads a request's credentials: the Authorization header when
+// there is one (then cookies are not looked at), else the session cookies
+// (every one of the name: another local service can set a cookie of the
+// same name for this host, which must not hide the real one).
+func (h *handler) authOf(r *http.Request) auth {
+	if v := r.Header.Get("Authorization"); v != "" {
+		scheme, tok, _ := strings.Cut(v, " ")
+		return auth{header: true, bearer: strings.EqualFold(scheme, "Bearer") && equal(strings.TrimSpace(tok), h.token)}
+	}
+	var a auth
+	now := h.now()
+	for _, c := range r.CookiesNamed(sessionCookie) {
+		a.cookie = true
+		if se := h.sessions.get(c.Value, now); se != nil {
+			a.session = se
+			break
+		}
+	}
+	return a
+}
+
+// login checks /?token=TOKEN, opens a session (ending the one the browser
+// had, if any), sets its cookie and redirects to /#session=KEY: the token
+// leaves the address bar and the history, and the page keeps the key
+// (session.go). A wrong token is a 401, and the cookie, if any, is left
+// alone.
 func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	if !equal(r.URL.Query().Get("token"), h.token) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cron-gate"`)
@@ -199,9 +233,35 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusUnauthorized, msg)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: h.token, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: secureRequest(r), MaxAge: 30 * 24 * 3600})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	old := ""
+	for _, c := range r.CookiesNamed(sessionCookie) {
+		if h.sessions.get(c.Value, h.now()) != nil {
+			old = c.Value
+		}
+	}
+	id, key, err := h.sessions.open(h.now(), old)
+	if err != nil {
+		h.log.Printf("login: %v", err)
+		fail(w, r, http.StatusInternalServerError, "cannot make a session")
+		return
+	}
+	secure := secureRequest(r)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: secure, MaxAge: int(SessionMaxAge / time.Second)})
+	// The cookie of older versions held the token: drop it.
+	http.SetCookie(w, &http.Cookie{Name: legacyCookie, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: secure, MaxAge: -1})
+	http.Redirect(w, r, "/#session="+key, http.StatusSeeOther)
+}
+
+// logout ends the browser's session and deletes its cookie.
+func (h *handler) logout(w http.ResponseWriter, r *http.Request) {
+	for _, c := range r.CookiesNamed(sessionCookie) {
+		h.sessions.end(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: secureRequest(r), MaxAge: -1})
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "message": "logged out"})
 }
 
 // secureRequest reports whether the auth cookie is to be Secure (sent
@@ -223,8 +283,9 @@ func equal(a, b string) bool {
 // sameOrigin refuses a request a browser sent from another site: by
 // Sec-Fetch-Site when the browser sends it, else by Origin, else by
 // Referer, each against the Host header. A request with none of them does
-// not come from a browser's page (curl, scripts) and passes this check.
-func sameOrigin(r *http.Request) error {
+// not come from a browser's page (curl, scripts): it passes unless proof
+// is required.
+func sameOrigin(r *http.Request, proof bool) error {
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" {
 		if s == "same-origin" {
 			return nil
@@ -243,6 +304,9 @@ func sameOrigin(r *http.Request) error {
 	}
 	if ref := r.Header.Get("Referer"); ref != "" {
 		return check("Referer", ref)
+	}
+	if proof {
+		return errors.New("a request authenticated by the session cookie must come from the dashboard's page, and this one carries no Sec-Fetch-Site, Origin or Referer header (scripts: send Authorization: Bearer TOKEN)")
 	}
 	return nil
 }
@@ -277,24 +341,27 @@ func fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	fmt.Fprintln(w, "cron-gate serve: "+msg)
 }
 
+// writeJSON answers v as JSON. Stored text in it (a pause reason, a
+// journal's detail) may hold control or bidirectional characters written
+// before they were refused, or by hand: the bytes carry them escaped
+// (safetext.JSON), so a terminal that shows the answer raw is safe; the
+// page neutralises them again when it shows the decoded values.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		code, data = http.StatusInternalServerError, []byte(`{"error":"cannot encode the answer"}`)
 	}
+	data = safetext.JSON(data)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(code)
 	w.Write(append(data, '\n'))
 }
 
+// oneLine makes an error message one safe line: its runs of white space
+// (line breaks too) folded into one space, then what is left unsafe
+// escaped (safetext.Line).
 func oneLine(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)), " ")
+	return safetext.Line(strings.Join(strings.Fields(s), " "))
 }
 
 func short(s string, n int) string {
@@ -306,13 +373,13 @@ func short(s string, n int) string {
 
 func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 	var b bytes.Buffer
-	// Whether this browser may use the buttons: with a Token, it got
-	// here with it; without, it must have the action token's cookie.
-	canAct, _ := h.authorized(r)
+	// Whether this browser may use the buttons: it has a session (the
+	// page checks that it also has the session's key).
+	a := h.authOf(r)
 	err := pageTmpl.Execute(&b, struct {
-		CSRF, Zone string
-		CanAct     bool
-	}{h.csrf, h.loc.String(), canAct || !h.open})
+		Zone   string
+		CanAct bool
+	}{h.loc.String(), a.session != nil || a.bearer})
 	if err != nil {
 		h.log.Printf("page: %v", err)
 		fail(w, r, http.StatusInternalServerError, "cannot render the page")
@@ -341,8 +408,10 @@ func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Write([]byte("ok\n"))
 }
 
-func (h *handler) apiCSRF(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"header": csrfHeader, "token": h.csrf})
+// apiCSRFGone answers what used to hand out a per-process CSRF token to
+// anyone who could read the page (in loopback mode, every local user).
+func (h *handler) apiCSRFGone(w http.ResponseWriter, r *http.Request) {
+	fail(w, r, http.StatusGone, "GET /api/csrf is gone: scripts send Authorization: Bearer TOKEN, which needs no CSRF token; the page gets its key when it logs in")
 }
 
 func (h *handler) apiSummary(w http.ResponseWriter, r *http.Request) {

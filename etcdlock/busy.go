@@ -14,6 +14,7 @@ type BusyError struct {
 	Holders []string // "pid P on HOST (CMD) since T"
 	pool    bool
 	partial bool // keys may have been put in this attempt: revoke them
+	dealt   bool // a shared pool's dealt slots were taken meanwhile: deal again
 }
 
 func (e *BusyError) Error() string {

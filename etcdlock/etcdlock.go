@@ -24,6 +24,9 @@
 //     busy; nothing is left held after a busy attempt either way;
 //   - at most N holders per pool of N: a slot key is created only if absent,
 //     and only indices 0..N-1 are tried;
+//   - a template given more than once in one request (a job that counts
+//     twice) takes one distinct slot per occurrence, as the local backend
+//     does (see dealSlots);
 //   - a transaction that times out may have been applied: the keys are read
 //     back and their lease compared before deciding, never guessed;
 //   - the lease is kept alive while held; if renewals stop for 3/4 of the TTL
@@ -75,6 +78,9 @@ const (
 	// reading it first; a larger pool is read and only its first maxChain
 	// free slots are chained.
 	maxChain = 32
+	// maxRedeals bounds how often a try deals a shared pool's free slots
+	// again after another holder took the ones dealt (dealSlots).
+	maxRedeals = 3
 )
 
 // ErrUnavailable is wrapped by every error that means "the cluster could not
@@ -259,11 +265,16 @@ func (b *Backend) Open(r lockset.Request) (lockset.Claim, error) {
 		v, _ := json.Marshal(value{Holder: b.cfg.Holder, Since: since, Path: p.rel})
 		c.keys = append(c.keys, pathKey{key: p.key, rel: p.rel, canon: p.canon, val: string(v)})
 	}
+	seen := map[string]int{}
 	for _, ps := range r.Pools {
 		if ps.Size <= 0 {
 			return nil, fmt.Errorf("pool %s: size %d", ps.Template, ps.Size)
 		}
 		c.pools = append(c.pools, pool{template: ps.Template, size: ps.Size, prefix: b.PoolPrefix(ps.Template), since: since})
+		seen[ps.Template]++
+	}
+	for i := range c.pools {
+		c.pools[i].shared = seen[c.pools[i].template] > 1
 	}
 	return c, nil
 }
@@ -277,6 +288,9 @@ type pool struct {
 	size     int
 	prefix   string
 	since    string
+	// shared: the request names this template more than once; each
+	// occurrence takes a slot of its own (dealSlots).
+	shared bool
 }
 
 func (p *pool) slotKey(i int) string { return p.prefix + strconv.Itoa(i) }
@@ -306,6 +320,7 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 		return nil, errors.New("etcdlock: claim already held")
 	}
 	deadline := time.Now().Add(c.b.rto)
+	redeals := 0
 	for {
 		if c.lease != nil && c.lease.isLost() {
 			c.lease.revoke(c.b)
@@ -350,6 +365,13 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 			c.lease.revoke(c.b)
 			c.lease = nil
 		}
+		if be != nil && be.dealt && redeals < maxRedeals {
+			// Another holder took the slots dealt to one occurrence of
+			// a shared pool between the read and the transaction: the
+			// pool may still have enough free slots. Read it again.
+			redeals++
+			continue
+		}
 		return nil, err
 	}
 }
@@ -366,10 +388,18 @@ func (c *claim) attempt(deadline time.Time) (*held, error) {
 	chainLen := 0
 	for i := range c.pools {
 		p := &c.pools[i]
-		if p.size <= maxChain {
+		switch {
+		case p.shared:
+			if cands[i] != nil {
+				break // dealt with the template's first occurrence
+			}
+			if err := c.dealSlots(i, cands); err != nil {
+				return nil, err
+			}
+		case p.size <= maxChain:
 			cands[i] = seq(p.size)
-		} else {
-			free, rev, err := c.freeSlots(p)
+		default:
+			free, rev, err := c.freeSlots(p, p.size)
 			if err != nil {
 				return nil, err
 			}
@@ -379,6 +409,8 @@ func (c *claim) attempt(deadline time.Time) (*held, error) {
 			}
 			cands[i] = free[:min(len(free), maxChain)]
 		}
+	}
+	for i := range cands {
 		chainLen = max(chainLen, len(cands[i]))
 	}
 	// The first transaction holds the pools and as many paths as fit.
@@ -429,8 +461,68 @@ func seq(n int) []int {
 	return s
 }
 
-// freeSlots reads a pool and returns its free indices in order.
-func (c *claim) freeSlots(p *pool) ([]int, int64, error) {
+// dealSlots finds the candidates of every occurrence of the template of
+// pool first (its first occurrence in the request) and puts them in cands.
+//
+// The local backend takes one slot per occurrence: each occurrence locks
+// a slot file of its own, and a flock conflicts with the same process's
+// other open file descriptions, so `--slots 4 --slot-file T` given twice
+// takes two distinct slots of T's pool (a job that counts twice). Here one
+// transaction cannot put a key twice (etcd refuses it: "duplicate key given
+// in txn request"), so the occurrences' chains must be disjoint: the pool is
+// read, occurrence j (in request order) is dealt the j-th lowest free slot
+// below its own size, as the local backend would take it, and the other
+// free slots are dealt round-robin as fall-backs (at most maxChain each).
+// Fewer free slots than occurrences is busy, with nothing put. A holder that
+// takes every slot dealt to one occurrence before the transaction makes it
+// busy too; TryAcquire then reads and deals again (maxRedeals).
+func (c *claim) dealSlots(first int, cands [][]int) error {
+	p := &c.pools[first]
+	var occ []int
+	size := 0
+	for i := first; i < len(c.pools); i++ {
+		if c.pools[i].prefix == p.prefix {
+			occ = append(occ, i)
+			size = max(size, c.pools[i].size)
+		}
+	}
+	free, rev, err := c.freeSlots(p, size)
+	if err != nil {
+		return err
+	}
+	dealt := make([]bool, len(free))
+	for _, i := range occ {
+		j := 0
+		for j < len(free) && dealt[j] {
+			j++
+		}
+		if j == len(free) || free[j] >= c.pools[i].size {
+			c.busyKey, c.busyPrefix, c.busyRev = p.prefix, true, rev
+			return c.poolBusy(&c.pools[i], nil)
+		}
+		dealt[j] = true
+		cands[i] = []int{free[j]}
+	}
+	next := 0
+	for j, f := range free {
+		if dealt[j] {
+			continue
+		}
+		for range occ {
+			i := occ[next]
+			next = (next + 1) % len(occ)
+			if f < c.pools[i].size && len(cands[i]) < maxChain {
+				cands[i] = append(cands[i], f)
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// freeSlots reads a pool and returns its free indices below size, in
+// order.
+func (c *claim) freeSlots(p *pool, size int) ([]int, int64, error) {
 	var resp *clientv3.GetResponse
 	err := c.b.retry("read pool "+p.template, func(ctx context.Context) (err error) {
 		resp, err = c.b.cli.Get(ctx, p.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
@@ -446,7 +538,7 @@ func (c *claim) freeSlots(p *pool) ([]int, int64, error) {
 		}
 	}
 	var free []int
-	for i := 0; i < p.size; i++ {
+	for i := 0; i < size; i++ {
 		if !taken[i] {
 			free = append(free, i)
 		}
@@ -502,7 +594,7 @@ func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.T
 		// have been applied. Read the keys back and decide by lease; if
 		// it does not show, TryAcquire fences it (errResend).
 		c.b.Rereads.Add(1)
-		res, applied, rerr := c.reread(keys, pools, deadline)
+		res, applied, rerr := c.reread(keys, pools, cands, deadline)
 		if rerr != nil {
 			return txnResult{}, fmt.Errorf("%w (and reading it back: %v)", err, rerr)
 		}
@@ -541,6 +633,7 @@ func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.T
 			if rr := next.GetResponseRange(); rr != nil {
 				c.busyKey, c.busyPrefix, c.busyRev = pools[i].prefix, true, resp.Header.Revision
 				res.busy = c.poolBusy(&pools[i], rr.Kvs)
+				res.busy.dealt = pools[i].shared
 				break
 			}
 			r = next.GetResponseTxn()
@@ -567,8 +660,10 @@ func (c *claim) chain(p *pool, cands []int, j int) clientv3.Op {
 // back (a read is safe to retry) and compared with the lease. The
 // transaction was atomic, so either every key it put carries the lease or
 // none does. applied is false when it was not applied: nothing of it is
-// held and it may be sent again.
-func (c *claim) reread(keys []pathKey, pools []pool, deadline time.Time) (res txnResult, applied bool, err error) {
+// held and it may be sent again. A pool's slot is the key under the lease
+// among its candidates (the occurrences of a shared pool have disjoint
+// candidates, see dealSlots).
+func (c *claim) reread(keys []pathKey, pools []pool, cands [][]int, deadline time.Time) (res txnResult, applied bool, err error) {
 	lease := int64(c.lease.id)
 	ops := make([]clientv3.Op, 0, len(keys)+len(pools))
 	for _, k := range keys {
@@ -608,7 +703,7 @@ func (c *claim) reread(keys []pathKey, pools []pool, deadline time.Time) (res tx
 		res.slots[i] = -1
 		for _, kv := range resp.Responses[len(keys)+i].GetResponseRange().Kvs {
 			if kv.Lease == lease {
-				if n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), p.prefix)); err == nil {
+				if n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), p.prefix)); err == nil && slices.Contains(cands[i], n) {
 					res.slots[i] = n
 					rev = max(rev, kv.CreateRevision)
 					gotPools++

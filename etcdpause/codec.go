@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // ErrCorrupt is wrapped by the error for a key whose value is not a pause
@@ -30,8 +31,11 @@ func EncodePause(p gate.Pause) ([]byte, error) {
 // DecodePause parses the value of the pause key key. It accepts a JSON
 // object whose fields are those of gate.Pause (unknown fields are ignored,
 // for newer writers); "by" must be "command" or absent (a pause written by
-// hand with etcdctl). Anything else is an error wrapping ErrCorrupt that
-// names key. It never panics.
+// hand with etcdctl); the reason must pass gate.CheckReason and "who" the
+// same check (no control or bidirectional characters: the value may come
+// from any host's etcdctl and is shown on every host). Anything else is an
+// error wrapping ErrCorrupt that names key, so a gate whose pause cannot be
+// read does not run. It never panics.
 func DecodePause(key string, data []byte) (gate.Pause, error) {
 	var p gate.Pause
 	if err := decodeObject(data, &p); err != nil {
@@ -42,6 +46,12 @@ func DecodePause(key string, data []byte) (gate.Pause, error) {
 		p.By = gate.PausedByCommand
 	default:
 		return gate.Pause{}, corrupt(key, fmt.Errorf("\"by\" is %q, want %q", p.By, gate.PausedByCommand))
+	}
+	if err := gate.CheckReason(p.Reason); err != nil {
+		return gate.Pause{}, corrupt(key, err)
+	}
+	if err := safetext.Check(p.Who); err != nil {
+		return gate.Pause{}, corrupt(key, fmt.Errorf("\"who\" %w", err))
 	}
 	return p, nil
 }

@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/internal/etcderr"
+	"github.com/crongate/crongate/internal/safetext"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -307,12 +308,21 @@ func (s *Store) scan(ctx context.Context, pfx, what string) ([]*mvccpb.KeyValue,
 // pause whose Until has passed counts as the last resume, and the new
 // Until is remembered (its key goes with its lease).
 //
+// A reason that gate.CheckReason refuses is refused before anything is
+// written; Who is neutralised (safetext.Line).
+//
 // A Set that returns ErrUnavailable may or may not have been applied.
 func (s *Store) Set(ctx context.Context, name string, p gate.Pause) error {
 	if err := gate.CheckName(name); err != nil {
 		return err
 	}
 	p.By = gate.PausedByCommand
+	if err := gate.CheckReason(p.Reason); err != nil {
+		return fmt.Errorf("pause of gate %s: %w", name, err)
+	}
+	// Who is informational (user@host); DecodePause refuses it with a
+	// control character, which a host name could hold.
+	p.Who = safetext.Line(p.Who)
 	if !p.Until.IsZero() && !p.Until.After(s.now()) {
 		return fmt.Errorf("pause of gate %s: until %s is not in the future", name, p.Until.Format(time.RFC3339))
 	}

@@ -53,6 +53,10 @@ func TestDecodePause(t *testing.T) {
 	for _, in := range []string{
 		``, `   `, `null`, `[]`, `"paused"`, `1`, `{`, `{"by":"config"}`, `{"by":1}`,
 		`{"until":"tomorrow"}`, `{} {}`, "\xff\xfe", strings.Repeat(" ", maxValue+1),
+		// Control and bidi characters in what every host prints
+		// (issue 12, item 7): refused like any corrupt value.
+		`{"reason":"L1\nL2\u001b]0;pwned\u0007"}`, `{"reason":"until Jan 1, 2025\u202e"}`,
+		`{"reason":"\u2066x"}`, `{"who":"ops\u001b[31m@web1"}`, `{"reason":"c1 \u009b31m"}`,
 	} {
 		_, err := DecodePause("/cron-gate/pauses/x", []byte(in))
 		if !errors.Is(err, ErrCorrupt) {

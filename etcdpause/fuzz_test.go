@@ -3,6 +3,8 @@ package etcdpause
 import (
 	"errors"
 	"testing"
+
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // FuzzDecodePause: any value decodes to a pause or to an error that wraps
@@ -13,6 +15,7 @@ func FuzzDecodePause(f *testing.F) {
 		`{"by":"command","reason":"migration","since":"2026-11-29T09:10:30Z","until":"2026-11-29T10:10:30Z","who":"ops@web1"}`,
 		`{}`, `null`, `[]`, `{"by":"config"}`, `{"until":"x"}`, ``, "\x00", `{"reason":"\ud800"}`,
 		`{"since":"0001-01-01T00:00:00Z"}`, `{"until":"9999-12-31T23:59:59.999999999+14:00"}`,
+		`{"reason":"Jan 1, 2025\u202e"}`, `{"who":"x\u001b[31m"}`, `{"reason":"\u0085"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -27,6 +30,9 @@ func FuzzDecodePause(f *testing.F) {
 		}
 		if p.By != "command" {
 			t.Fatalf("accepted a pause by %q", p.By)
+		}
+		if safetext.Check(p.Reason) != nil || safetext.Check(p.Who) != nil {
+			t.Fatalf("accepted a pause with control or bidi characters: %+v", p)
 		}
 		again, err := EncodePause(p)
 		if err != nil {

@@ -307,6 +307,9 @@ func (c *Config) Validate() error {
 		if g.LogOutput && g.LogMaxBytes == 0 {
 			return bad(k+".log_max_bytes", "is 0 while log_output is true; use at least %d", MinLogMaxBytes)
 		}
+		if err := CheckReason(g.Reason); err != nil {
+			return bad(k+".reason", "%s", err)
+		}
 		if g.PausedLine < 0 {
 			return bad(k+".paused", "PausedLine %d is negative", g.PausedLine)
 		}

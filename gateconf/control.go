@@ -18,10 +18,15 @@ import (
 
 // Pause pauses gate name from the command line (pauses.json in the state
 // dir), replacing an earlier command-line pause. p.Since and p.Who are
-// filled in when empty; a p.Until in the past is refused.
+// filled in when empty; a p.Until in the past and a reason that
+// gate.CheckReason refuses (control or bidirectional characters) are
+// refused, before anything is written.
 func Pause(cfg *gate.Config, name string, p gate.Pause) error {
 	if err := gate.CheckName(name); err != nil {
 		return err
+	}
+	if err := gate.CheckReason(p.Reason); err != nil {
+		return fmt.Errorf("pause gate %s: %w", name, err)
 	}
 	now := time.Now()
 	if p.Since.IsZero() {

@@ -139,7 +139,7 @@ func TestSetPausedCommented(t *testing.T) {
 			hdrLine := strings.Count(content[:hdr], "\n") + 1
 			b, a = step("db-vacuum.daily", true)
 			checkInsert(t, b, a, hdrLine+1, "paused = true"+eol)
-			if g := mustLoad(t, path).Gate("db-vacuum.daily"); g.PausedLine != hdrLine+1 || g.Reason != "[gates.fake]"+eol+"paused = true"+eol {
+			if g := mustLoad(t, path).Gate("db-vacuum.daily"); g.PausedLine != hdrLine+1 || len(g.LegacyLocks) != 1 || g.LegacyLocks[0] != "/run/vacuum"+eol+"[gates.fake]"+eol+"paused = true"+eol {
 				t.Errorf("db-vacuum.daily = %+v", g)
 			}
 			b, a = step("db-vacuum.daily", false)
@@ -163,7 +163,7 @@ func TestSetPausedCommented(t *testing.T) {
 				t.Errorf("append wrong:\n%q", a[len(b)-20:])
 			}
 			cfg := mustLoad(t, path)
-			if g := cfg.Gate("db-vacuum.daily"); !strings.Contains(g.Reason, "[gates.fake]") {
+			if g := cfg.Gate("db-vacuum.daily"); len(g.LegacyLocks) != 1 || !strings.Contains(g.LegacyLocks[0], "[gates.fake]") {
 				t.Errorf("multi-line string changed: %q", g.Reason)
 			}
 			b, a = step("fake", false)
@@ -224,7 +224,7 @@ func TestSetPausedHeaderForms(t *testing.T) {
 		{"value", "[gates.x]\npaused=false\n", "x", "[gates.x]\npaused=true\n"},
 		{"quoted key", "[gates.x]\n\"paused\" = false # c\n", "x", "[gates.x]\n\"paused\" = true # c\n"},
 		{"later table", "[gates.a]\n[gates.x]\n[gates.b]\npaused = false\n", "x", "[gates.a]\n[gates.x]\npaused = true\n[gates.b]\npaused = false\n"},
-		{"other paused in a string", "[gates.x]\nreason = \"\"\"\npaused = false\n\"\"\"\n", "x", "[gates.x]\npaused = true\nreason = \"\"\"\npaused = false\n\"\"\"\n"},
+		{"other paused in a string", "[gates.x]\nlegacy_locks = [\"\"\"/r\npaused = false\n\"\"\"]\n", "x", "[gates.x]\npaused = true\nlegacy_locks = [\"\"\"/r\npaused = false\n\"\"\"]\n"},
 		{"bracket in array", "[gates.x]\nlegacy_locks = [\n  \"/run/[gates.y]\", # ]\n]\n", "y",
 			"[gates.x]\nlegacy_locks = [\n  \"/run/[gates.y]\", # ]\n]\n\n[gates.y]\npaused = true\n"},
 		{"append empty", "", "x", "[gates.x]\npaused = true\n"},
@@ -619,7 +619,9 @@ func TestEditPausedRandom(t *testing.T) {
 			for range rng.IntN(3) {
 				keys = append(keys, pick(
 					"reason = \"a [gates.zz] \\\" # not a comment\"",
-					"reason = '''"+eol+"[gates.zz]"+eol+"paused = true'''",
+					// A reason is one line (gate.CheckReason): the
+					// multi-line string is a legacy lock's path.
+					"legacy_locks = ['''/r"+eol+"[gates.zz]"+eol+"paused = true''']",
 					"reason = \"\"\"x\\"+eol+"  paused = false \"\"\"\"",
 					"interval = \"5m\" # every 5 minutes",
 					"legacy_locks = ["+eol+"  \"/run/a\", # paused = true"+eol+"  '/run/[gates.zz]',"+eol+"]",

@@ -362,6 +362,9 @@ func (p *cfgParser) gates(cfg *gate.Config, prim toml.Primitive) {
 				g.PausedLine = p.lineOf(kp)
 			case "reason":
 				if s, ok := p.str(kp, key); ok {
+					if err := gate.CheckReason(s); err != nil {
+						p.addf(p.lineOf(kp), "%s: %s", key, err)
+					}
 					g.Reason = s
 				}
 			case "interval":

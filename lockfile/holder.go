@@ -35,10 +35,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Holder is a process seen holding a lock. Pid is 0 when unknown (OFD lock,
@@ -496,42 +496,6 @@ func holderCommand(pid int) string {
 	return ""
 }
 
-// holderSanitize makes s safe to put in a one-line message: control and
-// format characters (newlines, escapes, bidi overrides, line separators)
-// and invalid UTF-8 are escaped, and the result is cut at max bytes with
-// "…".
-func holderSanitize(s string, max int) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		var piece string
-		switch {
-		case r == utf8.RuneError && size == 1:
-			piece = fmt.Sprintf(`\x%02x`, s[i])
-		case r == '\n':
-			piece = `\n`
-		case r == '\r':
-			piece = `\r`
-		case r == '\t':
-			piece = `\t`
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.In(r, unicode.Zl, unicode.Zp):
-			switch {
-			case r < 0x100:
-				piece = fmt.Sprintf(`\x%02x`, r)
-			case r < 0x10000:
-				piece = fmt.Sprintf(`\u%04x`, r)
-			default:
-				piece = fmt.Sprintf(`\U%08x`, r)
-			}
-		default:
-			piece = s[i : i+size]
-		}
-		if b.Len()+len(piece) > max {
-			b.WriteString("…")
-			break
-		}
-		b.WriteString(piece)
-		i += size
-	}
-	return b.String()
-}
+// holderSanitize makes s safe to put in a one-line message (a command
+// line is anyone's text): safetext.Cut.
+func holderSanitize(s string, max int) string { return safetext.Cut(s, max) }

@@ -169,7 +169,7 @@ func TestHolderSanitize(t *testing.T) {
 		{"python3 worker.py", "python3 worker.py"},
 		{"a\nb\rc\td", `a\nb\rc\td`},
 		{"\x1b[31mred", `\x1b[31mred`},
-		{"x\u202ey\u2028z\u0085", `x\u202ey\u2028z\x85`},
+		{"x\u202ey\u2028z\u0085", `x\u202ey\u2028z\u0085`},
 		{"bad\xffutf8", `bad\xffutf8`},
 		{"naïve ✓ 日本", "naïve ✓ 日本"},
 		{strings.Repeat("a", 70), strings.Repeat("a", 60) + "…"},

@@ -399,6 +399,33 @@ func (s *served) stop(t *testing.T) {
 	}
 }
 
+// serveSession is what a browser keeps after opening the login URL: the
+// session cookie and the key the page takes from the redirect's fragment.
+type serveSession struct{ cookie, key string }
+
+// serveLogin opens base/?token=TOKEN without following the redirect.
+func serveLogin(t *testing.T, base, token string) serveSession {
+	t.Helper()
+	cl := &http.Client{Timeout: serveDeadline, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := cl.Get(base + "/?token=" + url.QueryEscape(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var s serveSession
+	for _, c := range res.Cookies() {
+		if c.Name == "cron_gate_session" && c.MaxAge > 0 {
+			s.cookie = c.Name + "=" + c.Value
+		}
+	}
+	key, ok := strings.CutPrefix(res.Header.Get("Location"), "/#session=")
+	if res.StatusCode != http.StatusSeeOther || s.cookie == "" || !ok || key == "" || strings.Contains(s.cookie, token) {
+		t.Fatalf("login: %d, Set-Cookie %q, Location %q", res.StatusCode, res.Header.Values("Set-Cookie"), res.Header.Get("Location"))
+	}
+	s.key = key
+	return s
+}
+
 // httpDo sends one request with the given headers and returns the
 // answer and its body.
 func httpDo(t *testing.T, method, u string, body io.Reader, hdr map[string]string) (*http.Response, []byte) {
@@ -524,14 +551,12 @@ func serveHTTPChecks(t *testing.T, e *serveEnv, srv *served) {
 
 	// No token is configured: reads are open on loopback, state changes
 	// need the action token serve printed. Another user of the machine
-	// can read the page and the CSRF token, and send a same-origin
-	// request with it: refused (401, naming the login URL), nothing
-	// changes — neither a pause nor the config (force-resume).
+	// can read the page and send a same-origin request: refused (401,
+	// naming the login URL), nothing changes — neither a pause nor the
+	// config (force-resume). /api/csrf hands out nothing any more.
 	tok := srv.actionToken(t)
-	res, body = httpDo(t, "GET", srv.base+"/api/csrf", nil, nil)
-	var csrf struct{ Token string }
-	if err := json.Unmarshal(body, &csrf); err != nil || res.StatusCode != 200 || csrf.Token == "" {
-		t.Fatalf("GET /api/csrf: %d %s", res.StatusCode, body)
+	if res, body := httpDo(t, "GET", srv.base+"/api/csrf", nil, nil); res.StatusCode != http.StatusGone {
+		t.Errorf("GET /api/csrf: %d %s, want 410", res.StatusCode, body)
 	}
 	for _, c := range []struct{ path, body string }{
 		{"/api/pause", `{"gate":"ko-followup","reason":"forged"}`},
@@ -539,9 +564,9 @@ func serveHTTPChecks(t *testing.T, e *serveEnv, srv *served) {
 		{"/api/resume", `{"gate":"dependency-classifier"}`},
 	} {
 		for _, hdr := range []map[string]string{
-			{"Content-Type": "application/json", "X-CSRF-Token": csrf.Token, "Origin": srv.base, "Sec-Fetch-Site": "same-origin"},
-			{"Content-Type": "application/json", "X-CSRF-Token": csrf.Token, "Cookie": "cron_gate_token=" + csrf.Token},
-			{"Content-Type": "application/json", "Authorization": "Bearer " + csrf.Token},
+			{"Content-Type": "application/json", "Origin": srv.base, "Sec-Fetch-Site": "same-origin"},
+			{"Content-Type": "application/json", "Origin": srv.base, "Cookie": "cron_gate_session=forged"},
+			{"Content-Type": "application/json", "Authorization": "Bearer forged-forged-forged"},
 		} {
 			res, body = httpDo(t, "POST", srv.base+c.path, strings.NewReader(c.body), hdr)
 			if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "/?token=") || !strings.Contains(string(body), "cron-gate serve printed") {
@@ -549,16 +574,47 @@ func serveHTTPChecks(t *testing.T, e *serveEnv, srv *served) {
 			}
 		}
 	}
-	// With the action token's cookie but without the CSRF token, or
-	// from another site: 403.
+	// The leaked cookie (issue 12, item 9): a browser logs in with the
+	// URL serve printed; its cookie reaches another local service (a
+	// browser sends a cookie to every port of its host), which replays
+	// it with curl, with whatever CSRF token the page or /api/csrf gives
+	// away: refused, and so is the cookie's value as a bearer token.
+	login := serveLogin(t, srv.base, tok)
+	scraped := ""
+	if res, body := httpDo(t, "GET", srv.base+"/api/csrf", nil, map[string]string{"Cookie": login.cookie}); res.StatusCode == 200 {
+		var c struct{ Token string }
+		json.Unmarshal(body, &c)
+		scraped = c.Token
+	}
+	_, shell := httpDo(t, "GET", srv.base+"/", nil, map[string]string{"Cookie": login.cookie})
+	if m := regexp.MustCompile(`name="csrf-token" content="([^"]+)"`).FindSubmatch(shell); m != nil {
+		scraped = string(m[1])
+	}
+	if strings.Contains(string(shell), login.key) {
+		t.Errorf("the page served to the cookie holds the session's key")
+	}
+	cookieValue := strings.TrimPrefix(login.cookie, "cron_gate_session=")
 	for _, hdr := range []map[string]string{
-		{"Content-Type": "application/json", "Cookie": "cron_gate_token=" + tok, "Origin": srv.base},
-		{"Content-Type": "application/json", "Cookie": "cron_gate_token=" + tok},
-		{"Content-Type": "application/json", "Cookie": "cron_gate_token=" + tok, "X-CSRF-Token": csrf.Token, "Origin": "http://evil.example"},
+		{"Content-Type": "application/json", "Cookie": login.cookie},
+		{"Content-Type": "application/json", "Cookie": login.cookie, "X-CSRF-Token": scraped},
+		{"Content-Type": "application/json", "Cookie": login.cookie, "X-CSRF-Token": scraped, "Origin": srv.base},
+		{"Content-Type": "application/json", "Authorization": "Bearer " + cookieValue},
+		{"Content-Type": "application/json", "Cookie": "cron_gate_token=" + tok, "X-CSRF-Token": scraped},
+	} {
+		res, body = httpDo(t, "POST", srv.base+"/api/force-resume", strings.NewReader(`{"gate":"dependency-classifier"}`), hdr)
+		if res.StatusCode != http.StatusForbidden && res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("POST /api/force-resume with the leaked cookie %v: %d %s, want 403 or 401", hdr, res.StatusCode, body)
+		}
+	}
+	// Without the key, or from another site: 403.
+	for _, hdr := range []map[string]string{
+		{"Content-Type": "application/json", "Cookie": login.cookie, "Origin": srv.base},
+		{"Content-Type": "application/json", "Cookie": login.cookie, "X-CSRF-Token": login.key, "Origin": "http://evil.example"},
+		{"Content-Type": "application/json", "Cookie": login.cookie, "X-CSRF-Token": login.key},
 	} {
 		res, body = httpDo(t, "POST", srv.base+"/api/pause", strings.NewReader(`{"gate":"ko-followup","reason":"forged"}`), hdr)
 		if res.StatusCode != http.StatusForbidden {
-			t.Errorf("POST /api/pause without the CSRF token %v: %d %s, want 403", hdr, res.StatusCode, body)
+			t.Errorf("POST /api/pause %v: %d %s, want 403", hdr, res.StatusCode, body)
 		}
 	}
 	st = e.status(t)
@@ -570,6 +626,25 @@ func serveHTTPChecks(t *testing.T, e *serveEnv, srv *served) {
 	}
 	if got, _ := os.ReadFile(e.config); !bytes.Equal(got, e.origCfg) {
 		t.Errorf("a refused force-resume changed the config:\n%s", lineDiff(e.origCfg, got))
+	}
+	// The browser's own page (cookie, key, same origin) may; a pause
+	// reason with a bidi override is refused there too (item 7). After
+	// logout the session is refused.
+	page := map[string]string{"Content-Type": "application/json", "Cookie": login.cookie, "X-CSRF-Token": login.key, "Origin": srv.base}
+	res, body = httpDo(t, "POST", srv.base+"/api/pause", strings.NewReader(`{"gate":"newsletter","reason":"until Jan 1, 2025\u202e"}`), page)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "bidirectional control (U+202E)") {
+		t.Errorf("POST /api/pause with a bidi override: %d %s, want 400", res.StatusCode, body)
+	}
+	res, body = httpDo(t, "POST", srv.base+"/api/pause", strings.NewReader(`{"gate":"newsletter","reason":"by the page"}`), page)
+	if g := e.status(t).gate("newsletter"); res.StatusCode != 200 || g == nil || g.Pause == nil || g.Pause.Reason != "by the page" {
+		t.Errorf("POST /api/pause from the logged-in page: %d %s; newsletter %+v", res.StatusCode, body, g)
+	}
+	if res, body := httpDo(t, "POST", srv.base+"/api/logout", nil, page); res.StatusCode != 200 {
+		t.Errorf("POST /api/logout: %d %s", res.StatusCode, body)
+	}
+	res, body = httpDo(t, "POST", srv.base+"/api/resume", strings.NewReader(`{"gate":"newsletter"}`), page)
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("POST /api/resume after logout: %d %s, want 401", res.StatusCode, body)
 	}
 	// With the action token as a bearer (a script): accepted.
 	res, body = httpDo(t, "POST", srv.base+"/api/pause", strings.NewReader(`{"gate":"newsletter","reason":"holiday"}`),

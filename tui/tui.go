@@ -1,14 +1,17 @@
 // Package tui states the output rule of both binaries once: everything for
 // humans goes to stderr, one line per message, prefixed with the program's
 // name, lower case, no trailing period; a "hint:" line where the fix is not
-// obvious. Stdout belongs to the command (and to status output).
+// obvious. Stdout belongs to the command (and to status output). Every
+// message is neutralised (safetext.Line): no control or bidirectional
+// character in a path, a reason or a command line reaches the terminal.
 package tui
 
 import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Printer writes prefixed messages.
@@ -27,10 +30,11 @@ func (p *Printer) out() io.Writer {
 }
 
 func (p *Printer) line(format string, args ...any) {
-	s := fmt.Sprintf(format, args...)
-	// One message, one line: a path or command with a newline in it must not
-	// forge a second message.
-	s = strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s)
+	// One message, one line, and nothing in it that a terminal acts on: a
+	// path, command line, pause reason or holder with a newline, an escape
+	// sequence or a bidi override in it must not forge a second message,
+	// recolour or reorder the line (safetext.Line escapes them).
+	s := safetext.Line(fmt.Sprintf(format, args...))
 	fmt.Fprintf(p.out(), "%s: %s\n", p.Prog, s)
 }
 

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Conditions a gate is watched for.
@@ -191,11 +193,12 @@ func (m *machine) note(kind string, o Observation, e *Cond, to []string, now tim
 		n.Detail = o.Detail
 		fmt.Fprintf(&body, "Back to normal at %s; it was bad since %s.", stamp(now), stamp(e.Since))
 		if e.Detail != "" {
-			fmt.Fprintf(&body, "\nWas: %s", e.Detail)
+			// From check.json, which an older version or a hand wrote.
+			fmt.Fprintf(&body, "\nWas: %s", safetext.Line(e.Detail))
 		}
 	}
 	if m.Host != "" {
-		fmt.Fprintf(&body, "\nHost: %s", m.Host)
+		fmt.Fprintf(&body, "\nHost: %s", safetext.Line(m.Host))
 	}
 	n.Body = body.String()
 	return n

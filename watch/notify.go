@@ -15,11 +15,15 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/watch/minihttp"
 )
 
 // Message is what a notifier sends: one alert or recovery. It is also the
-// webhook's JSON body (README, "Notifiers").
+// webhook's JSON body (README, "Notifiers"). Its text holds no control or
+// bidirectional character but the line feeds that separate Body's lines:
+// the details it quotes are neutralised when they are observed
+// (safetext.Line), and the webhook's JSON carries the rest escaped.
 type Message struct {
 	V         int       `json:"v"`
 	Kind      string    `json:"kind"` // KindAlert or KindRecovery
@@ -215,6 +219,7 @@ func (w *WebhookNotifier) Notify(ctx context.Context, m Message) error {
 	if err != nil {
 		return err
 	}
+	body = safetext.JSON(body)
 	for attempt := 0; ; attempt++ {
 		var retry bool
 		retry, err = w.once(ctx, body)
@@ -280,7 +285,7 @@ func (s *StderrNotifier) Notify(ctx context.Context, m Message) error {
 		w = os.Stderr
 	}
 	line := fmt.Sprintf("%s: %s: %s", m.Kind, strings.TrimPrefix(m.Title, "cron-gate: "), m.Body)
-	line = strings.NewReplacer("\n", " / ", "\r", " ").Replace(line)
+	line = safetext.Line(strings.NewReplacer("\n", " / ", "\r", " ").Replace(line))
 	_, err := fmt.Fprintf(w, "cron-gate: %s\n", line)
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Watched returns the conditions the watchdog judges for a gate of the
@@ -56,7 +57,12 @@ func (o *observer) gate(gs *gate.GateStatus, gst *GateState) []Observation {
 	}
 	var obs []Observation
 	add := func(cond, verdict, detail string) {
-		obs = append(obs, Observation{Gate: gs.Name, Condition: cond, Verdict: verdict, Detail: detail})
+		// The detail quotes journals and pauses (a run's detail, a
+		// pause reason), text that may hold control or bidi characters
+		// written by hand: it goes into check.json, the alerts'
+		// titles, bodies and environment, and the dashboard, so it is
+		// neutralised once, here.
+		obs = append(obs, Observation{Gate: gs.Name, Condition: cond, Verdict: verdict, Detail: safetext.Line(detail)})
 	}
 	for _, cond := range Watched(o.cfg, gs) {
 		switch cond {

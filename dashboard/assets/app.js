@@ -1,14 +1,62 @@
 // cron-gate dashboard: renders /api/summary and posts the buttons.
 // Everything from the server is put in the page with textContent, never
-// as HTML. No inline script: the content security policy forbids it.
+// as HTML, and neutralised first (clean, cleanText): stored text — a pause
+// reason, a journal's detail, a command's output — may hold control or
+// bidirectional characters, which would reorder or hide what is shown
+// around it. Such text also sits in <bdi> elements (iso), so even plain
+// right-to-left text cannot spill its direction onto its neighbours.
+// No inline script: the content security policy forbids it.
 'use strict';
 (function () {
   const REFRESH_MS = 5000;
-  const csrf = document.querySelector('meta[name="csrf-token"]').content;
-  // Whether this browser holds the token the buttons need (the server
-  // says so in the page; a 401 says it no longer does).
-  let canAct = document.querySelector('meta[name="can-act"]').content === '1';
   const LOGIN_HINT = 'open once the address ending in /?token=… that cron-gate serve printed when it started';
+
+  // The session's key: the login redirects to /#session=KEY; the key is
+  // kept in this origin's localStorage (another port of this host cannot
+  // read it, though it receives the cookie) and sent with every API
+  // request. It leaves the address bar at once.
+  const KEY_NAME = 'cron-gate-session-key';
+  const fromLogin = /^#session=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  if (fromLogin) {
+    try { localStorage.setItem(KEY_NAME, fromLogin[1]); } catch (e) { /* storage off: read-only */ }
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  function sessionKey() {
+    try { return localStorage.getItem(KEY_NAME) || ''; } catch (e) { return ''; }
+  }
+  function forgetKey() {
+    try { localStorage.removeItem(KEY_NAME); } catch (e) { /* nothing kept */ }
+  }
+  // Whether this browser may use the buttons: the server says it has a
+  // session (a 401 says it no longer has), and the page has its key.
+  const hasSession = document.querySelector('meta[name="can-act"]').content === '1';
+  if (!hasSession) forgetKey();
+  let canAct = hasSession && sessionKey() !== '';
+  function headers(extra) {
+    const h = Object.assign({}, extra);
+    const k = sessionKey();
+    if (k) h['X-CSRF-Token'] = k;
+    return h;
+  }
+
+  // The characters internal/safetext never prints as they are: C0, DEL,
+  // C1, the line and paragraph separators, the bidirectional controls and
+  // the byte order mark. clean shows each as an escape (\n, \x1b,
+  // \u202e) on one line; cleanText keeps line feeds and tabs.
+  const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
+  const UNSAFE_TEXT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
+  const SHORT = { '\u0007': '\\a', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\u000b': '\\v' };
+  function esc(c) {
+    const n = c.charCodeAt(0);
+    if (SHORT[c]) return SHORT[c];
+    return n < 0x80 ? '\\x' + n.toString(16).padStart(2, '0') : '\\u' + n.toString(16).padStart(4, '0');
+  }
+  function clean(s) { return String(s).replace(UNSAFE, esc); }
+  function cleanText(s) { return String(s).replace(UNSAFE_TEXT, esc); }
+  // setTitle: a tooltip of the given lines, each one line (clean).
+  function setTitle(node, ...lines) {
+    node.title = lines.filter(l => l !== '' && l !== null && l !== undefined).map(clean).join('\n');
+  }
   const tbody = document.getElementById('gates');
   const rows = new Map(); // gate name -> {tr, cells, form, output}
   let zone = { name: '', abbreviations: {} };
@@ -20,7 +68,20 @@
   function el(tag, cls, text) {
     const e = document.createElement(tag);
     if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
+    if (text !== undefined) e.textContent = clean(text);
+    return e;
+  }
+
+  // iso: stored text in an isolating element.
+  function iso(text) { return el('bdi', null, text); }
+
+  // line: a span of pieces; strings are ours, nodes are (isolated) data.
+  function line(cls, ...parts) {
+    const e = el('span', cls);
+    for (const p of parts) {
+      if (p === '' || p === null || p === undefined) continue;
+      e.appendChild(typeof p === 'string' ? document.createTextNode(clean(p)) : p);
+    }
     return e;
   }
 
@@ -54,11 +115,9 @@
   function timeNode(s, extra) {
     const span = el('span');
     if (!s) { span.textContent = '-'; return span; }
-    span.title = s;
+    setTitle(span, s);
     span.appendChild(el('span', 'when', shortTime(s)));
-    let sub = ago(s);
-    if (extra) sub = sub + ' · ' + extra;
-    span.appendChild(el('span', 'sub', sub));
+    span.appendChild(line('sub', ago(s), extra ? ' · ' : '', extra ? iso(extra) : ''));
     return span;
   }
 
@@ -87,30 +146,31 @@
     const wrap = el('span');
     const badge = el('span', 'state state-' + state, state);
     wrap.appendChild(badge);
-    let sub = '';
+    let sub = [];
     if (state === 'running' && g.running && g.running.length) {
       const r = g.running[0];
-      sub = 'pid ' + (r.child_pid || r.pid) + ' for ' + ago(r.since).replace(' ago', '');
-      badge.title = 'since ' + r.since + ' (run ' + r.run + ')';
+      sub = ['pid ' + (r.child_pid || r.pid) + ' for ' + ago(r.since).replace(' ago', '')];
+      setTitle(badge, 'since ' + r.since + ' (run ' + r.run + ')');
     } else if (state === 'paused' && g.pause) {
       const p = g.pause;
-      sub = p.by + (p.reason ? ': ' + p.reason : '');
-      if (p.until) sub += ' · until ' + shortTime(p.until);
-      badge.title = [p.who ? 'by ' + p.who : '', p.since ? 'since ' + p.since : '', p.until ? 'until ' + p.until : ''].filter(Boolean).join('\n');
+      sub = [iso(p.by)];
+      if (p.reason) sub.push(': ', iso(p.reason));
+      if (p.until) sub.push(' · until ' + shortTime(p.until));
+      setTitle(badge, p.who ? 'by ' + p.who : '', p.since ? 'since ' + p.since : '', p.until ? 'until ' + p.until : '');
     } else if (state === 'failing' && g.last_end) {
-      sub = endWords(g.last_end);
-      if (g.consecutive_failures > 1) sub += ' · ' + g.consecutive_failures + ' in a row';
-      badge.title = g.last_end.detail || '';
+      sub = [iso(endWords(g.last_end))];
+      if (g.consecutive_failures > 1) sub.push(' · ' + g.consecutive_failures + ' in a row');
+      setTitle(badge, g.last_end.detail || '');
     } else if (state === 'error' && g.last_error) {
-      sub = g.last_error.reason || 'error';
-      badge.title = g.last_error.detail || '';
+      sub = [iso(g.last_error.reason || 'error')];
+      setTitle(badge, g.last_error.detail || '');
     } else if (state === 'skipped' && g.last_skip) {
-      sub = g.last_skip.reason || '';
+      sub = [iso(g.last_skip.reason || '')];
     } else if (state === 'stale') {
-      badge.title = cond(g, 'stale').detail || '';
+      setTitle(badge, cond(g, 'stale').detail || '');
     }
-    if (g.journal_error) sub += (sub ? ' · ' : '') + 'journal: ' + g.journal_error;
-    if (sub) wrap.appendChild(el('span', 'sub', sub));
+    if (g.journal_error) sub.push(sub.length ? ' · ' : '', 'journal: ', iso(g.journal_error));
+    if (sub.length) wrap.appendChild(line('sub', ...sub));
     return wrap;
   }
 
@@ -118,10 +178,11 @@
     const scheds = g.schedules || [];
     if (!g.cadence) return el('span', 'sub', '-');
     const unread = scheds.some(s => !s.text);
-    const span = el('span', 'cut' + (unread ? ' raw' : ''), g.cadence);
-    let title = scheds.map(s => s.expr + (s.error ? '  (' + s.error + ')' : '') + '  (crontab line ' + s.line + ')').join('\n');
-    if (g.interval) title += (title ? '\n' : '') + 'interval ' + g.interval;
-    span.title = title || g.cadence;
+    const span = el('span', 'cut' + (unread ? ' raw' : ''));
+    span.appendChild(iso(g.cadence));
+    const lines = scheds.map(s => s.expr + (s.error ? '  (' + s.error + ')' : '') + '  (crontab line ' + s.line + ')');
+    if (g.interval) lines.push('interval ' + g.interval);
+    setTitle(span, ...(lines.length ? lines : [g.cadence]));
     return span;
   }
 
@@ -131,13 +192,13 @@
     if (!g.conditions || !g.conditions.length) { wrap.appendChild(el('span', 'cond-ok', '-')); return wrap; }
     if (!bad.length) {
       const ok = el('span', 'cond-ok', 'ok');
-      ok.title = 'watched: ' + g.conditions.map(c => c.condition).join(', ');
+      setTitle(ok, 'watched: ' + g.conditions.map(c => c.condition).join(', '));
       wrap.appendChild(ok);
       return wrap;
     }
     for (const c of bad) {
       const s = el('span', c.bad ? 'cond-bad sub' : 'sub', c.condition + ': ' + c.state + (c.count ? ' (' + c.count + ')' : ''));
-      s.title = (c.since ? 'since ' + c.since + '\n' : '') + (c.detail || '');
+      setTitle(s, c.since ? 'since ' + c.since : '', c.detail || '');
       wrap.appendChild(s);
     }
     return wrap;
@@ -154,10 +215,10 @@
   // enable it in its tooltip) while this browser lacks the token.
   function actionButton(label, cls, title, fn) {
     const b = button(label, cls, fn);
-    b.title = title;
+    setTitle(b, title);
     if (!canAct) {
       b.disabled = true;
-      b.title = 'read-only: to ' + label + ', ' + LOGIN_HINT;
+      setTitle(b, 'read-only: to ' + label + ', ' + LOGIN_HINT);
     }
     return b;
   }
@@ -215,16 +276,22 @@
     pre.textContent = 'loading…';
     r.output.hidden = false;
     try {
-      const res = await fetch('/api/output?gate=' + encodeURIComponent(name), { credentials: 'same-origin' });
+      const res = await fetch('/api/output?gate=' + encodeURIComponent(name), { credentials: 'same-origin', headers: headers() });
       const body = await res.json();
-      if (!res.ok) { pre.textContent = body.error || res.statusText; return; }
+      if (!res.ok) { pre.textContent = clean(body.error || res.statusText); return; }
       if (!body.output) {
         pre.textContent = body.log_output ? '(no output kept yet)' : '(output is not kept: set log_output = true for this gate)';
       } else {
-        pre.textContent = (body.cut_bytes ? '[… ' + body.cut_bytes + ' earlier bytes not shown …]\n' : '') + body.output;
+        // The command's own output: its lines and tabs kept, its escape
+        // sequences and bidi controls shown, not obeyed; isolated.
+        pre.replaceChildren();
+        if (body.cut_bytes) pre.appendChild(document.createTextNode('[… ' + body.cut_bytes + ' earlier bytes not shown …]\n'));
+        const out = el('bdi');
+        out.textContent = cleanText(body.output.replace(/\r\n/g, '\n'));
+        pre.appendChild(out);
       }
     } catch (e) {
-      pre.textContent = 'cannot load the output: ' + e;
+      pre.textContent = clean('cannot load the output: ' + e);
     }
   }
 
@@ -237,7 +304,7 @@
     document.getElementById('refreshed').textContent = 'updated ' + shortTime(s.generated);
     const warn = document.getElementById('warnings');
     warn.hidden = !(s.warnings && s.warnings.length);
-    warn.textContent = (s.warnings || []).join('\n');
+    warn.replaceChildren(...(s.warnings || []).map(w => el('div', null, w)));
     document.getElementById('empty').hidden = s.gates.length > 0;
     const seen = new Set();
     let prev = null;
@@ -276,7 +343,7 @@
   function fill(g, r) {
     const c = r.cells;
     r.tr.className = 'gate state-row-' + stateOf(g);
-    const name = el('span', null, g.name);
+    const name = iso(g.name);
     set(c.name, name);
     if (!g.declared) c.name.appendChild(el('span', 'sub', 'not declared'));
     set(c.state, stateNode(g));
@@ -291,7 +358,7 @@
 
   function message(text, isError) {
     const m = document.getElementById('message');
-    m.textContent = text;
+    m.textContent = clean(text);
     m.className = isError ? 'error' : '';
     m.hidden = false;
   }
@@ -301,7 +368,7 @@
       const res = await fetch(path, {
         method: 'POST',
         credentials: 'same-origin',
-        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
+        headers: headers({ 'Content-Type': 'application/json' }),
         body: JSON.stringify(body),
       });
       let data = {};
@@ -311,7 +378,9 @@
         // buttons disabled until then.
         message('Not allowed: ' + (data.error || 'this browser lacks the token') + '.', true);
         canAct = false;
+        forgetKey();
         document.getElementById('readonly').hidden = false;
+        document.getElementById('logout').hidden = true;
         for (const r of rows.values()) r.form.hidden = true;
         await refresh();
         return false;
@@ -333,7 +402,7 @@
     if (busy) { again = true; return; }
     busy = true;
     try {
-      const res = await fetch('/api/summary', { credentials: 'same-origin', cache: 'no-store' });
+      const res = await fetch('/api/summary', { credentials: 'same-origin', cache: 'no-store', headers: headers() });
       if (!res.ok) {
         let err = res.statusText;
         try { err = (await res.json()).error || err; } catch (e) { /* keep statusText */ }
@@ -350,6 +419,18 @@
     }
   }
 
+  async function logout() {
+    try {
+      await fetch('/api/logout', { method: 'POST', credentials: 'same-origin', headers: headers() });
+    } catch (e) { /* the session ends with its expiry anyway */ }
+    forgetKey();
+    location.reload();
+  }
+
+  document.getElementById('readonly').hidden = canAct;
+  const out = document.getElementById('logout');
+  out.hidden = !hasSession;
+  out.addEventListener('click', logout);
   refresh();
   setInterval(refresh, REFRESH_MS);
 })();

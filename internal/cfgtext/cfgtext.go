@@ -1,7 +1,7 @@
 // Package cfgtext words the config's error messages: the "config PATH
-// line N" prefix, quoting that keeps a message on one line, and the checks
-// of values that both the decoder (gateconf) and Config.Validate (gate)
-// apply.
+// line N" prefix, quoting that keeps a message on one line (package
+// safetext does the escaping), and the checks of values that both the
+// decoder (gateconf) and Config.Validate (gate) apply.
 package cfgtext
 
 import (
@@ -14,6 +14,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // CheckArgv returns why argv is not an acceptable command line, or "".
@@ -150,26 +152,13 @@ func QuotePath(path string) string {
 	return path
 }
 
-// ShortQuote quotes s with Go escapes (always a single printable line),
-// eliding the middle of long strings.
-func ShortQuote(s string) string {
-	const keep = 40
-	if len(s) <= 2*keep+10 {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(s[:keep]) + "..." + strconv.Quote(s[len(s)-keep:])
-}
+// ShortQuote quotes a value in a config message: safetext.Quote (Go
+// escapes, always one printable line, the middle of long strings elided).
+func ShortQuote(s string) string { return safetext.Quote(s) }
 
-// OneLine replaces line breaks and other control characters in a message
-// from elsewhere (the TOML library, the OS) so that it stays on one line.
-func OneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029' || unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-}
+// OneLine makes a message from elsewhere (the TOML library, the OS) one
+// line that is safe to print: safetext.Line.
+func OneLine(s string) string { return safetext.Line(s) }
 
 // UnwrapPath strips the *fs.PathError wrapper, whose op and path the
 // caller's message already gives.

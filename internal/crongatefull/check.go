@@ -2,7 +2,6 @@ package crongatefull
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -65,9 +64,7 @@ func check(cfg *gate.Config, c *CheckCmd, out *tui.Printer, sigs <-chan os.Signa
 	}
 	switch {
 	case c.JSON:
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := printJSON(os.Stdout, res); err != nil {
 			out.Errorf("%v", err)
 			return runner.ExitFailure
 		}
@@ -123,7 +120,7 @@ func printCheck(w io.Writer, res *watch.Result) {
 		case c.Count > 0:
 			alert = "pending"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", c.Gate, c.Condition, c.Verdict, c.Count, alert, c.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", cell(c.Gate), cell(c.Condition), cell(c.Verdict), c.Count, alert, cell(c.Detail))
 	}
 	tw.Flush()
 	if n == 0 {
@@ -134,9 +131,9 @@ func printCheck(w io.Writer, res *watch.Result) {
 		verb = "would send"
 	}
 	for _, nt := range res.Notifications {
-		fmt.Fprintf(w, "%s %s of gate %s (%s) to %s: %s\n", verb, nt.Kind, nt.Gate, nt.Condition, strings.Join(nt.To, ", "), nt.Title)
+		fmt.Fprintf(w, "%s %s of gate %s (%s) to %s: %s\n", verb, cell(nt.Kind), cell(nt.Gate), cell(nt.Condition), cell(strings.Join(nt.To, ", ")), cell(nt.Title))
 		for _, l := range strings.Split(nt.Body, "\n") {
-			fmt.Fprintf(w, "    %s\n", l)
+			fmt.Fprintf(w, "    %s\n", cell(l))
 		}
 	}
 }

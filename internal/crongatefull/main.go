@@ -6,7 +6,6 @@
 package crongatefull
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -217,9 +216,7 @@ func status(cfg *gate.Config, c *StatusCmd, out *tui.Printer) int {
 		out.Warnf("%s", w)
 	}
 	if c.JSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := printJSON(os.Stdout, rep); err != nil {
 			out.Errorf("%v", err)
 			return runner.ExitFailure
 		}
@@ -237,7 +234,7 @@ func status(cfg *gate.Config, c *StatusCmd, out *tui.Printer) int {
 			if text == "" {
 				fmt.Println("(no output kept; set log_output = true for this gate)")
 			}
-			fmt.Print(text)
+			printOutput(os.Stdout, text)
 		}
 	}
 	return 0

@@ -1,25 +1,62 @@
 package crongatefull
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/safetext"
 )
+
+// Everything status and check print for people comes from files (the
+// journals, pauses.json, check.json) or the cluster, where text with
+// control or bidirectional characters may have been written by hand or
+// before reasons were checked: every cell and every detail line goes
+// through safetext.Line, so no stored text can break the table, recolour
+// the terminal or reorder what is printed next to it.
+var cell = safetext.Line
 
 // printTable prints one row per gate for people.
 func printTable(w io.Writer, rep *gate.Report, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GATE\tSTATE\tLAST SUCCESS\tLAST FAILURE\tLAST SKIP\tFAILS\tRUNNING")
 	for _, g := range rep.Gates {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", g.Name, stateText(g), when(g.LastSuccess, now),
-			failureText(g.LastFailure, now), skipText(g.LastSkip, now), g.ConsecutiveFailures, runningText(g.Running, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(g.Name), cell(stateText(g)), cell(when(g.LastSuccess, now)),
+			cell(failureText(g.LastFailure, now)), cell(skipText(g.LastSkip, now)), g.ConsecutiveFailures, cell(runningText(g.Running, now)))
 	}
 	tw.Flush()
+}
+
+// printJSON prints v as indented JSON whose bytes hold no raw control or
+// bidirectional character (safetext.JSON; the values are unchanged).
+func printJSON(w io.Writer, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(safetext.JSON(data), '\n'))
+	return err
+}
+
+// printOutput prints a run's kept output (status --output). It is what the
+// command printed, so it goes out byte for byte — to a pipe or a file, for
+// less -R, grep or a copy; on a terminal, though, the log is a file that
+// holds whatever the command was fed, so escape sequences and bidi
+// controls are shown escaped (safetext.Text: lines and tabs kept) instead
+// of being obeyed.
+func printOutput(f *os.File, text string) {
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+		text = safetext.Text(text)
+	}
+	f.WriteString(text)
 }
 
 func stateText(g gate.GateStatus) string {
@@ -100,7 +137,7 @@ func runningText(rs []gate.Running, now time.Time) string {
 // printDetail prints everything known about one gate.
 func printDetail(w io.Writer, g gate.GateStatus) {
 	fmt.Fprintln(w)
-	line := func(k, v string) { fmt.Fprintf(w, "  %-22s %s\n", k+":", v) }
+	line := func(k, v string) { fmt.Fprintf(w, "  %-22s %s\n", k+":", cell(v)) }
 	line("declared in config", fmt.Sprint(g.Declared))
 	if g.Interval != "" {
 		line("interval", g.Interval)
