@@ -20,7 +20,7 @@ import (
 // the run command; main inserts the hidden "run" subcommand for kong.
 type CLI struct {
 	Config  string           `env:"CRON_GATE_CONFIG" placeholder:"FILE" help:"Config file (default ${config}; a missing default is an empty config)."`
-	Quiet   bool             `short:"q" help:"Do not say why a command was skipped."`
+	Quiet   bool             `short:"q" help:"Do not say why a command was skipped, nor what pause, resume and edit did."`
 	Verbose bool             `short:"v" help:"Say more."`
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
@@ -55,6 +55,7 @@ type PauseCmd struct {
 	For    time.Duration `placeholder:"DURATION" xor:"expiry" help:"Pause for this long, then run again by itself."`
 	Until  string        `placeholder:"TIME" xor:"expiry" help:"Pause until TIME (RFC 3339, or 'YYYY-MM-DD HH:MM' local time)."`
 	Reason string        `placeholder:"TEXT" help:"Why (shown by status)."`
+	Force  bool          `help:"Pause even a name that is not declared and has no records (a gate paused ahead of its first run); without it such a name is refused as a likely typo."`
 }
 
 // ResumeCmd is `cron-gate resume NAME`.

@@ -167,18 +167,18 @@ func pause(cfg *gate.Config, c *PauseCmd, out *tui.Printer) int {
 		}
 		pz.Until = t
 	}
-	if err := gateconf.Pause(cfg, c.Name, pz); err != nil {
+	if err := gateconf.Pause(cfg, c.Name, pz, c.Force); err != nil {
 		out.Errorf("%v", err)
+		if _, ok := errors.AsType[*gateconf.UnknownGateError](err); ok {
+			out.Hintf("check the name; to pause gate %s ahead of its first run, add --force", c.Name)
+		}
 		return runner.ExitFailure
 	}
 	msg := "paused gate " + c.Name
 	if !pz.Until.IsZero() {
 		msg += " until " + pz.Until.Format(time.RFC3339)
 	}
-	out.Infof("%s", msg)
-	if _, declared := cfg.Gates[c.Name]; !declared {
-		out.Infof("note: gate %s is not declared in %s; the pause applies all the same", c.Name, cfg.Path)
-	}
+	out.Donef("%s", msg)
 	return 0
 }
 
@@ -195,7 +195,7 @@ func resume(cfg *gate.Config, name string, out *tui.Printer) int {
 	if r.Warning != "" {
 		out.Warnf("%s", r.Warning)
 	}
-	out.Infof("%s", r.Msg)
+	out.Donef("%s", r.Msg)
 	return 0
 }
 
