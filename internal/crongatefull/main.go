@@ -84,6 +84,11 @@ func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) 
 		return runner.ExitFailure, true
 	}
 	out.Quiet, out.Verbose = p.Quiet, p.Verbose
+	if p.cmd == "edit" {
+		// Before the config is loaded for the others: a broken config is
+		// edited to be fixed, and an [etcd] section needs no cluster here.
+		return editConfig(p.Config, out, sigs), true
+	}
 	name := ""
 	if p.cmd == "run" {
 		name = p.Run.Name
