@@ -7,10 +7,7 @@ package gate
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"math"
-	"os"
 	"sort"
 	"time"
 
@@ -198,49 +195,6 @@ func DefaultConfig() *Config {
 		History:  DefaultHistory,
 		Gates:    map[string]*GateConfig{},
 	}
-}
-
-// ReadConfig reads the config file's bytes; nil, nil for a missing file
-// when missingOK.
-func ReadConfig(path string, missingOK bool) ([]byte, error) {
-	where := cfgtext.Where(path, 0)
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-				target, _ := os.Readlink(path)
-				return nil, fmt.Errorf("%s: is a symlink to %s, which does not exist; fix or remove the symlink",
-					where, cfgtext.QuotePath(target))
-			}
-			if missingOK {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("%s: file does not exist; check the path or create the file", where)
-		}
-		if errors.Is(err, fs.ErrPermission) {
-			return nil, fmt.Errorf("%s: permission denied; run as a user who can read it, or fix its permissions", where)
-		}
-		return nil, fmt.Errorf("%s: cannot open: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: cannot stat: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: is not a regular file (%s); point to the TOML config file", where, fi.Mode().Type())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
-	}
-	if len(data) > MaxConfigBytes {
-		return nil, fmt.Errorf("%s: is larger than %d bytes; is this the right file?", where, MaxConfigBytes)
-	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, nil
 }
 
 // Validate checks the invariants that gateconf.Load and gateconf.Parse guarantee (see Config

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/cfgtext"
 )
 
 // Pause and Resume are the one implementation of pausing and resuming a
@@ -21,12 +25,24 @@ import (
 // filled in when empty; a p.Until in the past and a reason that
 // gate.CheckReason refuses (control or bidirectional characters) are
 // refused, before anything is written.
-func Pause(cfg *gate.Config, name string, p gate.Pause) error {
+//
+// A name cron-gate does not know — not declared in the config, without
+// records in the state dir and not paused already — is refused with an
+// *UnknownGateError (which suggests the closest known name), unless force:
+// a typo must not pause nothing while the real gate keeps running. Force
+// is for pausing a gate ahead of its first run. The dashboard passes
+// false: its buttons only name gates it lists, which are known ones.
+func Pause(cfg *gate.Config, name string, p gate.Pause, force bool) error {
 	if err := gate.CheckName(name); err != nil {
 		return err
 	}
 	if err := gate.CheckReason(p.Reason); err != nil {
 		return fmt.Errorf("pause gate %s: %w", name, err)
+	}
+	if !force {
+		if err := checkKnown(cfg, name); err != nil {
+			return err
+		}
 	}
 	now := time.Now()
 	if p.Since.IsZero() {
@@ -114,7 +130,12 @@ func Resume(cfg *gate.Config, name string, force bool) (Resumed, error) {
 	case had:
 		r.Msg = fmt.Sprintf("resumed gate %s: lifted its command-line pause", name)
 	default:
-		return Resumed{Msg: fmt.Sprintf("gate %s was not paused", name)}, nil
+		msg := fmt.Sprintf("gate %s was not paused", name)
+		var unknown *UnknownGateError
+		if errors.As(checkKnown(cfg, name), &unknown) {
+			msg += "; " + unknown.what()
+		}
+		return Resumed{Msg: msg}, nil
 	}
 	if err := gate.NoteResumed(stateDir, name, time.Now()); err != nil {
 		r.Warning = fmt.Sprintf("gate %s: the resume time could not be recorded (the watchdog may call it stale until its next run): %v", name, err)
@@ -138,4 +159,74 @@ func (e *EditError) Unwrap() error { return e.Err }
 // Hint says what to do instead.
 func (e *EditError) Hint() string {
 	return fmt.Sprintf("set paused = false under [gates.%s] by hand", e.Gate)
+}
+
+// UnknownGateError is Pause's refusal of a name cron-gate does not know.
+type UnknownGateError struct {
+	Name    string
+	Config  string // the config's path
+	Suggest string // the closest known gate name, "" if none is close
+}
+
+func (e *UnknownGateError) what() string {
+	in := "the config (there is no config file)"
+	if e.Config != "" {
+		in = cfgtext.QuotePath(e.Config)
+	}
+	s := fmt.Sprintf("no gate %s is declared in %s or has records", e.Name, in)
+	if e.Suggest != "" {
+		s += fmt.Sprintf(" (did you mean %s?)", e.Suggest)
+	}
+	return s
+}
+
+func (e *UnknownGateError) Error() string {
+	return fmt.Sprintf("pause gate %s: %s", e.Name, e.what())
+}
+
+// checkKnown returns an *UnknownGateError unless name is declared in cfg,
+// has a directory of records in the state dir, or is paused from the
+// command line (this host's pauses, or the shared ones).
+func checkKnown(cfg *gate.Config, name string) error {
+	if _, ok := cfg.Gates[name]; ok {
+		return nil
+	}
+	stateDir := gate.StateDirFor(cfg)
+	if fi, err := os.Stat(filepath.Join(stateDir, "gates", name)); err == nil && fi.IsDir() {
+		return nil
+	}
+	known := map[string]bool{}
+	for n := range cfg.Gates {
+		known[n] = true
+	}
+	if ents, err := os.ReadDir(filepath.Join(stateDir, "gates")); err == nil {
+		for _, e := range ents {
+			if e.IsDir() && gate.CheckName(e.Name()) == nil {
+				known[e.Name()] = true
+			}
+		}
+	}
+	// Unreadable pauses are not this check's business: Pause itself (or
+	// the next run) reports them.
+	pauses, _ := gate.ReadPauses(stateDir)
+	for n := range pauses {
+		known[n] = true
+	}
+	if cfg.Shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
+		shared, _ := cfg.Shared.List(ctx)
+		cancel()
+		for n := range shared {
+			known[n] = true
+		}
+	}
+	if known[name] {
+		return nil
+	}
+	names := make([]string, 0, len(known))
+	for n := range known {
+		names = append(names, n)
+	}
+	sort.Strings(names) // ties go to the first name in order
+	return &UnknownGateError{Name: name, Config: cfg.Path, Suggest: cfgSuggest(name, names)}
 }

@@ -23,13 +23,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/crongate/crongate/gate"
@@ -73,15 +73,22 @@ import (
 // carried over. If path is a symlink, the file it resolves to is replaced
 // and the symlink is left in place.
 //
-// Concurrency: concurrent SetPaused calls, in one process or several,
-// serialise on an exclusive flock of lockPath (created if needed, mode 0600,
-// never through a symlink), which callers must pass (a file in the state
-// directory; the config's own directory, /etc, may not be writable). The
-// file is read under the lock, so no edit is made on a stale copy. Writers
-// that do not take the lock (a person's editor) are not excluded, but if
-// the file has changed (inode, size, mtime, mode or owner) by the time the
-// new one is about to be renamed over it, the edit is redone on the new
-// content (a few times, then an error), which leaves only a tiny window.
+// Concurrency: concurrent SetPaused calls and `cron-gate edit` sessions
+// (BeginEdit), in one process or several, serialise on an exclusive flock
+// of lockPath (created if needed, mode 0600, never through a symlink),
+// which callers must pass (a file in the state directory; the config's own
+// directory, /etc, may not be writable). SetPaused waits for it at most
+// editLockWait, then fails saying the config is being edited. The file is
+// read under the lock, so no edit is made on a stale copy, and it is read
+// as gate.ReadConfigVersion reads it: a file changed within the last
+// second is read again until two reads agree, so a half-written file from
+// an editor saving in place is not taken for the config. Writers that do
+// not take the lock are not excluded, but if the file no longer holds the
+// bytes that were read (or its inode, size, times, mode or owner changed)
+// just before the new one is renamed over it, the edit is redone on the
+// new content (a few times, then an error), which leaves only a tiny
+// window, in which an in-place save is lost whole (it goes to the replaced
+// file) rather than mixed with the edit.
 //
 // Errors are single lines that start with "config PATH" (or "lock file
 // PATH" for the lock) and say what to do.
@@ -93,7 +100,7 @@ func SetPaused(path, name string, paused bool, lockPath string) error {
 	if lockPath == "" {
 		return fmt.Errorf("%s: no lock file given for the edit; pass a path in the state directory", where)
 	}
-	unlock, err := editLock(lockPath)
+	unlock, err := editLock(lockPath, editLockWait)
 	if err != nil {
 		return err
 	}
@@ -122,7 +129,7 @@ func setPausedLocked(path, name string, paused bool) error {
 		}
 		return fmt.Errorf("%s: cannot resolve the path: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
 	}
-	data, st, err := editRead(where, target)
+	data, st, err := gate.ReadConfigVersion(target)
 	if err != nil {
 		return err
 	}
@@ -140,7 +147,7 @@ func setPausedLocked(path, name string, paused bool) error {
 	if err := editVerify(path, out, cfg, name, paused); err != nil {
 		return err
 	}
-	return editReplace(where, target, out, st)
+	return editReplace(where, target, data, out, st)
 }
 
 // editPaused returns data with gate's paused set (see SetPaused); cfg is
@@ -305,9 +312,22 @@ func editNormal(c *gate.Config) *gate.Config {
 	return &n
 }
 
+// editLockWait bounds SetPaused's wait for the config lock: long enough
+// for any number of queued SetPaused calls (each holds it for one edit),
+// short enough that a resume does not hang behind a `cron-gate edit` left
+// open in an editor.
+const editLockWait = time.Minute
+
+// editLockPoll is how often a waiting editLock tries again.
+const editLockPoll = 20 * time.Millisecond
+
+// errEditLockBusy: the lock was still held after the wait.
+var errEditLockBusy = errors.New("held by another edit of the config")
+
 // editLock takes an exclusive flock on lockPath, creating it (0600) if
-// needed and never following a symlink. The returned func releases it.
-func editLock(lockPath string) (func(), error) {
+// needed and never following a symlink, waiting at most wait for another
+// holder to let go. The returned func releases it.
+func editLock(lockPath string, wait time.Duration) (func(), error) {
 	where := "lock file " + cfgtext.QuotePath(lockPath)
 	var fd int
 	var err error
@@ -337,11 +357,22 @@ func editLock(lockPath string) (func(), error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s: is not a regular file; remove it (cron-gate creates it)", where)
 	}
+	// Polled rather than blocking, so that the wait is bounded: the
+	// holder may be a person in an editor.
+	deadline := time.Now().Add(wait)
 	for {
-		err = unix.Flock(fd, unix.LOCK_EX)
+		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == unix.EWOULDBLOCK && time.Now().Before(deadline) {
+			time.Sleep(editLockPoll)
+			continue
+		}
 		if err != unix.EINTR {
 			break
 		}
+	}
+	if err == unix.EWOULDBLOCK {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: %w for over %s (cron-gate edit open in an editor?); try again when it is done", where, errEditLockBusy, wait)
 	}
 	if err != nil {
 		unix.Close(fd)
@@ -350,54 +381,11 @@ func editLock(lockPath string) (func(), error) {
 	return func() { unix.Close(fd) }, nil
 }
 
-// editStat is what editRead saw of the file, to notice a replacement.
-type editStat struct {
-	dev, ino uint64
-	size     int64
-	mtime    unix.Timespec
-	mode     uint32
-	uid, gid uint32
-}
-
-// editRead reads the regular file target without following a symlink.
-func editRead(where, target string) ([]byte, editStat, error) {
-	var es editStat
-	f, err := os.OpenFile(target, os.O_RDONLY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return nil, es, fmt.Errorf("%s: permission denied; run as a user who can edit it", where)
-		}
-		return nil, es, fmt.Errorf("%s: cannot open %s: %s", where, cfgtext.QuotePath(target), cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, es, fmt.Errorf("%s: cannot stat: %s", where, cfgtext.OneLine(err.Error()))
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, es, fmt.Errorf("%s: is not a regular file; cron-gate only edits regular files", where)
-	}
-	es = editStatOf(&st)
-	data, err := io.ReadAll(io.LimitReader(f, gate.MaxConfigBytes+1))
-	if err != nil {
-		return nil, es, fmt.Errorf("%s: cannot read: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
-	}
-	if len(data) > gate.MaxConfigBytes {
-		return nil, es, fmt.Errorf("%s: is larger than %d bytes; is this the right file?", where, gate.MaxConfigBytes)
-	}
-	return data, es, nil
-}
-
-func editStatOf(st *unix.Stat_t) editStat {
-	return editStat{
-		dev: uint64(st.Dev), ino: uint64(st.Ino), size: int64(st.Size), mtime: st.Mtim,
-		mode: uint32(st.Mode), uid: st.Uid, gid: st.Gid,
-	}
-}
-
-// editReplace atomically replaces target with data (see SetPaused). It
-// returns errEditRaced if target is no longer the file that was read.
-func editReplace(where, target string, data []byte, orig editStat) (err error) {
+// editReplace atomically replaces target, read as orig (version v), with
+// data (see SetPaused). It returns errEditRaced if target no longer holds
+// exactly orig as version v just before the rename: a writer that does not
+// take the lock (an editor saving in place) changed it meanwhile.
+func editReplace(where, target string, orig, data []byte, v gate.FileVersion) (err error) {
 	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."
@@ -423,17 +411,17 @@ func editReplace(where, target string, data []byte, orig editStat) (err error) {
 	// Owner first: chown may clear set-id bits, which the chmod restores.
 	// Only root (or the owner, for its own groups) may do it; otherwise the
 	// new file keeps the editing user's ids.
-	if int(orig.uid) != os.Geteuid() || int(orig.gid) != os.Getegid() {
-		_ = tmp.Chown(int(orig.uid), int(orig.gid))
+	if int(v.Uid) != os.Geteuid() || int(v.Gid) != os.Getegid() {
+		_ = tmp.Chown(int(v.Uid), int(v.Gid))
 	}
-	perm := fs.FileMode(orig.mode & 0o777)
-	if orig.mode&unix.S_ISUID != 0 {
+	perm := fs.FileMode(v.Mode & 0o777)
+	if v.Mode&unix.S_ISUID != 0 {
 		perm |= fs.ModeSetuid
 	}
-	if orig.mode&unix.S_ISGID != 0 {
+	if v.Mode&unix.S_ISGID != 0 {
 		perm |= fs.ModeSetgid
 	}
-	if orig.mode&unix.S_ISVTX != 0 {
+	if v.Mode&unix.S_ISVTX != 0 {
 		perm |= fs.ModeSticky
 	}
 	if err := tmp.Chmod(perm); err != nil {
@@ -448,8 +436,12 @@ func editReplace(where, target string, data []byte, orig editStat) (err error) {
 	if err := tmp.Close(); err != nil {
 		return fail("close", err)
 	}
-	var now unix.Stat_t
-	if err := unix.Lstat(target, &now); err != nil || editStatOf(&now) != orig {
+	// The last look before the rename: the bytes, not only the stat, so
+	// that an in-place save that restored the old size within one clock
+	// tick is seen too. What is left is the window between this read and
+	// the rename; a save that starts in it writes into the file the rename
+	// unlinks, and is lost whole rather than mixed with this edit.
+	if !gate.ConfigUnchanged(target, orig, v) {
 		return errEditRaced
 	}
 	if err := os.Rename(tmpName, target); err != nil {

@@ -424,14 +424,14 @@ func TestSetPausedFiles(t *testing.T) {
 // longer the one that was read, and that no temporary file is left.
 func TestSetPausedEditRaced(t *testing.T) {
 	path, _ := editSetup(t, "a")
-	_, st, err := editRead("config "+path, path)
+	orig, st, err := gate.ReadConfigVersion(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, []byte("bb"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := editReplace("config "+path, path, []byte("new"), st); err != errEditRaced {
+	if err := editReplace("config "+path, path, orig, []byte("new"), st); err != errEditRaced {
 		t.Errorf("editReplace = %v, want errEditRaced", err)
 	}
 	if got := readString(t, path); got != "bb" {

@@ -55,6 +55,16 @@ func (p *Printer) Skipf(format string, args ...any) {
 // never silenced, because "nothing lost" means nothing lost silently.
 func (p *Printer) Warnf(format string, args ...any) { p.line("warning: "+format, args...) }
 
+// Donef says what a command typed by an operator (pause, resume, edit)
+// did, in one line; -q silences it. Commands cron runs stay silent on
+// success, but a pause that printed nothing could not be told from one
+// that paused a typo.
+func (p *Printer) Donef(format string, args ...any) {
+	if !p.Quiet {
+		p.line(format, args...)
+	}
+}
+
 // Infof reports progress when -v is given.
 func (p *Printer) Infof(format string, args ...any) {
 	if p.Verbose && !p.Quiet {

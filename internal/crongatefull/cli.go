@@ -20,7 +20,7 @@ import (
 // the run command; main inserts the hidden "run" subcommand for kong.
 type CLI struct {
 	Config  string           `env:"CRON_GATE_CONFIG" placeholder:"FILE" help:"Config file (default ${config}; a missing default is an empty config)."`
-	Quiet   bool             `short:"q" help:"Do not say why a command was skipped."`
+	Quiet   bool             `short:"q" help:"Do not say why a command was skipped, nor what pause, resume and edit did."`
 	Verbose bool             `short:"v" help:"Say more."`
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
@@ -28,6 +28,7 @@ type CLI struct {
 	Pause  PauseCmd  `cmd:"" help:"Pause a gate: its runs are skipped until it is resumed or the pause expires."`
 	Resume ResumeCmd `cmd:"" help:"Resume a gate paused from the command line or in the config."`
 	Status StatusCmd `cmd:"" help:"Show the state of every gate, or of one."`
+	Edit   EditCmd   `cmd:"" help:"Edit the config safely: a copy in $VISUAL or $EDITOR (else vi), checked, then atomically replaced, under the config lock."`
 
 	// The watchdog (watch/, check.go, metrics.go).
 	Check   CheckCmd   `cmd:"" help:"Watchdog (run it from cron): alert once when a gate is stale, failing or unscheduled, and once when it recovers."`
@@ -55,6 +56,7 @@ type PauseCmd struct {
 	For    time.Duration `placeholder:"DURATION" xor:"expiry" help:"Pause for this long, then run again by itself."`
 	Until  string        `placeholder:"TIME" xor:"expiry" help:"Pause until TIME (RFC 3339, or 'YYYY-MM-DD HH:MM' local time)."`
 	Reason string        `placeholder:"TEXT" help:"Why (shown by status)."`
+	Force  bool          `help:"Pause even a name that is not declared and has no records (a gate paused ahead of its first run); without it such a name is refused as a likely typo."`
 }
 
 // ResumeCmd is `cron-gate resume NAME`.
@@ -83,9 +85,10 @@ const description = `Run a cron job's command unless its gate is paused or an ol
 holds its legacy lock, and record every run, skip and failure.
 
   cron-gate [--config FILE] NAME -- COMMAND [ARG...]
-  cron-gate pause NAME [--for D | --until TIME] [--reason TEXT]
+  cron-gate pause NAME [--for D | --until TIME] [--reason TEXT] [--force]
   cron-gate resume NAME
   cron-gate status [NAME] [--json] [--output]
+  cron-gate edit
   cron-gate check [--dry-run] [--json] [--metrics-file PATH]
   cron-gate metrics
   cron-gate serve [--listen HOST:PORT]
@@ -94,7 +97,8 @@ Exit codes: the command's own; 75 (skip_code) skipped; 124 timed out;
 125 cron-gate's own failure (bad usage, unusable config); 126 not
 executable; 127 not found; 128+N the command died of signal N.
 check: 0 checked; 1 checked, but a notification could not be delivered
-(retried at the next check); 125 could not check.`
+(retried at the next check); 125 could not check. edit: 0 saved (or no
+changes); 125 not saved.`
 
 type usageError struct{ msg string }
 
@@ -103,7 +107,7 @@ func (e usageError) Error() string { return e.msg }
 // parsed is the outcome of parsing: the kong command path and the CLI.
 type parsed struct {
 	CLI
-	cmd     string // "run", "pause", "resume", "status"
+	cmd     string // "run", "pause", "resume", "status", "edit", ...
 	command []string
 }
 

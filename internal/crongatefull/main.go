@@ -83,6 +83,11 @@ func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) 
 		return runner.ExitFailure, true
 	}
 	out.Quiet, out.Verbose = p.Quiet, p.Verbose
+	if p.cmd == "edit" {
+		// Before the config is loaded for the others: a broken config is
+		// edited to be fixed, and an [etcd] section needs no cluster here.
+		return editConfig(p.Config, out, sigs), true
+	}
 	name := ""
 	if p.cmd == "run" {
 		name = p.Run.Name
@@ -166,18 +171,18 @@ func pause(cfg *gate.Config, c *PauseCmd, out *tui.Printer) int {
 		}
 		pz.Until = t
 	}
-	if err := gateconf.Pause(cfg, c.Name, pz); err != nil {
+	if err := gateconf.Pause(cfg, c.Name, pz, c.Force); err != nil {
 		out.Errorf("%v", err)
+		if _, ok := errors.AsType[*gateconf.UnknownGateError](err); ok {
+			out.Hintf("check the name; to pause gate %s ahead of its first run, add --force", c.Name)
+		}
 		return runner.ExitFailure
 	}
 	msg := "paused gate " + c.Name
 	if !pz.Until.IsZero() {
 		msg += " until " + pz.Until.Format(time.RFC3339)
 	}
-	out.Infof("%s", msg)
-	if _, declared := cfg.Gates[c.Name]; !declared {
-		out.Infof("note: gate %s is not declared in %s; the pause applies all the same", c.Name, cfg.Path)
-	}
+	out.Donef("%s", msg)
 	return 0
 }
 
@@ -194,7 +199,7 @@ func resume(cfg *gate.Config, name string, out *tui.Printer) int {
 	if r.Warning != "" {
 		out.Warnf("%s", r.Warning)
 	}
-	out.Infof("%s", r.Msg)
+	out.Donef("%s", r.Msg)
 	return 0
 }
 

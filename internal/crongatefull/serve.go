@@ -71,7 +71,11 @@ func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs
 			}
 			return cfg, err
 		},
-		Pause: gateconf.Pause,
+		// The typo rule applies here too (one implementation); the page's
+		// buttons only name gates it lists, which are all known ones.
+		Pause: func(cfg *gate.Config, name string, p gate.Pause) error {
+			return gateconf.Pause(cfg, name, p, false)
+		},
 		Resume: func(cfg *gate.Config, name string, force bool) (string, error) {
 			r, err := gateconf.Resume(cfg, name, force)
 			if r.Warning != "" {

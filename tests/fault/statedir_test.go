@@ -158,7 +158,7 @@ func TestStateDirFull(t *testing.T) {
 	if res, _, e := run(t, env, bin("cron-gate"), "before", "--", "true"); res != (result{}) {
 		t.Fatalf("first run: %v %s", res, e)
 	}
-	if res, _, e := run(t, env, bin("cron-gate"), "pause", "paused", "--reason", "test"); res != (result{}) {
+	if res, _, e := run(t, env, bin("cron-gate"), "pause", "paused", "--reason", "test", "--force"); res != (result{}) {
 		t.Fatalf("pause: %v %s", res, e)
 	}
 	pausesBefore, err := os.ReadFile(filepath.Join(state, "pauses.json"))
@@ -209,7 +209,7 @@ func TestStateDirFull(t *testing.T) {
 		// pause cannot write pauses.json: it fails (125), and the old
 		// file is intact, so that other gates still run (an unreadable
 		// pauses.json would stop every gate).
-		res, _, e := run(t, env, bin("cron-gate"), "pause", "other")
+		res, _, e := run(t, env, bin("cron-gate"), "pause", "other", "--force")
 		if res != (result{code: 125}) || !strings.Contains(e, "no space left on device") {
 			t.Errorf("pause on a full disk: %v, want 125 with the cause; stderr:\n%s", res, e)
 		}

@@ -1,0 +1,297 @@
+package gate
+
+// Reading the config file: without blocking on a special file, bounded in
+// size, and never a version that is still being written.
+//
+// An editor that saves in place (nano, vim with backupcopy=yes, `cat >`,
+// sed -i is not one: it renames) truncates the file and writes it again,
+// possibly in several writes. A reader that lands in between sees a prefix
+// of the file, which may well parse: a gate whose `paused = true` line is
+// not written yet would run. Every write sets the file's ctime to the
+// current time (and, unlike mtime, ctime cannot be set back), so a file
+// whose ctime is more than configSettle old is not being written, and one
+// read, checked by a second fstat for a change during the read, is enough:
+// the common case costs one fstat more than a plain read. A file changed
+// more recently is read again after configSettlePause until two
+// consecutive reads agree (same bytes, same inode, size, mtime and ctime),
+// for at most configSettleMax; a file that never settles is an error, so a
+// run does not happen on it (exit 125).
+//
+// What this does not catch: a writer that stops for longer than
+// configSettlePause in the middle of a save (two reads agree on the
+// prefix), or one that pauses for more than configSettle (the prefix is
+// then old enough to be read once). The README asks for atomic
+// replacement (write a new file, rename it over the old one) or `cron-gate
+// edit`, which never expose a partial file.
+//
+// An editor that renames the old file away and then writes a new one (vim
+// with backupcopy=no) leaves a moment without any file: a missing config
+// whose directory changed within configSettle is looked up once more after
+// configSettlePause before it counts as missing.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/internal/cfgtext"
+)
+
+// The settling rule's constants; variables, with the clock, only so that
+// the tests can drive the rule deterministically.
+var (
+	// configSettle: a file whose ctime is this recent may still be being
+	// written.
+	configSettle = time.Second
+	// configSettlePause: the time between two reads that must agree.
+	configSettlePause = 100 * time.Millisecond
+	// configSettleMax: a file still changing after this is an error.
+	configSettleMax = 5 * time.Second
+
+	configNow   = time.Now
+	configSleep = time.Sleep
+)
+
+// FileVersion identifies one version of a file: any write changes Size,
+// Mtime or Ctime, a chmod or chown changes Ctime, and a replacement
+// (rename over it) changes Ino. Times are nanoseconds since the epoch.
+type FileVersion struct {
+	Dev, Ino     uint64
+	Size         int64
+	Mtime, Ctime int64
+	Mode         uint32 // st_mode: the type and permission bits
+	Uid, Gid     uint32
+}
+
+func versionOf(st *unix.Stat_t) FileVersion {
+	return FileVersion{
+		Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: int64(st.Size),
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(),
+		Mode: uint32(st.Mode), Uid: st.Uid, Gid: st.Gid,
+	}
+}
+
+// recent reports whether the file changed within configSettle of now (or
+// in the future by as much: a clock set back must not hide a write).
+func (v FileVersion) recent(now time.Time) bool {
+	d := now.Sub(time.Unix(0, v.Ctime))
+	return d < configSettle && d > -configSettle
+}
+
+// ReadConfig reads the config file's bytes; nil, nil for a missing file
+// when missingOK.
+//
+// Guarantees: it never blocks on a special file (the file is opened with
+// O_NONBLOCK and must be a regular file, else an error); it reads at most
+// MaxConfigBytes (a larger file is an error); and it returns only a
+// version of the file that was not being written (see the comment at the
+// top of this file: a file changed within the last second is read again
+// until two reads agree, for at most a few seconds, after which it is an
+// error). A final symlink is followed. Errors are single lines starting
+// with "config PATH" that say what to do.
+func ReadConfig(path string, missingOK bool) ([]byte, error) {
+	data, _, err := readConfigStable(path, missingOK, 0)
+	return data, err
+}
+
+// ReadConfigVersion is ReadConfig for an editor of the file (gateconf): a
+// missing file is an error, a symlink is refused (resolve it first), and
+// the version read is returned, to be checked with ConfigUnchanged before
+// the file is replaced.
+func ReadConfigVersion(path string) ([]byte, FileVersion, error) {
+	return readConfigStable(path, false, unix.O_NOFOLLOW)
+}
+
+// ConfigUnchanged reports whether the file at path (not followed if a
+// symlink) still holds exactly data, as the version v that
+// ReadConfigVersion returned: same bytes, inode, size, times, mode and
+// owner. It reads the file once, without waiting; any error reads as
+// changed.
+func ConfigUnchanged(path string, data []byte, v FileVersion) bool {
+	r, err := readConfigOnce(path, unix.O_NOFOLLOW)
+	return err == nil && !r.torn && r.v == v && bytes.Equal(r.data, data)
+}
+
+// configRead is one read of the file.
+type configRead struct {
+	data    []byte
+	v       FileVersion
+	torn    bool // its stat changed during the read
+	missing bool // it does not exist
+}
+
+func (r *configRead) agrees(o *configRead) bool {
+	if r.missing || o.missing {
+		return r.missing && o.missing
+	}
+	return !r.torn && !o.torn && r.v == o.v && bytes.Equal(r.data, o.data)
+}
+
+func readConfigStable(path string, missingOK bool, flags int) ([]byte, FileVersion, error) {
+	where := cfgtext.Where(path, 0)
+	deadline := configNow().Add(configSettleMax)
+	var prev *configRead
+	for {
+		r, err := readConfigOnce(path, flags)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, FileVersion{}, configOpenError(where, err, flags)
+		}
+		if err != nil {
+			r = &configRead{missing: true}
+		}
+		settled := false
+		switch {
+		case prev != nil:
+			settled = r.agrees(prev)
+		case r.missing:
+			settled = !dirChangedRecently(path)
+		default:
+			settled = !r.torn && !r.v.recent(configNow())
+		}
+		if settled && r.missing {
+			return nil, FileVersion{}, configMissing(where, path, missingOK)
+		}
+		if settled {
+			return r.data, r.v, nil
+		}
+		if configNow().After(deadline) {
+			return nil, FileVersion{}, fmt.Errorf("%s: kept changing for %s while cron-gate read it; replace it atomically (write a new file and rename it over the old one) or edit it with cron-gate edit",
+				where, configSettleMax)
+		}
+		prev = r
+		configSleep(configSettlePause)
+	}
+}
+
+// dirChangedRecently reports whether the directory of path had an entry
+// added, removed or renamed within configSettle.
+func dirChangedRecently(path string) bool {
+	var st unix.Stat_t
+	if unix.Stat(filepath.Dir(path), &st) != nil {
+		return false
+	}
+	return versionOf(&st).recent(configNow())
+}
+
+// readConfigOnce opens path without blocking (a FIFO or device must not
+// hang the caller), checks that it is a regular file, and reads at most
+// MaxConfigBytes+1 bytes. Its errors are the system's (unix.Errno, which
+// errors.Is matches with fs.ErrNotExist and fs.ErrPermission) or
+// *configKindError.
+func readConfigOnce(path string, flags int) (*configRead, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC|flags, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &configStepError{"stat", err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, &configKindError{st.Mode & unix.S_IFMT}
+	}
+	r := &configRead{v: versionOf(&st)}
+	size := int64(512)
+	if st.Size > 0 && st.Size < MaxConfigBytes {
+		size = st.Size + 1 // +1: to see the end without growing
+	}
+	buf := make([]byte, 0, size)
+	for len(buf) <= MaxConfigBytes {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):min(cap(buf), MaxConfigBytes+1)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &configStepError{"read", err}
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	if len(buf) > MaxConfigBytes {
+		return nil, &configStepError{"size", nil}
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &configStepError{"stat", err}
+	}
+	r.data, r.torn = buf, versionOf(&st) != r.v
+	return r, nil
+}
+
+// configKindError: the path is not a regular file.
+type configKindError struct{ kind uint32 }
+
+func (e *configKindError) Error() string {
+	switch e.kind {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFIFO:
+		return "a named pipe (FIFO)"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFLNK:
+		return "a symlink"
+	}
+	return fmt.Sprintf("file type %#o", e.kind)
+}
+
+// configStepError: a step after the open failed.
+type configStepError struct {
+	step string
+	err  error
+}
+
+func (e *configStepError) Error() string { return e.step + ": " + e.err.Error() }
+
+func configOpenError(where string, err error, flags int) error {
+	var kind *configKindError
+	var step *configStepError
+	switch {
+	case errors.As(err, &kind):
+		return fmt.Errorf("%s: is not a regular file but %s; point to the TOML config file", where, kind)
+	case errors.As(err, &step) && step.step == "size":
+		return fmt.Errorf("%s: is larger than %d bytes; is this the right file?", where, MaxConfigBytes)
+	case errors.As(err, &step):
+		return fmt.Errorf("%s: cannot %s: %s", where, step.step, cfgtext.OneLine(step.err.Error()))
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s: permission denied; run as a user who can read it, or fix its permissions", where)
+	case err == unix.ELOOP && flags&unix.O_NOFOLLOW != 0:
+		return fmt.Errorf("%s: became a symlink while cron-gate read it; try again", where)
+	}
+	return fmt.Errorf("%s: cannot open: %s", where, cfgtext.OneLine(err.Error()))
+}
+
+func configMissing(where, path string, missingOK bool) error {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		buf := make([]byte, 4096)
+		n, _ := unix.Readlink(path, buf)
+		return fmt.Errorf("%s: is a symlink to %s, which does not exist; fix or remove the symlink",
+			where, cfgtext.QuotePath(string(buf[:max(n, 0)])))
+	}
+	if missingOK {
+		return nil
+	}
+	return fmt.Errorf("%s: file does not exist; check the path or create the file", where)
+}
