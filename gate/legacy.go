@@ -244,7 +244,11 @@ func legacyReadSmall(path string) ([]byte, time.Time, error) {
 		case errors.As(err, &fe):
 			return nil, time.Time{}, fmt.Errorf("pidfile %w", fe)
 		}
-		return nil, time.Time{}, fmt.Errorf("pidfile %s: %s", path, legacyErrText(err))
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, time.Time{}, fmt.Errorf("pidfile %s: %w", path, err)
 	}
 	return data, time.Unix(st.Mtim.Unix()), nil
 }
