@@ -3,16 +3,15 @@ package gate
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/buildinfo"
-	"github.com/crongate/crongate/lockfile"
+	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/statefile"
 )
 
@@ -39,8 +38,7 @@ type CacheLookup struct {
 	path string
 	name string
 	key  string
-	dir  string
-	file string // "" when there is no usable cache
+	file string // the entry's name in the cache dir; "" when there is no usable cache
 }
 
 // LookupGate is the run path's config lookup, without the TOML decoder.
@@ -59,7 +57,10 @@ type CacheLookup struct {
 // miss; only a config that passed full validation is ever stored, so an
 // invalid config is refused exactly as by gateconf.Load; the cache lives in
 // a private directory (CacheDir: 0700, owned by the caller, never a
-// symlink) and a cache that cannot be used is simply not used. A returned
+// symlink, reached as a lock dir is: package safeopen), every entry is
+// read and written through its descriptor, an entry that is not a regular
+// file or is larger than 1 MiB is a miss, and a cache that cannot be used
+// is simply not used. A returned
 // Config holds no other gates than name (Gates has at most one entry).
 func LookupGate(path string, missingOK bool, name string) (*Config, *CacheLookup, error) {
 	data, err := ReadConfig(path, missingOK)
@@ -79,10 +80,14 @@ func LookupGate(path string, missingOK bool, name string) (*Config, *CacheLookup
 	}
 	h.Write(data)
 	l := &CacheLookup{Data: data, path: path, name: name, key: hex.EncodeToString(h.Sum(nil))}
-	if l.dir = CacheDir(); l.dir != "" && CheckName(name) == nil {
-		l.file = filepath.Join(l.dir, l.key+"-"+name+".json")
-		if cfg := readCacheEntry(l.file, l.key, path); cfg != nil {
-			return cfg, nil, nil
+	if CheckName(name) == nil {
+		if d := openCacheDir(); d != nil {
+			l.file = l.key + "-" + name + ".json"
+			cfg := readCacheEntry(d, l.file, l.key, path)
+			d.Close()
+			if cfg != nil {
+				return cfg, nil, nil
+			}
 		}
 	}
 	return nil, l, nil
@@ -94,8 +99,13 @@ func LookupGate(path string, missingOK bool, name string) (*Config, *CacheLookup
 func (l *CacheLookup) Store(full *Config) *Config {
 	e := cacheEntry{Key: l.key, StateDir: full.StateDir, SkipCode: full.SkipCode, History: full.History, Gate: full.Gates[l.name], Etcd: full.Etcd, Path: l.path}
 	if l.file != "" {
-		if b, err := json.Marshal(e); err == nil && privateDir(l.dir) {
-			statefile.WriteFileNoSync(l.file, b, 0o600)
+		if b, err := json.Marshal(e); err == nil {
+			if d := openCacheDir(); d != nil {
+				// Any entry's leftover temp: entries' names change
+				// with every config, so their writers never meet.
+				statefile.Write(d, l.file, b, statefile.Options{Perm: 0o600, NoSync: true, AnyTarget: true})
+				d.Close()
+			}
 		}
 	}
 	return e.config(l.path)
@@ -111,8 +121,12 @@ func (e *cacheEntry) config(path string) *Config {
 	return cfg
 }
 
-func readCacheEntry(file, key, path string) *Config {
-	b, err := os.ReadFile(file)
+// maxCacheEntryBytes bounds a cache entry: one gate's table and the
+// global settings.
+const maxCacheEntryBytes = 1 << 20
+
+func readCacheEntry(d *safeopen.Dir, file, key, path string) *Config {
+	b, err := d.ReadFile(file, maxCacheEntryBytes)
 	if err != nil {
 		return nil
 	}
@@ -131,12 +145,26 @@ func readCacheEntry(file, key, path string) *Config {
 // or "" if caching is off or no safe directory is available:
 // $CRON_GATE_CACHE_DIR ("off" disables the cache), else /var/cache/cron-gate
 // for root, else $XDG_CACHE_HOME/cron-gate, else $HOME/.cache/cron-gate,
-// else /var/tmp/cron-gate-cache-UID.
+// else /var/tmp/cron-gate-cache-UID. The name is for messages and tests:
+// the cache itself is only ever reached through a fresh safe walk.
 func CacheDir() string {
+	d := openCacheDir()
+	if d == nil {
+		return ""
+	}
+	d.Close()
+	return d.Path
+}
+
+// openCacheDir opens (creating it 0700) the cache dir CacheDir names, or
+// returns nil: it must be a real directory (not a symlink), owned by this
+// user, closed to group and others, under directories and symlinks only
+// root or this user can change (package safeopen).
+func openCacheDir() *safeopen.Dir {
 	d, set := os.LookupEnv("CRON_GATE_CACHE_DIR")
 	switch {
 	case set && (d == "off" || d == ""):
-		return ""
+		return nil
 	case set:
 	case os.Geteuid() == 0:
 		d = "/var/cache/cron-gate"
@@ -147,26 +175,14 @@ func CacheDir() string {
 	default:
 		d = "/var/tmp/cron-gate-cache-" + strconv.Itoa(os.Geteuid())
 	}
-	if !privateDir(d) {
-		if err := os.MkdirAll(d, 0o700); err != nil || !privateDir(d) {
-			return ""
-		}
+	o := safeopen.DirOptions{What: "cache dir", Mode: 0o700, NoFollowLast: true, Private: true}
+	sd, err := safeopen.OpenDir(d, o)
+	if errors.Is(err, fs.ErrNotExist) {
+		o.Create = true
+		sd, err = safeopen.OpenDir(d, o)
 	}
-	// Its ancestors too, as for the state dir: a parent another user can
-	// write could swap the directory between the check and the read.
-	if lockfile.CheckAncestors(filepath.Join(d, "entry")) != nil {
-		return ""
+	if err != nil {
+		return nil
 	}
-	return d
-}
-
-// privateDir reports whether d is a real directory (not a symlink), owned
-// by this user, that nobody else can write or read.
-func privateDir(d string) bool {
-	var st unix.Stat_t
-	if unix.Lstat(d, &st) != nil {
-		return false
-	}
-	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Uid == uint32(os.Geteuid()) && st.Mode&0o077 == 0 &&
-		!strings.Contains(d, "\x00")
+	return sd
 }

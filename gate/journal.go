@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/crongate/crongate/lockfile"
+	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/statefile"
 )
 
@@ -126,8 +126,9 @@ type Summary struct {
 	JournalIno    uint64             `json:"journal_ino"`    // the journal file this checkpoint is of
 	JournalOffset int64              `json:"journal_offset"` // bytes of it folded in
 
-	diskOffset int64   // JournalOffset of the checkpoint on disk; -1: none usable
-	problems   []error // torn or corrupt records met while folding in the journal
+	diskOffset    int64   // JournalOffset of the checkpoint on disk; -1: none usable
+	problems      []error // torn or corrupt records met while folding in the journal
+	checkpointErr error   // why summary.json could not be used (not a regular file, too large)
 }
 
 // checkpointEvery is how far the journal may run ahead of summary.json
@@ -160,32 +161,144 @@ const (
 // history: the journal is appended, never rewritten, and rotated
 // (journal.jsonl -> journal.1.jsonl) once it holds History records, so
 // between History and 2×History records are kept.
+//
+// Every file of the journal is opened through the gate directory's
+// descriptor (internal/safeopen): never by a path, never through a
+// symlink, and only if it is a regular file (a FIFO or a device there is
+// an error at once, not a hang).
 type Journal struct {
 	Gate    string
-	Dir     string
+	Dir     string // for messages
 	History int
-	dir     *lockfile.Dir
+	dir     *safeopen.Dir
+}
+
+// Limits on what is read of a state dir: more is refused (a summary is
+// rebuilt from the journal; pauses.json is an error), so that no file can
+// make a call slow or big.
+const (
+	maxSummaryBytes = 16 << 20
+	maxPausesBytes  = 16 << 20
+	// maxRecordBytes bounds one journal line: a record holds the command
+	// line, which Linux bounds at 2 MiB by default (ARG_MAX).
+	maxRecordBytes = 8 << 20
+)
+
+// stateDirOptions is how a state dir and its gate dirs are opened to be
+// written: as safe as a lock dir (package safeopen), created 0755 so that
+// a status view running as another user can read them. read is for
+// read-only views, which may be another user's (status, the dashboard).
+func stateDirOptions(create, read bool) safeopen.DirOptions {
+	o := safeopen.DirOptions{What: "state dir", Create: create, Mode: 0o755}
+	if read {
+		o.Trust = safeopen.TrustAny
+	}
+	return o
+}
+
+// OpenStateDir opens the state dir to write in it, creating it (0755) if
+// it is missing. Its errors wrap safeopen.ErrUnsafe when it, or a
+// directory or symlink above it, is another user's.
+func OpenStateDir(stateDir string) (*safeopen.Dir, error) {
+	sd, err := safeopen.OpenDir(stateDir, stateDirOptions(false, false))
+	if errors.Is(err, fs.ErrNotExist) {
+		sd, err = safeopen.OpenDir(stateDir, stateDirOptions(true, false))
+	}
+	return sd, err
 }
 
 // OpenJournal opens (creating it if needed) the gate's state directory.
 func OpenJournal(stateDir, gate string, history int) (*Journal, error) {
-	d := filepath.Join(stateDir, "gates", gate)
-	// Check before creating anything: never make directories under an
-	// ancestor another user controls.
-	if err := lockfile.CheckAncestors(d); err != nil {
-		return nil, fmt.Errorf("state dir %s: %w", stateDir, err)
+	sd, err := OpenStateDir(stateDir)
+	if err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return nil, fmt.Errorf("state dir %s: %w", stateDir, unwrapPathErr(err))
+	defer sd.Close()
+	return openJournalIn(sd, gate, history)
+}
+
+// openJournalIn opens (creating it if needed) gates/NAME under the open
+// state dir sd, which stays open.
+func openJournalIn(sd *safeopen.Dir, gate string, history int) (*Journal, error) {
+	if err := CheckName(gate); err != nil {
+		return nil, err
 	}
-	dir, err := lockfile.OpenDir(d, false)
+	o := stateDirOptions(true, false)
+	o.NoFollowLast = true
+	dir, err := sd.OpenDir(filepath.Join("gates", gate), o)
 	if err != nil {
 		return nil, err
 	}
 	if history <= 0 {
 		history = DefaultHistory
 	}
-	return &Journal{Gate: gate, Dir: d, History: history, dir: dir}, nil
+	return &Journal{Gate: gate, Dir: dir.Path, History: history, dir: dir}, nil
+}
+
+// readJournalIn opens the gate's journal under sd to read it, as another
+// user may: nil and no error when the gate has no directory.
+func readJournalIn(sd *safeopen.Dir, gate string) (*Journal, error) {
+	if CheckName(gate) != nil {
+		return nil, nil
+	}
+	o := stateDirOptions(false, true)
+	o.NoFollowLast = true
+	dir, err := sd.OpenDir(filepath.Join("gates", gate), o)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Journal{Gate: gate, Dir: dir.Path, History: DefaultHistory, dir: dir}, nil
+}
+
+// readJournalAt opens the gate's journal under stateDir to read it, as
+// another user may: nil and no error when there is none.
+func readJournalAt(stateDir, gate string) (*Journal, error) {
+	sd, err := safeopen.OpenDir(stateDir, stateDirOptions(false, true))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer sd.Close()
+	return readJournalIn(sd, gate)
+}
+
+// openOutputLog opens the gate's output log under stateDir to read it;
+// errors.Is(err, fs.ErrNotExist) when there is none.
+func openOutputLog(stateDir, gate string) (*os.File, error) {
+	j, err := readJournalAt(stateDir, gate)
+	if err != nil {
+		return nil, err
+	}
+	if j == nil {
+		return nil, fs.ErrNotExist
+	}
+	defer j.Close()
+	return j.dir.OpenFile(outputFile, os.O_RDONLY, 0)
+}
+
+// openOutputAppend opens output.log to append a section of n bytes,
+// renaming it to output.1.log first when it would grow past max. Called
+// under the gate's lock.
+func (j *Journal) openOutputAppend(n, max int64) (*os.File, error) {
+	if st, err := j.dir.Stat(outputFile); err == nil && st.Size+n > max {
+		if err := j.dir.Rename(outputFile, outputOldFile); err != nil {
+			return nil, err
+		}
+	}
+	f, err := j.dir.OpenFile(outputFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		var fe *safeopen.FileError
+		if errors.As(err, &fe) {
+			return nil, fe
+		}
+		return nil, unwrapPathErr(err)
+	}
+	return f, nil
 }
 
 // DefaultHistory is the number of records kept per gate before rotation.
@@ -222,8 +335,8 @@ func (j *Journal) Append(rec Record) error {
 		s.apply(rec)
 		reaped := s.reapVanished(rec.Time)
 		if s.Records >= j.History {
-			if err := os.Rename(filepath.Join(j.Dir, journalFile), filepath.Join(j.Dir, journalOldFile)); err != nil {
-				return fmt.Errorf("rotate journal: %w", unwrapPathErr(err))
+			if err := j.dir.Rename(journalFile, journalOldFile); err != nil {
+				return fmt.Errorf("rotate journal: %w", err)
 			}
 			s.Records, s.JournalIno, s.JournalOffset = 0, 0, 0
 			_ = j.writeSummary(s) // as below: the journal has the record
@@ -240,10 +353,10 @@ func (j *Journal) Append(rec Record) error {
 
 // appendLine appends one record and returns the journal file's inode.
 func (j *Journal) appendLine(line []byte, durable bool) (uint64, int64, error) {
-	p := filepath.Join(j.Dir, journalFile)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE|unixNoFollow, 0o644)
+	p := j.dir.Join(journalFile)
+	f, err := j.dir.OpenFile(journalFile, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return 0, 0, fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
+		return 0, 0, journalErr(p, err)
 	}
 	defer f.Close()
 	var st unix.Stat_t
@@ -278,13 +391,13 @@ func (j *Journal) Summary() (*Summary, error) {
 // its offset; a missing, torn or foreign checkpoint is rebuilt from the
 // journal files.
 func (j *Journal) readSummary() (*Summary, error) {
-	jp := filepath.Join(j.Dir, journalFile)
-	var st unix.Stat_t
-	if err := unix.Stat(jp, &st); err != nil {
+	st, err := j.dir.Stat(journalFile)
+	if err != nil {
 		st.Ino, st.Size = 0, 0
 	}
-	data, err := os.ReadFile(filepath.Join(j.Dir, summaryFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	data, err := j.dir.ReadFile(summaryFile, maxSummaryBytes)
+	var fe *safeopen.FileError
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.As(err, &fe) {
 		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, unwrapPathErr(err))
 	}
 	s := &Summary{}
@@ -292,18 +405,38 @@ func (j *Journal) readSummary() (*Summary, error) {
 		(s.JournalIno == st.Ino || (s.JournalIno == 0 && s.JournalOffset == 0)) && s.JournalOffset <= st.Size {
 		s.diskOffset = s.JournalOffset
 		if s.JournalOffset < st.Size {
-			j.replay(s, jp, s.JournalOffset)
+			j.replay(s, journalFile, s.JournalOffset)
 		}
 		s.JournalIno = st.Ino
 		return s, nil
 	}
-	return j.rebuild(), nil
+	s = j.rebuild()
+	if fe != nil {
+		// Not a regular file, or too big: it cannot be the checkpoint;
+		// the next write replaces it (rename). Said, not fatal.
+		s.checkpointErr = fmt.Errorf("%v; rebuilt from the journal", fe)
+	}
+	return s, nil
 }
 
-// replay folds the records of file from offset on into s.
+// journalErr words an error opening a journal file: a *FileError names
+// the file itself.
+func journalErr(p string, err error) error {
+	var fe *safeopen.FileError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("journal %w", fe)
+	}
+	return fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
+}
+
+// replay folds the records of file (in the gate's directory) from offset
+// on into s.
 func (j *Journal) replay(s *Summary, file string, offset int64) {
-	f, err := os.Open(file)
+	f, err := j.dir.OpenFile(file, os.O_RDONLY, 0)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.problems = append(s.problems, journalErr(j.dir.Join(file), err))
+		}
 		return
 	}
 	defer f.Close()
@@ -315,7 +448,7 @@ func (j *Journal) replay(s *Summary, file string, offset int64) {
 		s.apply(r)
 	}
 	for _, e := range errs {
-		s.problems = append(s.problems, fmt.Errorf("%s from byte %d: %w", filepath.Base(file), offset, e))
+		s.problems = append(s.problems, fmt.Errorf("%s from byte %d: %w", file, offset, e))
 	}
 	s.Records += len(recs)
 	if end, err := f.Seek(0, io.SeekCurrent); err == nil {
@@ -326,11 +459,10 @@ func (j *Journal) replay(s *Summary, file string, offset int64) {
 // rebuild recomputes the summary from the journal files.
 func (j *Journal) rebuild() *Summary {
 	s := &Summary{V: 1, Gate: j.Gate, diskOffset: -1}
-	j.replay(s, filepath.Join(j.Dir, journalOldFile), 0)
+	j.replay(s, journalOldFile, 0)
 	s.Records, s.JournalOffset = 0, 0
-	j.replay(s, filepath.Join(j.Dir, journalFile), 0)
-	var st unix.Stat_t
-	if unix.Stat(filepath.Join(j.Dir, journalFile), &st) == nil {
+	j.replay(s, journalFile, 0)
+	if st, err := j.dir.Stat(journalFile); err == nil {
 		s.JournalIno = st.Ino
 	}
 	return s
@@ -343,7 +475,7 @@ func (j *Journal) writeSummary(s *Summary) error {
 	if err != nil {
 		return err
 	}
-	return statefile.WriteFileNoSync(filepath.Join(j.Dir, summaryFile), append(data, '\n'), 0o644)
+	return statefile.Write(j.dir, summaryFile, append(data, '\n'), statefile.Options{Perm: 0o644, NoSync: true})
 }
 
 func eventOf(r Record) *Event {
@@ -442,15 +574,20 @@ func (r Running) alive() bool {
 }
 
 // ReadRecords parses a journal. Lines that are not valid records (a torn
-// write, corruption) are skipped; each yields one error naming the line.
-// It never panics.
+// write, corruption, a line longer than 8 MiB) are skipped; each yields one
+// error naming the line. It never panics, and holds at most one line of
+// 8 MiB at a time besides the records.
 func ReadRecords(r io.Reader) ([]Record, []error) {
 	var recs []Record
 	var errs []error
 	br := bufio.NewReaderSize(r, 64*1024)
+	var buf []byte
 	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
+		line, long, err := readBoundedLine(br, buf[:0], maxRecordBytes)
+		buf = line
+		if long {
+			errs = append(errs, fmt.Errorf("line %d: longer than %s, not a journal record", n, safeopen.Size(maxRecordBytes)))
+		} else if len(line) > 0 {
 			complete := line[len(line)-1] == '\n'
 			line = bytes.TrimSpace(line)
 			if len(line) > 0 {
@@ -474,16 +611,34 @@ func ReadRecords(r io.Reader) ([]Record, []error) {
 	}
 }
 
+// readBoundedLine appends the next line (newline included) to buf; a line
+// longer than max is read to its end but not kept (long is set).
+func readBoundedLine(br *bufio.Reader, buf []byte, max int) (line []byte, long bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			if len(buf)+len(chunk) > max {
+				long, buf = true, buf[:0]
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return buf, long, err
+		}
+	}
+}
+
 // Records returns the journal's records, oldest first (rotated file
 // included), and the problems met while reading.
 func (j *Journal) Records() ([]Record, []error) {
 	var all []Record
 	var errs []error
 	for _, name := range []string{journalOldFile, journalFile} {
-		f, err := os.Open(filepath.Join(j.Dir, name))
+		f, err := j.dir.OpenFile(name, os.O_RDONLY, 0)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
+				errs = append(errs, journalErr(j.dir.Join(name), err))
 			}
 			continue
 		}

@@ -247,3 +247,19 @@ func TestStaleCheckpointCatchesUp(t *testing.T) {
 		t.Fatalf("summary after torn record: %+v", s)
 	}
 }
+
+// TestReadRecordsLongLine: a line over 8 MiB (corruption, or a file that
+// is not a journal) is skipped without being held, and the records around
+// it are kept.
+func TestReadRecordsLongLine(t *testing.T) {
+	rec := `{"v":1,"gate":"g","run":"a","event":"end","time":"2026-01-01T00:00:00Z","outcome":"success","exit":0}` + "\n"
+	data := rec + strings.Repeat("x", maxRecordBytes+1) + "\n" + rec + strings.Repeat("y", maxRecordBytes+10)
+	recs, errs := ReadRecords(strings.NewReader(data))
+	if len(recs) != 2 {
+		t.Errorf("records: %d, want the 2 around the long line", len(recs))
+	}
+	if len(errs) != 2 || errs[0].Error() != "line 2: longer than 8 MiB, not a journal record" ||
+		errs[1].Error() != "line 4: longer than 8 MiB, not a journal record" {
+		t.Errorf("errors: %v", errs)
+	}
+}

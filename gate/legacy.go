@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/lockfile"
 )
 
@@ -151,8 +151,12 @@ func legacyReadPidfile(path string) (legacyPidfileResult, error) {
 	}
 	content, mtime, err := legacyReadSmall(path)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
+		switch {
+		case errors.Is(err, unix.ENOENT):
 			r.detail = fmt.Sprintf("no pidfile %s", path)
+			return r, nil
+		case errors.Is(err, safeopen.ErrTooLarge):
+			r.detail = fmt.Sprintf("pidfile %s is longer than %d bytes: not a pidfile", path, legacyPidfileMax)
 			return r, nil
 		}
 		return r, err
@@ -225,52 +229,28 @@ func legacyReadPidfile(path string) (legacyPidfileResult, error) {
 	return r, nil
 }
 
-// legacyReadSmall reads at most legacyPidfileMax+1 bytes of the regular
-// file at path (following symlinks) and returns them with its mtime.
+// legacyReadSmall reads the regular file at path (following symlinks)
+// through safeopen.ReadFile — stat before the open, so that a FIFO or a
+// device is never opened; O_NONBLOCK; fstat after — and returns its
+// content and mtime. A file over legacyPidfileMax bytes gives
+// safeopen.ErrTooLarge.
 func legacyReadSmall(path string) ([]byte, time.Time, error) {
-	var st unix.Stat_t
-	if err := legacyRetry(func() error { return unix.Stat(path, &st) }); err != nil {
-		if err == unix.ENOENT {
-			return nil, time.Time{}, err
-		}
-		return nil, time.Time{}, fmt.Errorf("pidfile %s: %w", path, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, time.Time{}, fmt.Errorf("pidfile %s is not a regular file", path)
-	}
-	var fd int
-	err := legacyRetry(func() (err error) {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
-		return err
-	})
+	data, st, err := safeopen.ReadFile(path, legacyPidfileMax, true)
 	if err != nil {
-		if err == unix.ENOENT {
-			return nil, time.Time{}, err
+		var fe *safeopen.FileError
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			return nil, time.Time{}, unix.ENOENT
+		case errors.As(err, &fe):
+			return nil, time.Time{}, fmt.Errorf("pidfile %w", fe)
+		}
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
 		}
 		return nil, time.Time{}, fmt.Errorf("pidfile %s: %w", path, err)
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	if err := legacyRetry(func() error { return unix.Fstat(fd, &st) }); err != nil {
-		return nil, time.Time{}, fmt.Errorf("pidfile %s: %w", path, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, time.Time{}, fmt.Errorf("pidfile %s is not a regular file", path)
-	}
-	buf := make([]byte, legacyPidfileMax+1)
-	n, err := io.ReadFull(f, buf)
-	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return nil, time.Time{}, fmt.Errorf("pidfile %s: %w", path, err)
-	}
-	return buf[:n], time.Unix(st.Mtim.Unix()), nil
-}
-
-func legacyRetry(fn func() error) error {
-	for {
-		if err := fn(); err != unix.EINTR {
-			return err
-		}
-	}
+	return data, time.Unix(st.Mtim.Unix()), nil
 }
 
 // legacyParsePid parses a pidfile's content: decimal digits, with ASCII

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -82,15 +81,9 @@ func (l *outputLog) save(j *Journal, end Record) error {
 	}
 	fmt.Fprintf(&sec, "%s%s ended %s: %s, exit %s\n", runMarker, end.Run, end.Time.Format(time.RFC3339Nano), end.Outcome, exit)
 	return statefileLocked(j, func() error {
-		p := filepath.Join(j.Dir, outputFile)
-		if st, err := os.Stat(p); err == nil && st.Size()+int64(sec.Len()) > int64(2*l.max) {
-			if err := os.Rename(p, filepath.Join(j.Dir, outputOldFile)); err != nil {
-				return err
-			}
-		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unixNoFollow, 0o644)
+		f, err := j.openOutputAppend(int64(sec.Len()), int64(2*l.max))
 		if err != nil {
-			return unwrapPathErr(err)
+			return err
 		}
 		defer f.Close()
 		if _, err := f.Write(sec.Bytes()); err != nil {
@@ -121,7 +114,7 @@ const outputChunk = 64 << 10
 // and the section's last LastOutputMax bytes. Memory is bounded whatever
 // the log's size: the log is read from its end, in chunks.
 func (j *Journal) LastOutput() (string, error) {
-	f, err := os.Open(filepath.Join(j.Dir, outputFile))
+	f, err := j.dir.OpenFile(outputFile, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -151,7 +144,11 @@ func (j *Journal) LastOutput() (string, error) {
 // LastOutputOf returns the last run's output kept for gate under stateDir
 // (Journal.LastOutput).
 func LastOutputOf(stateDir, gate string) (string, error) {
-	j := &Journal{Gate: gate, Dir: filepath.Join(stateDir, "gates", gate)}
+	j, err := readJournalAt(stateDir, gate)
+	if j == nil || err != nil {
+		return "", err
+	}
+	defer j.Close()
 	return j.LastOutput()
 }
 
@@ -175,7 +172,7 @@ type OutputTail struct {
 // limit plus 64 KiB: the log can be twice log_max_bytes long. No log or
 // no section: an empty tail and no error.
 func LastOutputTail(stateDir, gate string, limit int) (OutputTail, error) {
-	f, err := os.Open(filepath.Join(stateDir, "gates", gate, outputFile))
+	f, err := openOutputLog(stateDir, gate)
 	if errors.Is(err, fs.ErrNotExist) {
 		return OutputTail{}, nil
 	}

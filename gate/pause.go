@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/crongate/crongate/lockfile"
+	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/statefile"
 )
 
@@ -60,17 +59,37 @@ func ReadPauses(stateDir string) (map[string]Pause, error) {
 	return d.Gates, nil
 }
 
-// readPauseDoc reads pauses.json (ReadPauses has the rules); Gates is never
-// nil.
+// readPauseDoc reads pauses.json (ReadPauses has the rules) for a
+// read-only view, which may be another user's (status): the state dir is
+// opened whoever owns it. Gates is never nil.
 func readPauseDoc(stateDir string) (*pauseDoc, error) {
-	p := filepath.Join(stateDir, pausesFile)
-	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
-		// No pause file (or no state dir at all, e.g. a state_dir that is
-		// a file): nobody has paused anything from the command line.
+	sd, err := safeopen.OpenDir(stateDir, stateDirOptions(false, true))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+			// No state dir at all (or a state_dir that is a file):
+			// nobody has paused anything from the command line.
+			return &pauseDoc{V: 1, Gates: map[string]Pause{}}, nil
+		}
+		return nil, fmt.Errorf("pause state: %w", err)
+	}
+	defer sd.Close()
+	return readPauseDocIn(sd)
+}
+
+// readPauseDocIn reads pauses.json in the open state dir sd: a missing
+// file is no pause; a file that is not a regular file, is larger than
+// 16 MiB or does not parse is an error.
+func readPauseDocIn(sd *safeopen.Dir) (*pauseDoc, error) {
+	p := sd.Join(pausesFile)
+	data, err := sd.ReadFile(pausesFile, maxPausesBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		return &pauseDoc{V: 1, Gates: map[string]Pause{}}, nil
 	}
 	if err != nil {
+		var fe *safeopen.FileError
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("pause state %w", fe)
+		}
 		return nil, fmt.Errorf("pause state %s: %w", p, unwrapPathErr(err))
 	}
 	var d pauseDoc
@@ -83,6 +102,35 @@ func readPauseDoc(stateDir string) (*pauseDoc, error) {
 	return &d, nil
 }
 
+// openRunState is a run's use of the state dir (README, "Unwritable state
+// dir"): the state dir opened to be written, created if missing (nil when
+// it cannot be used: dirErr says why, and the run is not recorded), and
+// the command-line pauses. A state dir refused for safety (another user's,
+// or under another user's directory) is not this user's state: its pauses
+// are neither obeyed nor allowed to stop the job, which warn says. err is
+// set when the pauses exist but cannot be read: the run must not go on.
+func openRunState(stateDir string, warn func(format string, args ...any)) (sd *safeopen.Dir, dirErr error, pauses map[string]Pause, err error) {
+	sd, dirErr = OpenStateDir(stateDir)
+	switch {
+	case dirErr == nil:
+		d, err := readPauseDocIn(sd)
+		if err != nil {
+			return sd, nil, nil, err
+		}
+		return sd, nil, d.Gates, nil
+	case errors.Is(dirErr, safeopen.ErrUnsafe):
+		warn("state dir %s is not safe to use (%v); its pauses are ignored", stateDir, dirErr)
+		return nil, dirErr, map[string]Pause{}, nil
+	}
+	// Not usable to write in. Pauses may still be readable there (a
+	// read-only state dir), or there is no state dir at all.
+	d, err := readPauseDoc(stateDir)
+	if err != nil {
+		return nil, dirErr, nil, err
+	}
+	return nil, dirErr, d.Gates, nil
+}
+
 // updatePauses re-reads pauses.json under its lock, lets fn change the
 // map, and writes it back atomically: concurrent pause and resume calls
 // never lose each other's changes.
@@ -92,16 +140,13 @@ func updatePauses(stateDir string, fn func(map[string]Pause) bool) error {
 
 // updatePauseDoc is updatePauses over the whole document.
 func updatePauseDoc(stateDir string, fn func(*pauseDoc) bool) error {
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		return fmt.Errorf("state dir %s: %w", stateDir, unwrapPathErr(err))
-	}
-	dir, err := lockfile.OpenDir(stateDir, false)
+	dir, err := OpenStateDir(stateDir)
 	if err != nil {
 		return err
 	}
 	defer dir.Close()
-	p := filepath.Join(stateDir, pausesFile)
-	return statefile.Update(dir, pausesLockFile, p, 0o644, func(old []byte) ([]byte, error) {
+	p := dir.Join(pausesFile)
+	err = statefile.Update(dir, pausesLockFile, pausesFile, maxPausesBytes, statefile.Options{Perm: 0o644}, func(old []byte) ([]byte, error) {
 		d := pauseDoc{V: 1, Gates: map[string]Pause{}}
 		if old != nil {
 			if err := json.Unmarshal(old, &d); err != nil || d.V != 1 {
@@ -117,6 +162,10 @@ func updatePauseDoc(stateDir string, fn func(*pauseDoc) bool) error {
 		data, err := json.MarshalIndent(d, "", "  ")
 		return append(data, '\n'), err
 	})
+	if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
+		return fmt.Errorf("pause state %w", fe)
+	}
+	return err
 }
 
 // SetPause records a command-line pause of gate (replacing an earlier one).

@@ -3,11 +3,7 @@ package gate
 import (
 	"os"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 )
-
-const unixNoFollow = unix.O_NOFOLLOW
 
 // processStartTicks returns the start time of a live process in clock ticks
 // since boot, or 0 if there is no such process or it is a zombie. With the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
 )
@@ -91,7 +89,18 @@ func Run(inv Invocation) int {
 		history = cfg.History
 	}
 
-	j, jerr := OpenJournal(stateDir, inv.Gate, history)
+	// A state dir that another user could have made or redirected (the
+	// /var/tmp fallback, a symlink planted in /tmp) is not this user's
+	// state: a pause found there was not set by this user, so it is
+	// neither obeyed nor allowed to stop the job, and nothing is written
+	// there. The run goes on, as with an unwritable state dir, and says
+	// so (openRunState).
+	sd, jerr, pauses, perr := openRunState(stateDir, out.Warnf)
+	var j *Journal
+	if sd != nil {
+		j, jerr = openJournalIn(sd, inv.Gate, history)
+		sd.Close()
+	}
 	if jerr != nil {
 		out.Warnf("journal of gate %s unavailable: %v; this run is not recorded", inv.Gate, jerr)
 	} else {
@@ -120,18 +129,8 @@ func Run(inv Invocation) int {
 		return skipCode
 	}
 
-	// A state dir that another user could have made or redirected (the
-	// /var/tmp fallback, a symlink planted in /tmp) is not this user's
-	// state: a pause found there was not set by this user, so it is
-	// neither obeyed nor allowed to stop the job, and nothing is written
-	// there (OpenJournal refused it above). The run goes on, as with an
-	// unwritable state dir, and says so.
-	var pauses map[string]Pause
-	if err := lockfile.CheckAncestors(filepath.Join(stateDir, pausesFile)); err != nil {
-		out.Warnf("state dir %s is not safe to use (%v); its pauses are ignored", stateDir, err)
-		pauses = map[string]Pause{}
-	} else if pauses, err = ReadPauses(stateDir); err != nil {
-		return fail(ReasonState, err)
+	if perr != nil {
+		return fail(ReasonState, perr)
 	}
 	if p := PauseOf(g, pauses, now()); p != nil {
 		return skip(ReasonPaused, describePause(p))

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/internal/safeopen"
 )
 
 // Gate states, from most to least pressing. The status view, the watchdog
@@ -55,7 +57,19 @@ type Report struct {
 func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 	stateDir := StateDirFor(cfg)
 	r := &Report{V: 1, Generated: now, Config: cfg.Path, StateDir: stateDir}
-	pdoc, err := readPauseDoc(stateDir)
+	// Read only, through one descriptor of the state dir, whoever owns
+	// it (safeopen.TrustAny): a status view may run as another user.
+	sd, sdErr := safeopen.OpenDir(stateDir, stateDirOptions(false, true))
+	if sd != nil {
+		defer sd.Close()
+	}
+	var pdoc *pauseDoc
+	var err error
+	if sd != nil {
+		pdoc, err = readPauseDocIn(sd)
+	} else {
+		pdoc, err = readPauseDoc(stateDir)
+	}
 	if err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 		pdoc = &pauseDoc{V: 1, Gates: map[string]Pause{}}
@@ -90,14 +104,12 @@ func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 				seen[n] = true
 			}
 		}
-		ents, err := os.ReadDir(filepath.Join(stateDir, "gates"))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		gates, err := gateDirs(sd, sdErr)
+		if err != nil {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", stateDir, unwrapPathErr(err)))
 		}
-		for _, e := range ents {
-			if e.IsDir() && CheckName(e.Name()) == nil {
-				seen[e.Name()] = true
-			}
+		for _, n := range gates {
+			seen[n] = true
 		}
 		for n := range seen {
 			names = append(names, n)
@@ -105,28 +117,64 @@ func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 		sort.Strings(names)
 	}
 	for _, n := range names {
-		st := gateStatus(cfg, stateDir, n, pauses, now)
+		st := gateStatus(cfg, sd, n, pauses, now)
 		st.ResumedAt = resumedAt(pdoc, n, now)
 		r.Gates = append(r.Gates, st)
 	}
 	return r, nil
 }
 
-func gateStatus(cfg *Config, stateDir, name string, pauses map[string]Pause, now time.Time) GateStatus {
+// gateDirs lists the gates that have a directory in the state dir sd
+// (nil: it could not be opened, sdErr says why).
+func gateDirs(sd *safeopen.Dir, sdErr error) ([]string, error) {
+	if sd == nil {
+		if errors.Is(sdErr, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, sdErr
+	}
+	gd, err := sd.OpenDir("gates", stateDirOptions(false, true))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer gd.Close()
+	names, err := gd.Names()
+	var out []string
+	for _, n := range names {
+		if st, err := gd.Stat(n); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && CheckName(n) == nil {
+			out = append(out, n)
+		}
+	}
+	return out, err
+}
+
+func gateStatus(cfg *Config, sd *safeopen.Dir, name string, pauses map[string]Pause, now time.Time) GateStatus {
 	g := cfg.Gate(name)
 	_, declared := cfg.Gates[name]
 	st := GateStatus{Name: name, Declared: declared, Pause: PauseOf(g, pauses, now)}
 	if g.Interval > 0 {
 		st.Interval = shortDuration(g.Interval)
 	}
-	j := &Journal{Gate: name, Dir: filepath.Join(stateDir, "gates", name)}
 	s := &Summary{}
-	if _, err := os.Stat(j.Dir); err == nil {
+	var j *Journal
+	var err error
+	if sd != nil {
+		j, err = readJournalIn(sd, name)
+	}
+	if err != nil {
+		st.JournalError = err.Error()
+	} else if j != nil {
 		if s, err = j.readSummary(); err != nil {
 			st.JournalError = err.Error()
 		} else if len(s.problems) > 0 {
 			st.JournalError = fmt.Sprintf("%v (%d unreadable record(s) skipped)", s.problems[len(s.problems)-1], len(s.problems))
+		} else if s.checkpointErr != nil {
+			st.JournalError = s.checkpointErr.Error()
 		}
+		j.Close()
 	}
 	// A run whose cron-gate has died is judged vanished here too, without
 	// writing: the next run of the gate records it.

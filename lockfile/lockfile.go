@@ -2,9 +2,17 @@
 //
 // It is the one place that touches lock files, for path locks, slot pools
 // and legacy-lock probes alike. Guarantees:
-//   - a lock directory is opened with O_NOFOLLOW|O_DIRECTORY and refused if
-//     it is a symlink, not a directory, owned by another user (root aside),
-//     or writable by others without the sticky bit;
+//   - a lock directory is reached by internal/safeopen's walk: component by
+//     component from a directory descriptor, each judged by fstat on its
+//     own descriptor and never looked up again by name, so a symlink
+//     planted or flipped on the way at any moment cannot redirect it; it
+//     and every directory above it must be owned by root or by the caller,
+//     one writable by everyone must have the sticky bit, a symlink above it
+//     is followed only when owned by root or the caller, and the lock
+//     directory itself may not be a symlink at all. Missing directories
+//     are created (mkdirat, DirMode before the umask) only after
+//     everything above them passed, and then judged like any other. Any
+//     refusal wraps ErrUnsafe;
 //   - a lock file is opened relative to that directory's descriptor with
 //     O_NOFOLLOW, created with mode 0664 (before umask, as the Python workers
 //     do), and refused if it is a symlink, not a regular file, or has more
@@ -22,12 +30,11 @@ package lockfile
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/internal/safeopen"
 )
 
 // FileMode is the mode lock files are created with, before the umask.
@@ -41,131 +48,30 @@ const DirMode = 0o775
 var ErrBusy = errors.New("busy")
 
 // ErrUnsafe is wrapped by errors for lock dirs and files refused for safety
-// (symlinks, foreign owners, hard links).
-var ErrUnsafe = errors.New("unsafe")
+// (symlinks, foreign owners, hard links). It is safeopen.ErrUnsafe, so
+// refusals of state and cache dirs match it too.
+var ErrUnsafe = safeopen.ErrUnsafe
 
 // Dir is an open, validated lock directory.
 type Dir struct {
 	Path string
-	fd   int
+	d    *safeopen.Dir
+	own  bool // Close closes d
 }
 
-// OpenDir opens the lock directory at path, creating it (and its parents)
-// with DirMode if create is set and it does not exist.
+// OpenDir opens the lock directory at path as the package doc says,
+// creating it (and its missing parents) with DirMode if create is set.
 func OpenDir(path string, create bool) (*Dir, error) {
-	if path == "" {
-		return nil, errors.New("lock dir: empty path")
-	}
-	if err := CheckAncestors(path); err != nil {
-		return nil, fmt.Errorf("lock dir %s: %w", path, err)
-	}
-	fd, err := openDir(path)
-	if errors.Is(err, unix.ENOENT) && create {
-		if mkErr := os.MkdirAll(path, DirMode); mkErr != nil && !errors.Is(mkErr, fs.ErrExist) {
-			return nil, fmt.Errorf("lock dir %s: cannot create: %w", path, unwrapPath(mkErr))
-		}
-		fd, err = openDir(path)
-	}
+	d, err := safeopen.OpenDir(path, safeopen.DirOptions{What: "lock dir", Create: create, Mode: DirMode, NoFollowLast: true})
 	if err != nil {
-		switch {
-		case errors.Is(err, unix.ELOOP):
-			return nil, fmt.Errorf("lock dir %s is a symlink; refusing to follow it: %w", path, ErrUnsafe)
-		case errors.Is(err, unix.ENOTDIR):
-			// O_NOFOLLOW|O_DIRECTORY on a symlink fails with ENOTDIR,
-			// not ELOOP: tell the two apart.
-			var st unix.Stat_t
-			if unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				return nil, fmt.Errorf("lock dir %s is a symlink; refusing to follow it: %w", path, ErrUnsafe)
-			}
-			return nil, fmt.Errorf("lock dir %s is not a directory", path)
-		}
-		return nil, fmt.Errorf("lock dir %s: %w", path, err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("lock dir %s: %w", path, err)
-	}
-	if err := checkDir(path, &st); err != nil {
-		unix.Close(fd)
 		return nil, err
 	}
-	return &Dir{Path: path, fd: fd}, nil
+	return &Dir{Path: path, d: d, own: true}, nil
 }
 
-// CheckAncestors refuses a path whose existing ancestors another user could
-// change under us, as OpenSSH's StrictModes does: every existing directory
-// above path, after resolving symlinks, must be owned by root or by this
-// user, and a symlink on the way must itself be owned by root or by this
-// user. Otherwise whoever owns that ancestor could swap a component for a
-// symlink and make us create directories and lock files elsewhere. Parts
-// that do not exist yet are created by us, under an ancestor that passed.
-func CheckAncestors(path string) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	uid := uint32(os.Geteuid())
-	trusted := func(owner uint32) bool { return owner == 0 || owner == uid }
-	// The longest existing prefix, checking symlinks as written.
-	existing := "/"
-	for _, comp := range strings.Split(strings.TrimPrefix(filepath.Dir(abs), "/"), "/") {
-		if comp == "" {
-			continue
-		}
-		next := filepath.Join(existing, comp)
-		var st unix.Stat_t
-		if unix.Lstat(next, &st) != nil {
-			break
-		}
-		if st.Mode&unix.S_IFMT == unix.S_IFLNK && !trusted(st.Uid) {
-			return fmt.Errorf("%s is a symlink owned by uid %d; refusing to follow it: %w", next, st.Uid, ErrUnsafe)
-		}
-		existing = next
-	}
-	real, err := filepath.EvalSymlinks(existing)
-	if err != nil {
-		return nil // gone meanwhile: the open that follows reports it
-	}
-	for p := real; ; p = filepath.Dir(p) {
-		var st unix.Stat_t
-		if unix.Stat(p, &st) == nil && !trusted(st.Uid) {
-			return fmt.Errorf("its ancestor %s is owned by uid %d, who could redirect it; use a directory owned by root or by you: %w", p, st.Uid, ErrUnsafe)
-		}
-		if p == "/" || p == "." {
-			return nil
-		}
-	}
-}
-
-func openDir(path string) (int, error) {
-	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		return fd, err
-	}
-}
-
-func checkDir(path string, st *unix.Stat_t) error {
-	uid := uint32(os.Geteuid())
-	if st.Uid != uid && st.Uid != 0 {
-		return fmt.Errorf("lock dir %s is owned by uid %d, not by you (uid %d) or root; another user could replace its lock files: %w", path, st.Uid, uid, ErrUnsafe)
-	}
-	if st.Mode&unix.S_IWOTH != 0 && st.Mode&unix.S_ISVTX == 0 {
-		return fmt.Errorf("lock dir %s is writable by everyone without the sticky bit (chmod o-w or +t): %w", path, ErrUnsafe)
-	}
-	return nil
-}
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
+// In returns the lock files of a directory already opened with safeopen
+// (a state dir). Closing the result leaves d open.
+func In(d *safeopen.Dir) *Dir { return &Dir{Path: d.Path, d: d} }
 
 // Reserve grows this process's descriptor table to hold n more files at
 // once. The kernel doubles the table as files are opened, and in a
@@ -177,13 +83,19 @@ func (d *Dir) Reserve(n int) {
 	if n < 64 {
 		return
 	}
-	if fd, err := unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, n+64); err == nil {
+	if fd, err := unix.FcntlInt(uintptr(d.d.Fd()), unix.F_DUPFD_CLOEXEC, n+64); err == nil {
 		unix.Close(fd)
 	}
 }
 
-// Close releases the directory descriptor. Locks taken through it stay.
-func (d *Dir) Close() error { return unix.Close(d.fd) }
+// Close releases the directory descriptor (unless it came from In). Locks
+// taken through it stay.
+func (d *Dir) Close() error {
+	if !d.own {
+		return nil
+	}
+	return d.d.Close()
+}
 
 // Lock is an open lock file. While Locked, this process (and any child that
 // inherited File) holds the flock.
@@ -204,11 +116,11 @@ func (l *Lock) Close() error { return l.f.Close() }
 // Open opens (creating if needed) the lock file name inside d without
 // locking it.
 func (d *Dir) Open(name string) (*Lock, error) {
-	p := filepath.Join(d.Path, name)
+	p := d.d.Join(name)
 	var fd int
 	var err error
 	for {
-		fd, err = unix.Openat(d.fd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY, FileMode)
+		fd, err = unix.Openat(d.d.Fd(), name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY, FileMode)
 		if err != unix.EINTR {
 			break
 		}

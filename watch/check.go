@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/statefile"
 )
 
@@ -82,29 +80,26 @@ func (c *Checker) Run(ctx context.Context) (*Result, error) {
 	stateDir := gate.StateDirFor(c.Config)
 	path := filepath.Join(stateDir, StateFile)
 	if c.DryRun {
-		data, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("watchdog state %s: %v", path, unwrap(err))
+		data, err := readStateFile(stateDir)
+		if err != nil {
+			return nil, err
 		}
 		res, _, err := c.check(ctx, path, data)
 		return res, err
 	}
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		return nil, fmt.Errorf("state dir %s: %v", stateDir, unwrap(err))
-	}
-	dir, err := lockfile.OpenDir(stateDir, false)
+	dir, err := gate.OpenStateDir(stateDir)
 	if err != nil {
 		return nil, err
 	}
 	defer dir.Close()
 	var res *Result
-	err = statefile.Update(dir, LockFile, path, 0o644, func(old []byte) ([]byte, error) {
+	err = statefile.Update(dir, LockFile, StateFile, MaxStateBytes, statefile.Options{Perm: 0o644}, func(old []byte) ([]byte, error) {
 		r, data, err := c.check(ctx, path, old)
 		res = r
 		return data, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, stateErr(err)
 	}
 	return res, nil
 }
@@ -217,13 +212,10 @@ func send(ctx context.Context, nt Notifier, m Message) error {
 // ReadState reads the watchdog's state without locking (for `cron-gate
 // metrics`); nil when there is none yet.
 func ReadState(cfg *gate.Config) (*State, error) {
-	path := filepath.Join(gate.StateDirFor(cfg), StateFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	stateDir := gate.StateDirFor(cfg)
+	data, err := readStateFile(stateDir)
+	if data == nil || err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("watchdog state %s: %v", path, unwrap(err))
-	}
-	return parseState(path, data)
+	return parseState(filepath.Join(stateDir, StateFile), data)
 }

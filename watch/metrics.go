@@ -3,12 +3,14 @@ package watch
 import (
 	"bufio"
 	"io"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/statefile"
 )
 
@@ -215,11 +217,20 @@ func sortedKeys[V any](m map[string]V) []string {
 // WriteMetricsFile writes the exposition to path atomically (a temp file
 // in the same directory, renamed over it), as node_exporter's textfile
 // collector needs: it never sees half a file. The temp file's name starts
-// with a dot and does not end in .prom, so the collector ignores it.
+// with a dot and does not end in .prom, so the collector ignores it. Both
+// are written through the directory's descriptor (package statefile); the
+// directory is the operator's choice (a collector's, often owned by its
+// own user), so it is taken whoever owns it, as a path given on the
+// command line.
 func WriteMetricsFile(path string, cfg *gate.Config, rep *gate.Report, st *State) error {
 	var b strings.Builder
 	if err := WriteMetrics(&b, cfg, rep, st); err != nil {
 		return err
 	}
-	return statefile.WriteFile(path, []byte(b.String()), 0o644)
+	d, err := safeopen.OpenDir(filepath.Dir(path), safeopen.DirOptions{What: "metrics dir", Trust: safeopen.TrustAny})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return statefile.Write(d, filepath.Base(path), []byte(b.String()), statefile.Options{Perm: 0o644})
 }

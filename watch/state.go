@@ -2,8 +2,13 @@ package watch
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"time"
+
+	"github.com/crongate/crongate/internal/safeopen"
 )
 
 // File names in the state dir.
@@ -53,6 +58,47 @@ type Cond struct {
 	Alerted   []string  `json:"alerted,omitempty"`
 	AlertedAt time.Time `json:"alerted_at,omitzero"`
 	Recovered []string  `json:"recovered,omitempty"`
+}
+
+// MaxStateBytes bounds check.json: more is refused (125), so that no file
+// can make a check slow or big. A state of a thousand gates with every
+// condition bad is well under 4 MiB.
+const MaxStateBytes = 16 << 20
+
+// readStateFile reads check.json in stateDir without locking, as a
+// read-only view may (another user's state dir too): nil when there is
+// none; an error, naming the file, when it is not a regular file (a FIFO
+// never blocks the read), is larger than MaxStateBytes or cannot be read.
+func readStateFile(stateDir string) ([]byte, error) {
+	sd, err := safeopen.OpenDir(stateDir, safeopen.DirOptions{What: "state dir", Trust: safeopen.TrustAny})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer sd.Close()
+	data, err := sd.ReadFile(StateFile, MaxStateBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, stateErr(err)
+	}
+	return data, nil
+}
+
+// stateErr words an error about check.json.
+func stateErr(err error) error {
+	var fe *safeopen.FileError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("watchdog state %w", fe)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && filepath.Base(pe.Path) == StateFile {
+		return fmt.Errorf("watchdog state %s: %v", pe.Path, pe.Err)
+	}
+	return err
 }
 
 // newState is the state of a first check.

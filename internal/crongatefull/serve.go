@@ -11,11 +11,10 @@ import (
 	"time"
 	_ "time/tzdata" // [serve] time_zone works on hosts without /usr/share/zoneinfo
 
-	"golang.org/x/sys/unix"
-
 	"github.com/crongate/crongate/dashboard"
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gateconf"
+	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
 	"github.com/crongate/crongate/watch"
@@ -117,9 +116,13 @@ func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs
 	return 0
 }
 
+// maxTokenFile bounds a token file: a token is a line of random bytes.
+const maxTokenFile = 4096
+
 // serveToken returns the auth token: $CRON_GATE_TOKEN, else the contents
-// of [serve] token_file (trimmed), which must be a regular file that
-// neither group nor others can read or write; "" if neither is set.
+// of [serve] token_file (trimmed), which must be a regular file (not a
+// symlink) of at most 4 KiB that neither group nor others can read or
+// write; "" if neither is set.
 func serveToken(cfg *gate.Config) (string, error) {
 	if t, ok := os.LookupEnv("CRON_GATE_TOKEN"); ok && t != "" {
 		return t, nil
@@ -128,25 +131,23 @@ func serveToken(cfg *gate.Config) (string, error) {
 	if f == "" {
 		return "", nil
 	}
-	fd, err := unix.Open(f, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	// Not followed if a symlink, never opened if not a regular file (a
+	// FIFO would hang the open, a device could be endless), at most
+	// maxTokenFile bytes.
+	data, st, err := safeopen.ReadFile(f, maxTokenFile, false)
 	if err != nil {
+		if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
+			return "", fmt.Errorf("token_file %w", fe)
+		}
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err
+		}
 		return "", fmt.Errorf("token_file %s: %v", f, err)
 	}
-	file := os.NewFile(uintptr(fd), f)
-	defer file.Close()
-	st, err := file.Stat()
-	if err != nil {
-		return "", fmt.Errorf("token_file %s: %v", f, err)
+	if st.Mode&0o077 != 0 {
+		return "", fmt.Errorf("token_file %s has mode %04o: a token others can read is no secret; chmod 600 it", f, st.Mode&0o777)
 	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("token_file %s is not a regular file", f)
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("token_file %s has mode %04o: a token others can read is no secret; chmod 600 it", f, st.Mode().Perm())
-	}
-	buf := make([]byte, 4096)
-	n, _ := file.Read(buf)
-	t := strings.TrimSpace(string(buf[:n]))
+	t := strings.TrimSpace(string(data))
 	if t == "" {
 		return "", fmt.Errorf("token_file %s is empty", f)
 	}

@@ -7,12 +7,12 @@
 package withlockcmd
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/buildinfo"
+	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/lockset"
@@ -216,41 +217,125 @@ func (o *Options) Request() (lockset.Request, error) {
 	return r, nil
 }
 
-// readPaths reads one path per line (or per NUL with -0); empty lines are
-// skipped and only the line terminator is removed.
+// Limits of --paths-from (README, withlock). They bound the time and
+// memory a list can cost, whatever is named: /dev/zero, an endless pipe.
+const (
+	// MaxPathsFromBytes bounds what is read, duplicates included.
+	MaxPathsFromBytes = 128 << 20
+	// MaxPathsFromEntries bounds the distinct entries kept (exact
+	// duplicates are dropped as they are read; a set is further bounded
+	// by the open-file limit once canonicalised).
+	MaxPathsFromEntries = 1 << 20
+	// MaxEntryBytes is the longest entry. A spelling may be longer than
+	// PATH_MAX and still name a lock (Python resolves it as text: README,
+	// Python compatibility), so the bound is far above it.
+	MaxEntryBytes = 1 << 20
+)
+
+// readPaths reads one path per line (or per NUL with -0) from the file
+// name, or stdin for "-"; empty entries are skipped and only the
+// terminator is removed. The file must be a regular file or a pipe
+// (safeopen.OpenStream: never a device, and opening it never blocks).
 func readPaths(name string, null bool) ([]string, error) {
 	var r io.Reader = os.Stdin
 	if name != "-" {
-		f, err := os.Open(name)
+		f, err := safeopen.OpenStream(name)
 		if err != nil {
-			return nil, fmt.Errorf("--paths-from: %w", err)
+			if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
+				return nil, fmt.Errorf("--paths-from: %s is %s; give a regular file, a pipe, or - for stdin", name, fe.Kind)
+			}
+			if pe, ok := errors.AsType[*fs.PathError](err); ok {
+				err = pe.Err
+			}
+			return nil, fmt.Errorf("--paths-from: %s: %w", name, err)
 		}
 		defer f.Close()
 		r = f
 	}
-	sep := byte('\n')
+	return scanPaths(r, name, null)
+}
+
+// scanPaths reads the entries of r as readPaths says, checking each as it
+// is read: a NUL in a line (no path holds one) or an entry longer than
+// MaxEntryBytes is refused at once, and reading stops with an error past
+// MaxPathsFromBytes or MaxPathsFromEntries.
+func scanPaths(r io.Reader, name string, null bool) ([]string, error) {
+	sep, unit := byte('\n'), "line"
 	if null {
-		sep = 0
+		sep, unit = 0, "entry"
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-		if i := bytes.IndexByte(data, sep); i >= 0 {
-			return i + 1, data[:i], nil
-		}
-		if atEOF && len(data) > 0 {
-			return len(data), data, nil
-		}
-		return 0, nil, nil
-	})
+	if name == "-" {
+		name = "- (stdin)"
+	}
+	seen := map[string]struct{}{}
 	var paths []string
-	for sc.Scan() {
-		if line := sc.Text(); line != "" {
-			paths = append(paths, line)
+	var cur []byte // the entry being read
+	n := 1         // its number
+	var total int64
+	add := func() error {
+		if _, dup := seen[string(cur)]; len(cur) > 0 && !dup {
+			if len(paths) == MaxPathsFromEntries {
+				return fmt.Errorf("--paths-from %s: more than %d distinct paths; split the list", name, MaxPathsFromEntries)
+			}
+			s := string(cur)
+			seen[s] = struct{}{}
+			paths = append(paths, s)
+		}
+		cur = cur[:0]
+		n++
+		return nil
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		got, err := r.Read(buf)
+		total += int64(got)
+		if total > MaxPathsFromBytes {
+			return nil, fmt.Errorf("--paths-from %s: more than %s; split the list", name, safeopen.Size(MaxPathsFromBytes))
+		}
+		data := buf[:got]
+		if !null {
+			if i := bytes.IndexByte(data, 0); i >= 0 {
+				return nil, fmt.Errorf("--paths-from %s: line %d holds a NUL byte, which no path can (a NUL-separated list needs -0)",
+					name, n+bytes.Count(data[:i], []byte{sep}))
+			}
+		}
+		for len(data) > 0 {
+			if len(cur) == 0 && data[0] == sep {
+				// A run of empty entries (-0 on /dev/zero): skipped
+				// whole, not one call per byte.
+				j := 1
+				for j < len(data) && data[j] == sep {
+					j++
+				}
+				n += j
+				data = data[j:]
+				continue
+			}
+			i := bytes.IndexByte(data, sep)
+			piece := data
+			if i >= 0 {
+				piece, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			if len(cur)+len(piece) > MaxEntryBytes {
+				return nil, fmt.Errorf("--paths-from %s: %s %d is longer than %s", name, unit, n, safeopen.Size(MaxEntryBytes))
+			}
+			cur = append(cur, piece...)
+			if i >= 0 {
+				if err := add(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		switch {
+		case err == io.EOF:
+			if err := add(); err != nil {
+				return nil, err
+			}
+			return paths, nil
+		case err != nil:
+			return nil, fmt.Errorf("--paths-from %s: %w", name, err)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--paths-from %s: %w", name, err)
-	}
-	return paths, nil
 }
