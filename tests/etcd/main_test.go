@@ -57,7 +57,7 @@ func mainWithCluster(m *testing.M) int {
 	self, _ = os.Executable()
 	if cluster.Find() == "" {
 		if os.Getenv("CI") != "" {
-			fmt.Println("FAIL: etcd is not installed; CI requires the etcd suite (.ci/etcd.sh installs it)")
+			fmt.Println("FAIL: etcd is not installed; CI requires the etcd suite (.ci/run installs it)")
 			return 1
 		}
 		skipAll = "etcd is not installed (apt-get install etcd-server etcd-client)"
