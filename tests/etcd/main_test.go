@@ -244,6 +244,24 @@ func leaseTTL(t *testing.T, id int64) int64 {
 	return r.TTL
 }
 
+// leaseAlive reports whether lease id lives. A member that has just become
+// leader may not have applied the lease yet and answer -1 for a while: a
+// "gone" is believed only when it is still the answer 3 s later (a lease
+// that is really gone never comes back).
+func leaseAlive(t *testing.T, id int64) bool {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if leaseTTL(t, id) > 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // progress returns how many critical sections have ended in mark.
 func progress(mark string) int {
 	c, _ := os.ReadFile(filepath.Join(mark, "COUNT"))
