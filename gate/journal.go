@@ -351,6 +351,10 @@ func (j *Journal) Append(rec Record) error {
 	})
 }
 
+// journalSync is (*os.File).Sync, a variable only so that a test can see
+// which records are fsynced (journal_sync_test.go).
+var journalSync = (*os.File).Sync
+
 // appendLine appends one record and returns the journal file's inode.
 func (j *Journal) appendLine(line []byte, durable bool) (uint64, int64, error) {
 	p := j.dir.Join(journalFile)
@@ -375,7 +379,7 @@ func (j *Journal) appendLine(line []byte, durable bool) (uint64, int64, error) {
 		return 0, 0, fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
 	}
 	if durable {
-		if err := f.Sync(); err != nil {
+		if err := journalSync(f); err != nil {
 			return 0, 0, fmt.Errorf("journal %s: fsync: %w", p, unwrapPathErr(err))
 		}
 	}

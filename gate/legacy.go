@@ -29,8 +29,10 @@ const (
 	// the ABI, whatever the kernel's internal HZ).
 	legacyClockTicks = 100
 	// legacyRecycleSlack is how much later than the pidfile's mtime a
-	// process may have started and still be the one that wrote it: btime is
-	// whole seconds, starttime is in ticks, and an NTP step moves btime.
+	// process's computed start may be and it still be taken as the one that
+	// wrote it (see legacyRecycled): an mtime is taken from the coarse clock
+	// (up to a jiffy early), and a forward step of the wall clock moves
+	// btime, hence every computed start, later.
 	legacyRecycleSlack = 2 * time.Second
 	// legacyPidfileMax caps what is read of a pidfile.
 	legacyPidfileMax = 64
@@ -101,8 +103,10 @@ func legacyLockReason(path string, holders []lockfile.Holder) string {
 // a recycled PID are not alive. A PID is taken as recycled when its process
 // started more than 2 s after the pidfile was last modified: the start is
 // btime (/proc/stat) plus starttime (field 22 of /proc/PID/stat, in clock
-// ticks of 1/100 s since boot). A process of another user is alive (kill(pid,
-// 0) gives EPERM: it exists).
+// ticks of 1/100 s since boot). btime is whole seconds, so that start is up
+// to 1 s early, never late: the process that wrote the pidfile is never
+// taken for a recycled PID because of it (see legacyRecycled). A process of
+// another user is alive (kill(pid, 0) gives EPERM: it exists).
 //
 // When the process exists but its /proc entry cannot be read (hidepid, no
 // /proc), it is taken as alive without the zombie and reuse checks, and
@@ -208,14 +212,14 @@ func legacyReadPidfile(path string) (legacyPidfileResult, error) {
 		return r, nil
 	}
 
-	btime, err := legacyBootTime()
+	boot, err := legacyBootTime()
 	if err != nil {
 		r.alive = true
 		r.detail = fmt.Sprintf("%s from %s (boot time unknown, so it was not checked for a reused pid: %v)", r.who(), path, legacyErrText(err))
 		return r, nil
 	}
-	started := legacyStartTime(btime, st.startTicks)
-	if started.After(mtime.Add(legacyRecycleSlack)) {
+	started := legacyStartTime(boot, st.startTicks)
+	if legacyRecycled(started, mtime) {
 		other := ""
 		if r.cmd != "" {
 			other = " (" + r.cmd + ")"
@@ -337,25 +341,55 @@ func legacyParseStat(data []byte) (legacyStat, error) {
 	return st, nil
 }
 
-// legacyStartTime converts a starttime in clock ticks since boot to a time.
-func legacyStartTime(btime int64, ticks uint64) time.Time {
-	return time.Unix(btime+int64(ticks/legacyClockTicks), int64(ticks%legacyClockTicks)*int64(time.Second/legacyClockTicks))
+// legacyRecycled is the reused-PID rule: the process that now has the
+// pidfile's PID is another one than the pidfile's writer when its start,
+// computed as boot + starttime, is more than legacyRecycleSlack after the
+// pidfile's mtime.
+//
+// The computed start is never later than the real one: btime in /proc/stat
+// is the boot time cut down to whole seconds (so up to 1 s early, by the
+// fraction of a second at which the machine booted) and starttime is cut
+// down to whole clock ticks. The error is thus in the safe direction: a
+// process that started before it wrote its pidfile (the writer) is never
+// judged recycled on its account, whatever the boot fraction; only a clock
+// step forward of more than the slack between the write and the check can
+// make it so. A process that started up to about 1 s + slack after the write
+// may, the other way round, still be taken as the writer: the gate then
+// skips a run it could have started, which is the harmless mistake.
+func legacyRecycled(started, written time.Time) bool {
+	return started.After(written.Add(legacyRecycleSlack))
 }
 
-// legacyBootTime reads btime (boot time, seconds since the epoch) from
-// /proc/stat. The file is read whole: its "intr" line can be longer than a
-// scanner's default buffer on machines with many interrupts.
-func legacyBootTime() (int64, error) {
+// legacyStartTime converts a starttime in clock ticks since boot to a time.
+func legacyStartTime(boot time.Time, ticks uint64) time.Time {
+	return boot.Add(time.Duration(ticks/legacyClockTicks)*time.Second +
+		time.Duration(ticks%legacyClockTicks)*(time.Second/legacyClockTicks))
+}
+
+// legacyBootTime gives the boot time used by the reused-PID rule. It is a
+// variable so that a test can give it any fraction of a second (the one
+// /proc/stat cuts off), see legacyRecycled.
+var legacyBootTime = legacyProcBootTime
+
+// legacyProcBootTime reads btime (boot time, whole seconds since the epoch,
+// never later than the real boot) from /proc/stat. The file is read whole:
+// its "intr" line can be longer than a scanner's default buffer on machines
+// with many interrupts.
+func legacyProcBootTime() (time.Time, error) {
 	data, err := os.ReadFile(legacyProcRoot + "/stat")
 	if err != nil {
-		return 0, err
+		return time.Time{}, err
 	}
 	for line := range bytes.Lines(data) {
 		if v, ok := bytes.CutPrefix(line, []byte("btime ")); ok {
-			return strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+			n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("btime in %s/stat: %w", legacyProcRoot, err)
+			}
+			return time.Unix(n, 0), nil
 		}
 	}
-	return 0, fmt.Errorf("no btime in %s/stat", legacyProcRoot)
+	return time.Time{}, fmt.Errorf("no btime in %s/stat", legacyProcRoot)
 }
 
 // legacyCommand gives pid's command line for a message, or its comm when

@@ -105,28 +105,148 @@ func TestPidfileAliveMissing(t *testing.T) {
 }
 
 func TestPidfileAliveRecycled(t *testing.T) {
-	before := time.Now()
 	cmd := legacyTestStart(t, "sleep", "30")
 	p := legacyTestPidfile(t, strconv.Itoa(cmd.Process.Pid))
-	old := before.Add(-time.Hour)
-	if err := os.Chtimes(p, old, old); err != nil {
+	// The pidfile was written an hour before the process started, as the
+	// rule computes that start: the message gives exactly 1h0m0s on a
+	// machine booted at any fraction of a second (/proc/stat's btime is
+	// whole seconds, so the real start may be up to 1 s later than this).
+	boot, err := legacyBootTime()
+	if err != nil {
 		t.Fatal(err)
 	}
+	started := legacyStartTime(boot, legacyTestStartTicks(t, cmd.Process.Pid))
+	legacyTestChtimes(t, p, started.Add(-time.Hour))
 	alive, detail, err := PidfileAlive(p)
 	if err != nil || alive {
 		t.Fatalf("PidfileAlive = %v, %q, %v; want not alive (recycled pid)", alive, detail, err)
 	}
-	if !strings.Contains(detail, "is now another process (sleep 30), started 1h0m") {
+	if !strings.HasSuffix(detail, " is now another process (sleep 30), started 1h0m0s after the pidfile was written") {
 		t.Errorf("detail %q", detail)
 	}
-	// Within the slack it is the same process: a pidfile written a
-	// second before the process shows as started (btime is whole seconds).
-	recent := before.Add(-time.Second)
-	if err := os.Chtimes(p, recent, recent); err != nil {
-		t.Fatal(err)
-	}
+	// Within the slack it is the same process: a pidfile whose mtime is a
+	// second before the process shows as started.
+	legacyTestChtimes(t, p, started.Add(-time.Second))
 	if alive, detail, err := PidfileAlive(p); err != nil || !alive {
 		t.Errorf("mtime 1 s before start: %v, %q, %v; want alive", alive, detail, err)
+	}
+}
+
+// TestPidfileAliveBootFraction checks the reused-PID rule on machines
+// booted at any fraction of a second. /proc/stat's btime cuts that fraction
+// off, so the boot time the rule reads is the real one minus a fraction in
+// [0, 1 s); here it is injected, from the real boot time (CLOCK_REALTIME -
+// CLOCK_BOOTTIME, exact to microseconds) minus each fraction, against a
+// real process and real pidfile mtimes. Whatever the fraction, the process
+// that wrote its pidfile after it started (or, as the coarse clock that
+// stamps an mtime allows, a jiffy "before") is alive, and one that started
+// slack + 1 s after the pidfile was written is recycled.
+func TestPidfileAliveBootFraction(t *testing.T) {
+	cmd := legacyTestStart(t, "sleep", "30")
+	pid := cmd.Process.Pid
+	p := legacyTestPidfile(t, strconv.Itoa(pid))
+	ticks := legacyTestStartTicks(t, pid)
+	boot := legacyTestRealBoot(t)
+	// The process really started in [earliest, earliest + 1 tick).
+	earliest := legacyStartTime(boot, ticks)
+	latest := earliest.Add(time.Second / legacyClockTicks)
+	saved := legacyBootTime
+	t.Cleanup(func() { legacyBootTime = saved })
+	for _, frac := range []time.Duration{0, time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, 999 * time.Millisecond, time.Second - 1} {
+		legacyBootTime = func() (time.Time, error) { return boot.Add(-frac), nil }
+		for _, c := range []struct {
+			what    string
+			written time.Time
+			alive   bool
+		}{
+			{"written just after the start", latest, true},
+			{"written an hour after the start", latest.Add(time.Hour), true},
+			{"mtime a jiffy before the start", earliest.Add(-10 * time.Millisecond), true},
+			{"written slack + 1 s before the start", earliest.Add(-legacyRecycleSlack - time.Second - 20*time.Millisecond), false},
+			{"written an hour before the start", earliest.Add(-time.Hour), false},
+		} {
+			legacyTestChtimes(t, p, c.written)
+			alive, detail, err := PidfileAlive(p)
+			if err != nil || alive != c.alive {
+				t.Errorf("boot fraction %v, pidfile %s: PidfileAlive = %v, %q, %v; want alive=%v", frac, c.what, alive, detail, err, c.alive)
+			}
+		}
+	}
+	// The boundary, with the exact boot time: recycled only when the
+	// computed start is after mtime + slack.
+	legacyBootTime = func() (time.Time, error) { return boot, nil }
+	for _, c := range []struct {
+		written time.Time
+		alive   bool
+	}{{earliest.Add(-legacyRecycleSlack), true}, {earliest.Add(-legacyRecycleSlack - time.Millisecond), false}} {
+		legacyTestChtimes(t, p, c.written)
+		if alive, detail, err := PidfileAlive(p); err != nil || alive != c.alive {
+			t.Errorf("start - mtime = %v: PidfileAlive = %v, %q, %v; want alive=%v", earliest.Sub(c.written), alive, detail, err, c.alive)
+		}
+	}
+}
+
+// TestLegacyProcBootTime checks the direction of /proc/stat's error: the
+// boot time read is never later than the real one, and less than a second
+// earlier (a boot time rounded up would make the rule take a process that
+// wrote its pidfile for a recycled PID).
+func TestLegacyProcBootTime(t *testing.T) {
+	got, err := legacyProcBootTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := legacyTestRealBoot(t)
+	// real is exact to the microseconds between two clock reads.
+	if got.After(real.Add(time.Millisecond)) || !got.After(real.Add(-time.Second-time.Millisecond)) {
+		t.Errorf("boot time from /proc/stat %v, real boot time %v: want at most 1 s earlier, never later", got, real)
+	}
+}
+
+// legacyTestRealBoot returns the real boot time, CLOCK_REALTIME minus
+// CLOCK_BOOTTIME (the kernel's own definition, of which btime is the whole
+// seconds). Realtime is read first, so each estimate is early by the time
+// between the reads; the latest of a few is kept.
+func legacyTestRealBoot(t *testing.T) time.Time {
+	t.Helper()
+	var best time.Time
+	for i := 0; i < 5; i++ {
+		now := time.Now()
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+			t.Fatal(err)
+		}
+		if b := now.Add(-time.Duration(ts.Nano())); b.After(best) {
+			best = b
+		}
+	}
+	return best.Round(0)
+}
+
+// legacyTestStartTicks reads pid's starttime (clock ticks since boot).
+func legacyTestStartTicks(t *testing.T, pid int) uint64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := legacyParseStat(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.startTicks
+}
+
+func legacyTestChtimes(t *testing.T, p string, mtime time.Time) {
+	t.Helper()
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Unix(st.Mtim.Unix()); !got.Equal(mtime) {
+		t.Fatalf("mtime set to %v reads back as %v (a file system without nanosecond times?)", mtime, got)
 	}
 }
 
@@ -371,11 +491,11 @@ func TestLegacyParseStat(t *testing.T) {
 	if err != nil || st.pid != os.Getpid() || st.startTicks == 0 {
 		t.Errorf("/proc/self/stat: %+v, %v", st, err)
 	}
-	btime, err := legacyBootTime()
+	boot, err := legacyBootTime()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if started := legacyStartTime(btime, st.startTicks); started.After(time.Now().Add(legacyRecycleSlack)) || time.Since(started) > time.Hour {
+	if started := legacyStartTime(boot, st.startTicks); started.After(time.Now().Add(legacyRecycleSlack)) || time.Since(started) > time.Hour {
 		t.Errorf("this test process started at %v?", started)
 	}
 }

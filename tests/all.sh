@@ -6,12 +6,49 @@
 #
 #   bash tests/all.sh            # the README's test command
 #
+# It installs nothing: it says what is missing and how to install it
+# (`.ci/run` is the only script that installs, and only under CI).
+#
 # Environment: FUZZTIME (per fuzz target, default 5s; 0 skips fuzzing),
-# STRESS_SECONDS (default 15). With CI set, any skipped test fails the run:
-# every test is required there (python3, root for the second-user tests).
+# STRESS_SECONDS (default 15). With CI set, a missing tool or any skipped
+# test or subtest (every testscript `skip` is one) fails the run: every test
+# is required there (python3, setpriv and root for the second-user tests,
+# chromium for the browser tests, etcd for the etcd suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH=$PATH:/usr/local/go/bin
+command -v go >/dev/null || export PATH=$PATH:/usr/local/go/bin
+
+# What the suite runs with, and the Debian package of each. go, gcc
+# (the race detector needs cgo) and python3 (the summary below) are needed
+# to run at all; without the others their tests skip, except under CI.
+missing_hard=() missing_soft=() pkgs=()
+need() { # need HARD|SOFT PROGRAM PACKAGE
+	if [ "${2#/}" != "$2" ]; then [ -x "$2" ] && return; else command -v "$2" >/dev/null && return; fi
+	if [ "$1" = HARD ]; then missing_hard+=("$2"); else missing_soft+=("$2"); fi
+	case " ${pkgs[*]-} " in *" $3 "*) ;; *) pkgs+=("$3") ;; esac
+}
+need HARD go golang-go
+need HARD gcc gcc
+need HARD python3 python3
+need SOFT flock util-linux
+need SOFT setpriv util-linux
+need SOFT /usr/bin/chromium chromium
+need SOFT /usr/bin/chromedriver chromium-driver
+need SOFT etcd etcd-server
+need SOFT etcdctl etcd-client
+if [ ${#pkgs[@]} -gt 0 ]; then
+	echo "missing: $(echo ${missing_hard[*]-} ${missing_soft[*]-})"
+	echo "hint: install them with: apt-get install -y ${pkgs[*]} (or run .ci/run, which installs what CI needs)"
+	if [ ${#missing_hard[@]} -gt 0 ]; then
+		echo "tests/all.sh cannot run without ${missing_hard[*]}"
+		exit 1
+	fi
+	if [ -n "${CI:-}" ]; then
+		echo "CI: every test is required here; a missing tool fails the run"
+		exit 1
+	fi
+	echo "the tests that need ${missing_soft[*]} will be skipped (listed below)"
+fi
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -28,54 +65,76 @@ echo "== go test -race"
 status=0
 go test -race -count=1 -timeout 15m -json ./... >"$log" || status=$?
 
-# Summarise from the JSON event stream: per-test pass, fail, skip.
+# Summarise from the JSON event stream: every test and subtest that passed,
+# failed or was skipped; the output of every failing one (subtests
+# included: a testscript's failure is in its subtest's output) and of a
+# package that failed outside any test (build error, panic, timeout).
 python3 - "$log" <<'EOF' || status=1
 import json, os, sys
-passed = failed = skipped = 0
-skips, fails, output = [], [], {}
+result, output, pkgout, pkgfail = {}, {}, {}, []
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     try:
         ev = json.loads(line)
     except ValueError:
         print(line, end="")
         continue
-    test, act = ev.get("Test"), ev.get("Action")
-    key = (ev.get("Package"), test)
-    if act == "output":
-        output.setdefault(key, []).append(ev.get("Output", ""))
-        if test is None and "FAIL" in ev.get("Output", ""):
-            print(ev["Output"], end="")
-    if test is None or "/" in test:
+    pkg, test, act = ev.get("Package") or ev.get("ImportPath"), ev.get("Test"), ev.get("Action")
+    if act == "build-output":
+        print(ev.get("Output", ""), end="")
         continue
-    if act == "pass":
-        passed += 1
-    elif act == "fail":
-        failed += 1
-        fails.append(key)
-    elif act == "skip":
-        skipped += 1
-        skips.append(key)
-for key in fails:
+    if act == "output":
+        (output.setdefault((pkg, test), []) if test else pkgout.setdefault(pkg, [])).append(ev.get("Output", ""))
+    elif act in ("pass", "fail", "skip"):
+        if test:
+            result[(pkg, test)] = act
+        elif act == "fail":
+            pkgfail.append(pkg)
+
+def own(key):
+    return [l for l in output.get(key, []) if not l.lstrip().startswith(("=== RUN", "=== PAUSE", "=== CONT", "=== NAME"))]
+
+def children(key):
+    return [k for k in result if k[0] == key[0] and k[1].startswith(key[1] + "/")]
+
+failed = [k for k, a in result.items() if a == "fail"]
+skipped = sorted(k for k, a in result.items() if a == "skip")
+for key in sorted(failed):
+    lines = own(key)
+    # A parent whose failure is only its failing subtests' is not repeated.
+    if any(result[c] == "fail" for c in children(key)) and all(l.lstrip().startswith("--- ") for l in lines):
+        continue
     print("--- FAIL: %s %s" % key)
-    print("".join(output.get(key, [])[-60:]))
-for key in skips:
-    reason = [l.strip() for l in output.get(key, []) if l.strip() and not l.startswith("=== ")]
-    print("--- SKIP: %s %s: %s" % (key[0], key[1], reason[-1] if reason else ""))
+    print("".join(lines[-120:]))
+for pkg in pkgfail:
+    if not any(k[0] == pkg for k in failed):
+        print("--- FAIL: package %s (outside any test)" % pkg)
+        print("".join(l for l in pkgout.get(pkg, [])[-80:] if not l.startswith(("ok ", "PASS"))))
+for key in skipped:
+    reason = [l.strip() for l in own(key) if l.strip() and not l.lstrip().startswith("--- SKIP")]
+    print("--- SKIP: %s %s: %s" % (key[0], key[1], reason[-1] if reason else "(no reason given)"))
 for key, lines in output.items():
     for l in lines:
         if "critical sections checked" in l or "BENCH" in l:
             print(key[1] + ": " + l.strip())
-print("tests: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
-if failed:
+top = [k for k in result if "/" not in k[1]]
+count = lambda keys, a: sum(1 for k in keys if result[k] == a)
+print("tests: %d passed, %d failed, %d skipped; with subtests: %d passed, %d failed, %d skipped" % (
+    count(top, "pass"), count(top, "fail"), count(top, "skip"),
+    count(result, "pass"), count(result, "fail"), count(result, "skip")))
+if failed or pkgfail:
     sys.exit(1)
 if skipped and os.environ.get("CI"):
-    print("CI: every test is required here; a skipped test fails the run")
+    print("CI: every test and subtest is required here; a skipped one fails the run")
     sys.exit(1)
 EOF
 [ "$status" -eq 0 ] || { echo "go test failed"; exit 1; }
 
 echo "== etcd backend (tests/etcd, on its own: a starved cluster makes lease timing flaky)"
-bash .ci/etcd.sh
+if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
+	bash .ci/etcd.sh
+else
+	echo "--- SKIP: the etcd suite: etcd is not installed (apt-get install -y etcd-server etcd-client)"
+fi
 
 fuzztime=${FUZZTIME:-5s}
 if [ "$fuzztime" != 0 ]; then

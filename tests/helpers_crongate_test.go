@@ -35,10 +35,19 @@ package tests
 //	! json stdout gates[name=g].last_failure
 //
 // Without REGEX, json requires a non-empty selection and "! json" an empty
-// one. "! json FILE PATH REGEX" requires that the rendered text does not
-// match (an empty selection renders as ""). A FILE that does not parse is a
-// failure, for json and "! json" alike; waitjson keeps polling (a journal
-// line may be half written) until waitDeadline.
+// one. "json FILE PATH REGEX" and "! json FILE PATH REGEX" require a
+// non-empty selection whose rendered text does (does not) match.
+//
+// No assertion holds vacuously, whatever the polarity: a selection that is
+// empty because the file is not what the script thinks (a misspelt key, a
+// changed schema) fails. So "json" and "! json" with REGEX fail when PATH
+// selects nothing, and an empty selection is accepted as the expected
+// result ("! json FILE PATH", or -count matching 0) only when PATH's parent
+// — PATH without its last segment, or the documents for a one-segment path
+// — selects something: "! json stdout gates[name=g].last_failure" needs
+// gate g to be there. A FILE that does not parse is a failure, for json and
+// "! json" alike; waitjson keeps polling (a journal line may be half
+// written) until waitDeadline.
 
 import (
 	"bytes"
@@ -121,23 +130,13 @@ func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
 		re, err = regexp.Compile(args[2])
 		ts.Check(err)
 	}
-	vals, err := jsonSelect([]byte(ts.ReadFile(args[0])), args[1])
+	vals, parent, err := jsonEval([]byte(ts.ReadFile(args[0])), args[1])
 	if err != nil {
 		ts.Fatalf("json %s: %v", args[0], err)
 	}
-	text := jsonRender(vals)
-	if count {
-		text = strconv.Itoa(len(vals))
-	}
-	switch {
-	case re == nil && !neg && len(vals) == 0:
-		ts.Fatalf("json %s %s: selects nothing", args[0], args[1])
-	case re == nil && neg && len(vals) > 0:
-		ts.Fatalf("json %s %s: selects %q, want nothing", args[0], args[1], text)
-	case re != nil && !neg && !re.MatchString(text):
-		ts.Fatalf("json %s %s: %q does not match %q", args[0], args[1], text, args[2])
-	case re != nil && neg && re.MatchString(text):
-		ts.Fatalf("json %s %s: %q matches %q", args[0], args[1], text, args[2])
+	text, err := jsonCheck(neg, count, vals, parent, re)
+	if err != nil {
+		ts.Fatalf("json %s %s: %v", args[0], args[1], err)
 	}
 	ts.Logf("[json %s %s: %q]", args[0], args[1], text)
 }
@@ -174,20 +173,66 @@ func cmdWaitjson(ts *testscript.TestScript, neg bool, args []string) {
 			last = "(file missing)"
 			return false
 		}
-		vals, err := jsonSelect(data, args[1])
+		vals, parent, err := jsonEval(data, args[1])
 		if err != nil {
 			last = err.Error()
 			return false
 		}
-		last = jsonRender(vals)
-		if count {
-			last = strconv.Itoa(len(vals))
+		text, err := jsonCheck(false, count, vals, parent, re)
+		if err != nil {
+			last = fmt.Sprintf("%s (%v)", text, err)
+			return false
 		}
-		return re.MatchString(last)
+		return true
 	})
 	if !ok {
 		ts.Fatalf("waitjson %s %s: after %v still %q, want a match of %q%s", args[0], args[1], waitDeadline, last, args[2], bgStatus(ts))
 	}
+}
+
+// jsonCheck applies the json command's rules (see the top of this file) to
+// a selection of vals whose parent selects parent values; re is nil when
+// no REGEX was given. It returns the text the assertion was made on (the
+// rendered values, or their number with count), and an error saying why
+// the assertion fails, vacuous ones included.
+func jsonCheck(neg, count bool, vals []any, parent int, re *regexp.Regexp) (string, error) {
+	text := jsonRender(vals)
+	if count {
+		text = strconv.Itoa(len(vals))
+	}
+	switch {
+	case len(vals) == 0 && !count && (re != nil || !neg):
+		return text, errors.New("selects nothing")
+	case len(vals) == 0 && parent == 0:
+		return text, errors.New("selects nothing, and neither does its parent: that would hold for any file")
+	case re == nil && neg && len(vals) > 0:
+		return text, fmt.Errorf("selects %q, want nothing", text)
+	case re != nil && !neg && !re.MatchString(text):
+		return text, fmt.Errorf("%q does not match %q", text, re)
+	case re != nil && neg && re.MatchString(text):
+		return text, fmt.Errorf("%q matches %q", text, re)
+	}
+	return text, nil
+}
+
+// jsonEval parses data (one document or a stream) and returns the values
+// path selects and how many values its parent selects (the path without
+// its last segment; the documents themselves for a path of one segment or
+// none).
+func jsonEval(data []byte, path string) (vals []any, parent int, err error) {
+	segs, err := parseJSONPath(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	docs, err := jsonDocs(data)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(segs) == 0 {
+		return docs, 0, nil
+	}
+	up := jsonApply(docs, segs[:len(segs)-1])
+	return jsonApply(up, segs[len(segs)-1:]), len(up), nil
 }
 
 // jsonSeg is one segment of a json PATH.
@@ -222,8 +267,12 @@ func parseJSONPath(path string) ([]jsonSeg, error) {
 		for j < len(path) && path[j] != '.' && path[j] != '[' {
 			j++
 		}
-		switch tok := path[i:j]; tok {
-		case "*":
+		switch tok := path[i:j]; {
+		case strings.ContainsAny(tok, "]="):
+			// A filter value with "]" in it ends the filter early and
+			// leaves the rest as a key that selects nothing.
+			return nil, fmt.Errorf("path %q: %q is not a key (a filter value cannot contain ])", path, tok)
+		case tok == "*":
 			segs = append(segs, jsonSeg{kind: "all"})
 		default:
 			segs = append(segs, jsonSeg{kind: "key", key: tok})
@@ -235,24 +284,30 @@ func parseJSONPath(path string) ([]jsonSeg, error) {
 
 // jsonSelect parses data (one document or a stream) and applies path.
 func jsonSelect(data []byte, path string) ([]any, error) {
-	segs, err := parseJSONPath(path)
-	if err != nil {
-		return nil, err
-	}
+	vals, _, err := jsonEval(data, path)
+	return vals, err
+}
+
+// jsonDocs parses one JSON document or a stream of them.
+func jsonDocs(data []byte) ([]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var cur []any
+	var docs []any
 	for {
 		var v any
 		err := dec.Decode(&v)
 		if errors.Is(err, io.EOF) {
-			break
+			return docs, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("not JSON (document %d): %v", len(cur)+1, err)
+			return nil, fmt.Errorf("not JSON (document %d): %v", len(docs)+1, err)
 		}
-		cur = append(cur, v)
+		docs = append(docs, v)
 	}
+}
+
+// jsonApply maps the selection cur through segs.
+func jsonApply(cur []any, segs []jsonSeg) []any {
 	for _, s := range segs {
 		var next []any
 		switch s.kind {
@@ -302,7 +357,7 @@ func jsonSelect(data []byte, path string) ([]any, error) {
 		}
 		cur = next
 	}
-	return cur, nil
+	return cur
 }
 
 // jsonRender renders values one per line: strings raw, numbers as written,

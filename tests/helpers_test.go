@@ -64,7 +64,20 @@ var (
 	pyHolder string
 	// pyRuleDir is tests/pyrule, whose pyrule.py the holder imports.
 	pyRuleDir string
+	// unprivWrapper is the program behind $UNPRIV (see setupScript).
+	unprivWrapper string
 )
+
+// unprivSh runs its arguments as an unprivileged user: uid and gid 65534
+// (nobody), no supplementary groups, when the tests run as root (root
+// ignores file modes, so a test of a file it may not write must drop it);
+// as themselves otherwise. The environment is kept.
+const unprivSh = `#!/bin/sh
+if [ "$(id -u)" = 0 ]; then
+	exec setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
+fi
+exec "$@"
+`
 
 func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == envDumpArg {
@@ -103,7 +116,12 @@ func buildBinaries(tmp string) error {
 	binDir = dir
 	pyRuleDir = filepath.Join(testbin.Module(), "tests", "pyrule")
 	pyHolder = filepath.Join(tmp, "holder.py")
-	return os.WriteFile(pyHolder, []byte(holderPy), 0o644)
+	if err := os.WriteFile(pyHolder, []byte(holderPy), 0o644); err != nil {
+		return err
+	}
+	// tmp is private to this user; the wrapper runs as it.
+	unprivWrapper = filepath.Join(tmp, "unpriv")
+	return os.WriteFile(unprivWrapper, []byte(unprivSh), 0o755)
 }
 
 // stateKey indexes the per-script state in testscript.Env.Values.
@@ -129,8 +147,11 @@ type bgProc struct {
 
 // setupScript is the testscript Setup shared by the suites: binaries first
 // on PATH, REALWORK (the symlink-free $WORK, which is what canonical paths
-// start with), PYHOLDER and PYRULE_DIR for the Python holder, and cleanup of
-// every process the script left behind.
+// start with), PYHOLDER and PYRULE_DIR for the Python holder, UNPRIV (a
+// program that runs its arguments as uid 65534 when the tests run as root,
+// as they are otherwise: "exitcode 125 $UNPRIV cron-gate ..." checks what a
+// user who may not write a file sees, as root too), and cleanup of every
+// process the script left behind.
 func setupScript(env *testscript.Env) error {
 	env.Setenv("PATH", binDir+string(filepath.ListSeparator)+env.Getenv("PATH"))
 	real, err := filepath.EvalSymlinks(env.WorkDir)
@@ -140,6 +161,7 @@ func setupScript(env *testscript.Env) error {
 	env.Setenv("REALWORK", real)
 	env.Setenv("PYHOLDER", pyHolder)
 	env.Setenv("PYRULE_DIR", pyRuleDir)
+	env.Setenv("UNPRIV", unprivWrapper)
 	// Python must not write __pycache__ into tests/pyrule.
 	env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
 	tmp, err := os.MkdirTemp("", "e2e-state-")

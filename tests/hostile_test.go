@@ -27,35 +27,22 @@ func TestHostile(t *testing.T) {
 	})
 }
 
-// setupHostileScript is setupCronGateScript (nothing outside $WORK is
-// touched by default) plus SHARED, a directory every user can traverse
-// ($WORK is private to root), and SHAREDTMP inside it, world-writable with
-// the sticky bit like /tmp, where the second user (nobody, uid 65534)
-// plants its traps.
+// setupHostileScript is setupCronGateScript (nothing outside $WORK and
+// $SHARED, a directory every user can traverse, is touched by default)
+// plus SHAREDTMP inside $SHARED, world-writable with the sticky bit like
+// /tmp, where the second user (nobody, uid 65534) plants its traps.
 func setupHostileScript(env *testscript.Env) error {
 	if err := setupCronGateScript(env); err != nil {
 		return err
 	}
-	shared, err := os.MkdirTemp("", "hostile-shared-")
-	if err != nil {
-		return err
-	}
-	env.Defer(func() { os.RemoveAll(shared) })
-	if shared, err = filepath.EvalSymlinks(shared); err != nil {
-		return err
-	}
-	tmp := filepath.Join(shared, "tmp")
+	tmp := filepath.Join(env.Getenv("SHARED"), "tmp")
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return err
 	}
 	// Mkdir's mode is masked by the umask; chmod is not.
-	if err := os.Chmod(shared, 0o755); err != nil {
-		return err
-	}
 	if err := os.Chmod(tmp, 0o777|os.ModeSticky); err != nil {
 		return err
 	}
-	env.Setenv("SHARED", shared)
 	env.Setenv("SHAREDTMP", tmp)
 	// WITHLOCK_BIN: for scripts that run withlock under env -i.
 	env.Setenv("WITHLOCK_BIN", filepath.Join(binDir, "withlock"))

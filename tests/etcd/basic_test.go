@@ -108,8 +108,8 @@ func TestHelpListsSameFlags(t *testing.T) {
 	}
 }
 
-// Busy: the skip code and the holder named; --wait hands over as soon as
-// the holder releases (an etcd watch, not a poll).
+// Busy: the skip code and the holder named; --wait hands over when the
+// holder releases (on an etcd watch event), not at the end of its wait.
 func TestBusyAndWait(t *testing.T) {
 	need(t)
 	p := prefix(t)
@@ -132,29 +132,41 @@ func TestBusyAndWait(t *testing.T) {
 		t.Fatalf("busy with --skip-code 3 -q: exit %d, stderr %q", r.code, r.stderr)
 	}
 
-	// A waiter starts the command within a fraction of a second of the
-	// release.
+	// A waiter: once it has tried, found the key busy and is watching it
+	// (the members serve one more watcher), the holder releases. The
+	// waiter hands over on the watch event: it must run long before its
+	// own --wait (60 s) runs out, within a hang bound of 20 s (a waiter
+	// that only retried at its deadline, or never woke, would not).
+	// Measured, not asserted: the handoff takes a fraction of a second.
 	stamp := filepath.Join(dir, "stamp")
-	waiter := command(nil, "withlock", append(base, "--wait", "20s", "--", "sh", "-c", `date +%s.%N > "$1"`, "sh", stamp)...)
+	before := watchers(t)
+	waiter := command(nil, "withlock", append(base, "--wait", "60s", "--", "sh", "-c", `date +%s.%N > "$1"`, "sh", stamp)...)
 	if err := waiter.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	defer waiter.Process.Kill()
+	waitFor(t, 20*time.Second, "the waiter to watch the busy key", func() bool { return watchers(t) > before })
+	if _, err := os.Stat(stamp); err == nil {
+		t.Fatal("the waiter ran while the holder held the key")
+	}
 	released := time.Now()
 	os.WriteFile(release, nil, 0o644)
 	if err := holder.Wait(); err != nil {
 		t.Fatalf("holder: %v", err)
 	}
-	if err := waiter.Wait(); err != nil {
-		t.Fatalf("waiter: %v", err)
+	done := make(chan error, 1)
+	go func() { done <- waiter.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the waiter did not run within 20 s of the release")
 	}
 	data, _ := os.ReadFile(stamp)
 	at, _ := strconv.ParseFloat(strings.TrimSpace(string(data)), 64)
-	handoff := time.Unix(0, int64(at*1e9)).Sub(released)
-	t.Logf("--wait handoff after the holder's command ended: %v", handoff.Round(time.Millisecond))
-	if handoff > 2*time.Second {
-		t.Errorf("--wait took %v to hand over", handoff)
-	}
+	t.Logf("--wait handoff after the holder's command ended: %v", time.Unix(0, int64(at*1e9)).Sub(released).Round(time.Millisecond))
 	if k := keys(t, p); len(k) != 0 {
 		t.Errorf("keys left after both exited: %v", k)
 	}
@@ -228,6 +240,8 @@ func TestRefusals(t *testing.T) {
 	} {
 		args := append([]string{"--backend", "etcd"}, c.args...)
 		args = append(args, "--paths", "/srv/other/a.md", "--", "touch", marker)
+		// run bounds a hang (a minute); how long giving up takes is
+		// logged, not asserted.
 		r := run(t, nil, "withlock", args...)
 		if r.code != c.code || !strings.Contains(r.stderr, c.msg) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", c.args, r.code, r.stderr, c.code, c.msg)
@@ -235,9 +249,7 @@ func TestRefusals(t *testing.T) {
 		if _, err := os.Stat(marker); err == nil {
 			t.Fatalf("%q: the command ran", c.args)
 		}
-		if r.dur > 7*time.Second {
-			t.Errorf("%q: took %v to give up", c.args, r.dur)
-		}
+		t.Logf("%q: gave up after %v", c.args, r.dur.Round(time.Millisecond))
 	}
 }
 

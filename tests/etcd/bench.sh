@@ -10,7 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
-command -v etcd >/dev/null && command -v etcdctl >/dev/null || bash .ci/etcd.sh --install-only
+if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+	echo "bench.sh: etcd or etcdctl is missing (apt-get install -y etcd-server etcd-client)" >&2
+	exit 1
+fi
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -3,6 +3,7 @@
 package etcd
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,25 +11,39 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The checker works: a critical section entered while a marker exists is
-// reported (negative control for the tests below).
+// reported, whichever host's path reaches the post (the marker is keyed on
+// the post as the worker resolves it, not on what withlock says), and a
+// WITHLOCK_KEY_PATHS that is not the posts' relative paths is reported too
+// (negative control for the tests below).
 func TestCheckerDetectsOverlap(t *testing.T) {
 	need(t)
-	mark := t.TempDir()
-	os.WriteFile(filepath.Join(mark, "path-"+pathHash("ko/post.md")), nil, 0o644)
-	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), "ETCDTEST_WORKER=1", "ETCDTEST_MARK="+mark, `WITHLOCK_KEY_PATHS=["ko/post.md"]`)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("worker: %v %s", err, out)
+	roots, _ := hosts(t, []string{"ko/post.md"})
+	check := func(keyPaths, root string, want string) {
+		t.Helper()
+		mark := t.TempDir()
+		os.WriteFile(filepath.Join(mark, "post-"+pathHash("ko/post.md")), nil, 0o644)
+		cmd := exec.Command(self, "--", root, root+"/ko/../ko/post.md")
+		cmd.Env = append(os.Environ(), "ETCDTEST_WORKER=1", "ETCDTEST_MARK="+mark, "WITHLOCK_KEY_PATHS="+keyPaths)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("worker: %v %s", err, out)
+		}
+		v, _ := os.ReadFile(filepath.Join(mark, "VIOLATIONS"))
+		if !strings.Contains(string(v), want) {
+			t.Errorf("root %s, WITHLOCK_KEY_PATHS=%s: checker missed %q; VIOLATIONS=%q", root, keyPaths, want, v)
+		}
 	}
-	v, _ := os.ReadFile(filepath.Join(mark, "VIOLATIONS"))
-	if !strings.Contains(string(v), "overlap") {
-		t.Fatalf("checker missed a planted overlap; VIOLATIONS=%q", v)
+	for _, root := range roots {
+		check(`["ko/post.md"]`, root, "overlap on post-")
 	}
+	check(`["ko/../ko/post.md"]`, roots[2], "withlock says it locked")
 }
 
 func pathHash(rel string) string { return pathKey("", rel)[len("/paths/"):][:16] }
@@ -64,8 +79,9 @@ func hosts(t *testing.T, files []string) (roots []string, bound bool) {
 
 // Withlock processes on three "hosts" — three different key roots and
 // local paths for one tree — take random overlapping sets of its files;
-// every critical section claims a marker per relative path, so two
-// holders of one file at once would be recorded. Each host also takes one
+// every critical section claims a marker per post (its path relative to
+// the tree, as the worker resolves it), so two holders of one file at once
+// would be recorded. Each host also takes one
 // of 2 slots of a shared pool.
 func TestExclusionAcrossKeyRoots(t *testing.T) {
 	need(t)
@@ -77,16 +93,23 @@ func TestExclusionAcrossKeyRoots(t *testing.T) {
 	roots, bound := hosts(t, files)
 	t.Logf("hosts: %v (bind mount: %v)", roots, bound)
 	mark := t.TempDir()
-	deadline := time.Now().Add(5 * time.Second)
+	// The load runs until it has proved something (30 critical sections
+	// and some contention), however slow the machine; 2 minutes bound it.
+	hang := time.Now().Add(2 * time.Minute)
 	var mu sync.Mutex
 	codes := map[int]int{}
+	enough := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return progress(mark) >= 30 && codes[75] > 0 || time.Now().After(hang)
+	}
 	var wg sync.WaitGroup
 	for h, root := range roots {
 		for w := 0; w < 2; w++ {
 			wg.Add(1)
 			go func(h int, root string) {
 				defer wg.Done()
-				for time.Now().Before(deadline) {
+				for !enough() {
 					var paths []string
 					for _, i := range rand.Perm(len(files))[:1+rand.IntN(3)] {
 						// Each host names the file its own way: relative
@@ -99,7 +122,8 @@ func TestExclusionAcrossKeyRoots(t *testing.T) {
 					}
 					args := []string{"--backend", "etcd", "--key-prefix", p, "--key-root", root,
 						"--slots", "2", "--slot-file", "/shared/pool-{i}",
-						"--paths", strings.Join(paths, ","), "--", self, "pool:2"}
+						"--paths", strings.Join(paths, ","), "--", self, "pool:2", "--", root}
+					args = append(args, paths...)
 					r := run(t, []string{"ETCDTEST_WORKER=1", "ETCDTEST_MARK=" + mark, "ETCDTEST_HOLD=5ms"}, "withlock", args...)
 					mu.Lock()
 					codes[r.code]++
@@ -116,7 +140,7 @@ func TestExclusionAcrossKeyRoots(t *testing.T) {
 	n := checkMarks(t, mark)
 	t.Logf("%d critical sections checked across 3 key roots, exits %v, at most %d in the pool at once", n, codes, maxInside(t, mark, "pool"))
 	if n < 30 || codes[75] == 0 {
-		t.Errorf("too little contention to prove anything: %d runs, exits %v", n, codes)
+		t.Errorf("too little contention to prove anything after 2 minutes: %d runs, exits %v", n, codes)
 	}
 	if m := maxInside(t, mark, "pool"); m > 2 {
 		t.Errorf("%d holders in a pool of 2", m)
@@ -127,7 +151,8 @@ func TestExclusionAcrossKeyRoots(t *testing.T) {
 }
 
 // At most N holders per pool of N, under contention from many processes;
-// the cap is reached; slot indices are below N. Checked for a pool small
+// the cap is reached (N slot keys at once in etcd); slot indices are below
+// N. Checked for a pool small
 // enough for one transaction (3) and one large enough to be read first (40,
 // more than the 32 slots chained in one transaction).
 func TestSlotCap(t *testing.T) {
@@ -139,15 +164,51 @@ func TestSlotCap(t *testing.T) {
 		t.Run(fmt.Sprintf("pool%d", c.size), func(t *testing.T) {
 			p := prefix(t)
 			mark := t.TempDir()
-			deadline := time.Now().Add(4 * time.Second)
+			// The pool's keys in etcd, sampled: how many slots were
+			// held at once (the cap reached: the pool was full; a
+			// worker's own count of the holders inside lags behind, as
+			// each one starts up after taking its slot).
+			cli, err := cl.Client()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cli.Close()
+			var held atomic.Int64
+			sampling, sampled := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(sampled)
+				for {
+					select {
+					case <-sampling:
+						return
+					default:
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					resp, err := cli.Get(ctx, p+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+					cancel()
+					if err == nil && resp.Count > held.Load() {
+						held.Store(resp.Count)
+					}
+					time.Sleep(5 * time.Millisecond) // the sampling rate
+				}
+			}()
+			// The load runs until the pool was full, a process was
+			// turned away and every slot turned over about twice,
+			// however slow the machine; 2 minutes bound it.
+			hang := time.Now().Add(2 * time.Minute)
 			var mu sync.Mutex
 			codes := map[int]int{}
+			enough := func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return held.Load() >= int64(c.size) && codes[75] > 0 && progress(mark) >= 2*c.size || time.Now().After(hang)
+			}
 			var wg sync.WaitGroup
 			for w := 0; w < c.workers; w++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for time.Now().Before(deadline) {
+					for !enough() {
 						r := run(t, []string{"ETCDTEST_WORKER=1", "ETCDTEST_MARK=" + mark, "ETCDTEST_HOLD=" + c.hold}, "withlock-etcd",
 							"--key-prefix", p, "--slots", fmt.Sprint(c.size), "--slot-file", "/tmp/cap-{i}.lock", "--", self, fmt.Sprintf("cap:%d", c.size))
 						mu.Lock()
@@ -158,20 +219,22 @@ func TestSlotCap(t *testing.T) {
 							return
 						}
 						if r.code == 75 {
-							time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond)
+							time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond) // back-off pacing the load, not a wait
 						}
 					}
 				}()
 			}
 			wg.Wait()
+			close(sampling)
+			<-sampled
 			n := checkMarks(t, mark)
 			m := maxInside(t, mark, "cap")
-			t.Logf("pool of %d, %d processes: %d critical sections, exits %v, at most %d inside at once", c.size, c.workers, n, codes, m)
-			if m > c.size {
-				t.Errorf("%d holders inside a pool of %d", m, c.size)
+			t.Logf("pool of %d, %d processes: %d critical sections, exits %v, at most %d slots held and %d holders inside at once", c.size, c.workers, n, codes, held.Load(), m)
+			if m > c.size || held.Load() > int64(c.size) {
+				t.Errorf("%d holders inside, %d slots held at once, in a pool of %d", m, held.Load(), c.size)
 			}
-			if m < c.size || codes[75] == 0 {
-				t.Errorf("no contention at the cap: max %d of %d, exits %v", m, c.size, codes)
+			if held.Load() < int64(c.size) || codes[75] == 0 || n < 2*c.size {
+				t.Errorf("no contention at the cap after 2 minutes: at most %d of %d slots held, exits %v", held.Load(), c.size, codes)
 			}
 		})
 	}

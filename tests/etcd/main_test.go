@@ -20,9 +20,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,7 +60,7 @@ func mainWithCluster(m *testing.M) int {
 	self, _ = os.Executable()
 	if cluster.Find() == "" {
 		if os.Getenv("CI") != "" {
-			fmt.Println("FAIL: etcd is not installed; CI requires the etcd suite (.ci/etcd.sh installs it)")
+			fmt.Println("FAIL: etcd is not installed; CI requires the etcd suite (.ci/run installs it)")
 			return 1
 		}
 		skipAll = "etcd is not installed (apt-get install etcd-server etcd-client)"
@@ -195,6 +198,84 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// watchers is the number of watchers the running, unfrozen members serve
+// (etcd_debugging_mvcc_watcher_total from their /metrics): a --wait waiter
+// watches the key that was busy, so a rise says it has tried, failed and
+// is waiting.
+func watchers(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for i, ep := range cl.Endpoints() {
+		if !cl.Running(i) || cl.Members[i].Frozen() {
+			continue
+		}
+		c := http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get(ep + "/metrics")
+		if err != nil {
+			continue
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for line := range strings.Lines(string(data)) {
+			if v, ok := strings.CutPrefix(line, "etcd_debugging_mvcc_watcher_total "); ok {
+				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				n += int(f)
+			}
+		}
+	}
+	return n
+}
+
+// leaseTTL returns the remaining TTL of lease id in seconds, -1 when the
+// lease is gone (expired or revoked).
+func leaseTTL(t *testing.T, id int64) int64 {
+	t.Helper()
+	cli, err := cl.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := cli.TimeToLive(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		t.Fatalf("lease %x: %v", id, err)
+	}
+	return r.TTL
+}
+
+// leaseAlive reports whether lease id lives. A member that has just become
+// leader may not have applied the lease yet and answer -1 for a while: a
+// "gone" is believed only when it is still the answer 3 s later (a lease
+// that is really gone never comes back).
+func leaseAlive(t *testing.T, id int64) bool {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if leaseTTL(t, id) > 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// progress returns how many critical sections have ended in mark.
+func progress(mark string) int {
+	c, _ := os.ReadFile(filepath.Join(mark, "COUNT"))
+	return len(c)
+}
+
+// waitProgress waits until n more critical sections have ended in mark
+// than when it was called (the traffic goes on), at most d.
+func waitProgress(t *testing.T, mark string, n int, d time.Duration, what string) {
+	t.Helper()
+	start := progress(mark)
+	waitFor(t, d, fmt.Sprintf("%d more critical sections %s", n, what), func() bool { return progress(mark) >= start+n })
+}
+
 func pathKey(prefix, rel string) string {
 	h := sha256.Sum256([]byte(rel))
 	return prefix + "/paths/" + hex.EncodeToString(h[:])
@@ -202,27 +283,63 @@ func pathKey(prefix, rel string) string {
 
 // worker is the critical section (this test binary, run as the command
 // with ETCDTEST_WORKER set). Like tests/csworker, it claims an O_EXCL
-// marker per path and per slot; markers are named by the path *relative to
-// the key root* (WITHLOCK_KEY_PATHS), so that holders on different "hosts"
-// (different key roots, different local paths) collide on the same file.
-// Each argument NAME:SIZE is a pool: the slot index must be below SIZE, and
-// the holders of the pool inside at once are counted in mark/in-NAME/.
-func worker(pools []string) int {
+// marker per post and per slot. Its arguments are the pools, NAME:SIZE
+// each (the slot index must be below SIZE, and the holders of the pool
+// inside at once are counted in mark/in-NAME/), then optionally "--", the
+// host's tree root and the posts it works on. A post's marker is keyed on
+// the post as the worker itself reaches it: its path relative to the root,
+// both with symlinks resolved by the worker, never on what withlock says
+// (WITHLOCK_KEY_PATHS). So holders on different "hosts" (different roots,
+// different local paths, one tree) collide on one marker even if withlock
+// keyed them apart. A WITHLOCK_KEY_PATHS that is not that set of relative
+// paths is recorded too.
+func worker(args []string) int {
 	mark := os.Getenv("ETCDTEST_MARK")
-	var rels []string
-	if err := json.Unmarshal([]byte(os.Getenv("WITHLOCK_KEY_PATHS")), &rels); err != nil {
-		violation(mark, "bad WITHLOCK_KEY_PATHS: "+err.Error())
+	pools, posts := args, []string(nil)
+	if i := slices.Index(args, "--"); i >= 0 {
+		pools, posts = args[:i], args[i+1:]
 	}
 	var names []string
-	for _, r := range rels {
-		h := sha256.Sum256([]byte(r))
-		names = append(names, "path-"+hex.EncodeToString(h[:8]))
+	if len(posts) > 0 {
+		var rels []string
+		root, err := filepath.EvalSymlinks(posts[0])
+		if err != nil {
+			violation(mark, "cannot resolve the root: "+err.Error())
+		}
+		for _, p := range posts[1:] {
+			r, err := filepath.EvalSymlinks(p)
+			if err == nil {
+				r, err = filepath.Rel(root, r)
+			}
+			if err != nil || strings.HasPrefix(r, "..") {
+				violation(mark, fmt.Sprintf("post %s is not in the tree %s: %v", p, root, err))
+				continue
+			}
+			rels = append(rels, r)
+		}
+		slices.Sort(rels)
+		rels = slices.Compact(rels)
+		for _, r := range rels {
+			names = append(names, "post-"+pathHash(r))
+		}
+		var reported []string
+		if err := json.Unmarshal([]byte(os.Getenv("WITHLOCK_KEY_PATHS")), &reported); err != nil {
+			violation(mark, "bad WITHLOCK_KEY_PATHS: "+err.Error())
+		}
+		slices.Sort(reported)
+		if !slices.Equal(reported, rels) {
+			violation(mark, fmt.Sprintf("withlock says it locked %q, the posts are %q", reported, rels))
+		}
 	}
 	idx := strings.Split(os.Getenv("WITHLOCK_SLOT"), ",")
 	var inside []string
 	for i, p := range pools {
 		name, size, _ := strings.Cut(p, ":")
 		n, _ := strconv.Atoi(size)
+		if i >= len(idx) {
+			violation(mark, fmt.Sprintf("no slot of pool %s in WITHLOCK_SLOT=%q", name, os.Getenv("WITHLOCK_SLOT")))
+			continue
+		}
 		s, err := strconv.Atoi(idx[i])
 		if err != nil || s < 0 || s >= n {
 			violation(mark, fmt.Sprintf("slot %q of pool %s outside 0..%d", idx[i], name, n-1))
@@ -247,7 +364,7 @@ func worker(pools []string) int {
 		made = append(made, n)
 	}
 	hold, _ := time.ParseDuration(os.Getenv("ETCDTEST_HOLD"))
-	time.Sleep(hold)
+	time.Sleep(hold) // the critical section's length, not a wait for anything
 	for _, n := range made {
 		os.Remove(filepath.Join(mark, n))
 	}

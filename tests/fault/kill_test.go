@@ -64,6 +64,10 @@ func TestKillRandom(t *testing.T) {
 	var canon []string
 	for i := 0; i < nposts; i++ {
 		canon = append(canon, filepath.Join(posts, fmt.Sprintf("p%d.md", i)))
+		// faultworker keys its markers on the post file it opens.
+		if err := os.WriteFile(canon[i], nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	slotTmpl := filepath.Join(root, "slot-{i}.lock")
 	marker := "FAULT_RUN=" + root
@@ -102,7 +106,8 @@ func TestKillRandom(t *testing.T) {
 				// a holder being killed.
 				argv = append(argv, "--wait", "300ms")
 			}
-			argv = append(argv, "--slots", strconv.Itoa(nslots), "--slot-file", slotTmpl, "--", bin("faultworker"), mark, "20", "main:"+strconv.Itoa(nslots))
+			argv = append(argv, "--slots", strconv.Itoa(nslots), "--slot-file", slotTmpl, "--", bin("faultworker"), mark, "20", "main:"+strconv.Itoa(nslots), "--")
+			argv = append(argv, set...)
 			if m.chain {
 				argv = append([]string{bin("cron-gate"), "-q", gates[rng.IntN(len(gates))], "--"}, argv...)
 			}

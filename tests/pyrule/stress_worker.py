@@ -4,10 +4,10 @@ Usage: stress_worker.py MARKDIR LOCKDIR SECONDS SLOT_TEMPLATE SLOTS POOLNAME PAT
 
 Each round takes a slot (first free wins), then a random set of 1-3 paths
 all or nothing, and marks its critical section exactly as tests/csworker
-does (O_CREAT|O_EXCL marker files keyed like csworker's), so one checker
-sees Go and Python holders alike.
+does (O_CREAT|O_EXCL marker files keyed like csworker's: a post by the
+device and inode of the file it stats, never by the lock's own idea of the
+path), so one checker sees Go and Python holders alike.
 """
-import hashlib
 import os
 import random
 import sys
@@ -34,11 +34,12 @@ def main():
             time.sleep(0.0005)
             continue
         try:
-            locks = bfl.try_acquire_file_locks(random.sample(paths, random.randint(1, 3)), lock_dir=lock_dir)
+            chosen = random.sample(paths, random.randint(1, 3))
+            locks = bfl.try_acquire_file_locks(chosen, lock_dir=lock_dir)
             if locks is None:
                 continue
             try:
-                names = ["path-" + hashlib.sha256(str(p).encode()).hexdigest()[:16] for p in locks.paths]
+                names = sorted({"post-%d-%d" % (st.st_dev, st.st_ino) for st in map(os.stat, chosen)})
                 names.append("pool-%s-%d" % (pool, idx))
                 made = []
                 for n in names:

@@ -73,6 +73,10 @@ func TestStressChains(t *testing.T) {
 	for i := 0; i < nposts; i++ {
 		canon = append(canon, filepath.Join(posts, fmt.Sprintf("post-%d.md", i)))
 		aliased = append(aliased, filepath.Join(root, "alias", ".", fmt.Sprintf("post-%d.md", i)))
+		// The workers key their markers on the post file they open.
+		if err := os.WriteFile(canon[i], nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	slotTmpl := filepath.Join(root, "slot-{i}.lock")
 
@@ -136,7 +140,8 @@ func TestStressChains(t *testing.T) {
 			}
 			argv := []string{filepath.Join(bin, "withlock"), "-q", "--lock-dir", lockDir,
 				"--paths", strings.Join(set, ","), "--slots", fmt.Sprint(nslots), "--slot-file", slotTmpl,
-				"--", filepath.Join(bin, "csworker"), mark, "main"}
+				"--", filepath.Join(bin, "csworker"), mark, "main", "--"}
+			argv = append(argv, set...)
 			if gate != "" {
 				argv = append([]string{filepath.Join(bin, "cron-gate"), "-q", gate, "--"}, argv...)
 			}

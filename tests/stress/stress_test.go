@@ -10,8 +10,6 @@ package stress
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -23,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/tests/testbin"
 )
@@ -43,23 +43,52 @@ func needPython(t *testing.T) {
 }
 
 // TestCheckerDetectsOverlap is the negative control: a critical section
-// entered while another holder's marker exists must be reported.
+// entered while another holder's marker exists must be reported, also when
+// the two reach the post through different paths (a symlinked alias: the
+// marker is keyed on the file the worker opens, not on what withlock
+// says), and a WITHLOCK_PATHS that is not the posts' real paths is
+// reported too.
 func TestCheckerDetectsOverlap(t *testing.T) {
 	bin, err := testbin.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	mark := t.TempDir()
-	h := sha256.Sum256([]byte("/x/post.md"))
-	os.WriteFile(filepath.Join(mark, "path-"+hex.EncodeToString(h[:8])), nil, 0o644)
-	cmd := exec.Command(filepath.Join(bin, "csworker"), mark)
-	cmd.Env = append(os.Environ(), `WITHLOCK_PATHS=["/x/post.md"]`)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("csworker: %v %s", err, out)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	v, _ := os.ReadFile(filepath.Join(mark, "VIOLATIONS"))
-	if !strings.Contains(string(v), "overlap") {
-		t.Fatalf("checker missed a planted overlap; VIOLATIONS=%q", v)
+	post := filepath.Join(root, "posts", "post.md")
+	alias := filepath.Join(root, "alias", "post.md")
+	os.Mkdir(filepath.Join(root, "posts"), 0o755)
+	os.WriteFile(post, nil, 0o644)
+	os.Symlink("posts", filepath.Join(root, "alias"))
+	marker := func(t *testing.T) string {
+		var st unix.Stat_t
+		if err := unix.Stat(post, &st); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("post-%d-%d", st.Dev, st.Ino)
+	}
+	worker := func(t *testing.T, withlockPaths string, args ...string) string {
+		mark := t.TempDir()
+		os.WriteFile(filepath.Join(mark, marker(t)), nil, 0o644) // the other holder
+		cmd := exec.Command(filepath.Join(bin, "csworker"), append([]string{mark}, args...)...)
+		cmd.Env = append(os.Environ(), "WITHLOCK_PATHS="+withlockPaths)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("csworker: %v %s", err, out)
+		}
+		v, _ := os.ReadFile(filepath.Join(mark, "VIOLATIONS"))
+		return string(v)
+	}
+	canonJSON := `["` + post + `"]`
+	if v := worker(t, canonJSON, "--", post); !strings.Contains(v, "overlap on "+marker(t)) || strings.Contains(v, "withlock says") {
+		t.Errorf("checker missed a planted overlap; VIOLATIONS=%q", v)
+	}
+	if v := worker(t, canonJSON, "--", alias); !strings.Contains(v, "overlap on "+marker(t)) || strings.Contains(v, "withlock says") {
+		t.Errorf("checker missed an overlap through the alias; VIOLATIONS=%q", v)
+	}
+	if v := worker(t, `["`+alias+`"]`, "--", alias); !strings.Contains(v, "withlock says it locked") {
+		t.Errorf("checker missed a WITHLOCK_PATHS that is not the post's real path; VIOLATIONS=%q", v)
 	}
 }
 
@@ -95,6 +124,10 @@ func TestStressExclusion(t *testing.T) {
 	for i := 0; i < nposts; i++ {
 		canon = append(canon, filepath.Join(posts, fmt.Sprintf("post-%d.md", i)))
 		aliased = append(aliased, filepath.Join(alias, ".", fmt.Sprintf("post-%d.md", i)))
+		// The workers key their markers on the post file they open.
+		if err := os.WriteFile(canon[i], nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	slotTmpl := filepath.Join(root, "slot-{i}.lock")
 
@@ -134,7 +167,8 @@ func TestStressExclusion(t *testing.T) {
 				}
 				cmd := exec.Command(filepath.Join(bin, "withlock"), "-q", "--lock-dir", lockDir,
 					"--paths", strings.Join(set, ","), "--slots", fmt.Sprint(nslots), "--slot-file", slotTmpl,
-					"--", filepath.Join(bin, "csworker"), mark, "main")
+					"--", filepath.Join(bin, "csworker"), mark, "main", "--")
+				cmd.Args = append(cmd.Args, set...)
 				out, err := cmd.CombinedOutput()
 				var ee *exec.ExitError
 				code := 0

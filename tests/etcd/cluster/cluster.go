@@ -5,6 +5,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -261,13 +262,45 @@ func (c *Cluster) Restart(i int) error {
 	return c.start(i, "existing")
 }
 
-// Freeze stops (SIGSTOP) the given members; Thaw continues them.
+// Freeze stops (SIGSTOP) the given members and returns once every thread
+// of each is stopped (a signal takes effect asynchronously: until then a
+// member may still answer a request); Thaw continues them.
 func (c *Cluster) Freeze(idx ...int) {
 	for _, i := range idx {
 		if c.Running(i) {
 			syscall.Kill(c.Members[i].cmd.Process.Pid, syscall.SIGSTOP)
 			c.Members[i].stopped = true
 		}
+	}
+	for _, i := range idx {
+		if c.Running(i) {
+			waitStopped(c.Members[i].cmd.Process.Pid)
+		}
+	}
+}
+
+// waitStopped polls /proc/PID/task/*/stat until every thread of pid is in
+// state T (stopped) or the process is gone, for at most 10 s.
+func waitStopped(pid int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return
+		}
+		stopped := true
+		for _, task := range tasks {
+			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			i := bytes.LastIndexByte(data, ')')
+			if err == nil && i >= 0 && i+2 < len(data) && data[i+2] != 'T' && data[i+2] != 't' {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -280,6 +313,9 @@ func (c *Cluster) Thaw(idx ...int) {
 		}
 	}
 }
+
+// Frozen reports whether the member was frozen by Freeze and not thawed.
+func (m *Member) Frozen() bool { return m.stopped }
 
 // All returns the indices of every member.
 func (c *Cluster) All() []int {

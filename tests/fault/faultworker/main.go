@@ -2,9 +2,14 @@
 // tests/csworker it stays correct when it is killed with SIGKILL in the
 // middle of its critical section, which is exactly what the fault tests do.
 //
-// Run under withlock, it claims one marker file per path it holds (from
-// WITHLOCK_PATHS) and per slot (WITHLOCK_SLOT, one POOL:CAP argument per
-// pool, in --slots order). A marker is created atomically with link(2) from
+// Run under withlock, it claims one marker file per post it works on and
+// per slot (WITHLOCK_SLOT, one POOL:CAP argument per pool, in --slots
+// order). A post's marker is keyed on the file the worker opens
+// (post-DEV-INO: its own resolution of the path, symlinks and all), never
+// on what withlock says it locked, so two holders of one post through
+// different spellings collide on one marker; a WITHLOCK_PATHS that is not
+// the sorted symlink-free paths of the posts is recorded too. A marker is
+// created atomically with link(2) from
 // a temp file and names its owner: "PID STARTTICKS" (the owner's start time
 // in clock ticks since boot, to tell a recycled PID). When a marker already
 // exists, the worker moves it aside with rename(2) (atomic: of two claimants
@@ -26,13 +31,12 @@
 // If FAULT_PIDFILE is set, the worker first writes "PID STARTTICKS" there
 // (atomically), so that the test can find and kill it.
 //
-// Usage: faultworker MARKDIR MAXSLEEP_MS [POOL:CAP...]
+// Usage: faultworker MARKDIR MAXSLEEP_MS [POOL:CAP...] [-- POST...]  (each
+// POST must exist)
 package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,9 +44,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -60,16 +67,18 @@ func main() {
 	if pf := os.Getenv("FAULT_PIDFILE"); pf != "" {
 		writeAtomic(pf, me)
 	}
-	var paths []string
-	if err := json.Unmarshal([]byte(os.Getenv("WITHLOCK_PATHS")), &paths); err != nil {
+	pools, posts := os.Args[3:], []string(nil)
+	if i := slices.Index(pools, "--"); i >= 0 {
+		pools, posts = pools[:i], pools[i+1:]
+	}
+	keys, resolved := postKeys(mark, posts)
+	var reported []string
+	if err := json.Unmarshal([]byte(os.Getenv("WITHLOCK_PATHS")), &reported); err != nil {
 		violation(mark, "bad WITHLOCK_PATHS: "+err.Error())
+	} else if posts != nil && !slices.Equal(reported, resolved) {
+		violation(mark, fmt.Sprintf("withlock says it locked %q, the posts opened are %q", reported, resolved))
 	}
-	var keys []string
-	for _, p := range paths {
-		h := sha256.Sum256([]byte(p))
-		keys = append(keys, "path-"+hex.EncodeToString(h[:8]))
-	}
-	if pools := os.Args[3:]; len(pools) > 0 {
+	if len(pools) > 0 {
 		idx := strings.Split(os.Getenv("WITHLOCK_SLOT"), ",")
 		if len(idx) != len(pools) {
 			violation(mark, fmt.Sprintf("WITHLOCK_SLOT=%q for %d pools", os.Getenv("WITHLOCK_SLOT"), len(pools)))
@@ -101,6 +110,39 @@ func main() {
 	for _, k := range made {
 		os.Remove(filepath.Join(mark, k))
 	}
+}
+
+// postKeys opens each post and returns the marker keys of the distinct
+// files (post-DEV-INO) and their symlink-free paths, sorted and unique as
+// withlock reports them.
+func postKeys(mark string, posts []string) (keys, resolved []string) {
+	seen := map[string]bool{}
+	for _, p := range posts {
+		f, err := os.Open(p)
+		if err != nil {
+			violation(mark, "cannot open the post: "+err.Error())
+			continue
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(int(f.Fd()), &st)
+		f.Close()
+		if err != nil {
+			violation(mark, "cannot stat the post: "+err.Error())
+			continue
+		}
+		if k := fmt.Sprintf("post-%d-%d", st.Dev, st.Ino); !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+		abs, _ := filepath.Abs(p)
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			resolved = append(resolved, r)
+		} else {
+			violation(mark, "cannot resolve the post: "+err.Error())
+		}
+	}
+	slices.Sort(resolved)
+	return keys, slices.Compact(resolved)
 }
 
 // claim creates the marker key owned by me; it reports false after
