@@ -34,6 +34,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/safeopen"
 
 	"golang.org/x/sys/unix"
 )
@@ -325,38 +326,34 @@ const editLockPoll = 20 * time.Millisecond
 var errEditLockBusy = errors.New("held by another edit of the config")
 
 // editLock takes an exclusive flock on lockPath, creating it (0600) if
-// needed and never following a symlink, waiting at most wait for another
-// holder to let go. The returned func releases it.
+// needed, waiting at most wait for another holder to let go. The lock's
+// directory (the state dir) is walked from descriptors as every state dir
+// is (package safeopen: never through another user's directory or symlink,
+// never re-resolved), and the file is opened through that directory's
+// descriptor without following a symlink or blocking, and must be a
+// regular file. The returned func releases it.
 func editLock(lockPath string, wait time.Duration) (func(), error) {
 	where := "lock file " + cfgtext.QuotePath(lockPath)
-	var fd int
-	var err error
-	for {
-		fd, err = unix.Open(lockPath, unix.O_CREAT|unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	d, err := safeopen.OpenDir(filepath.Dir(lockPath), safeopen.DirOptions{What: "state dir"})
 	if err != nil {
-		switch {
-		case err == unix.ELOOP:
-			return nil, fmt.Errorf("%s: is a symlink; remove it (cron-gate creates it)", where)
-		case err == unix.ENOENT:
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: its directory does not exist; create the state directory first", where)
+		}
+		return nil, fmt.Errorf("%s: %s", where, cfgtext.OneLine(err.Error()))
+	}
+	f, err := d.OpenFile(filepath.Base(lockPath), unix.O_CREAT|unix.O_RDWR, 0o600)
+	d.Close()
+	if err != nil {
+		fe, isFile := errors.AsType[*safeopen.FileError](err)
+		switch {
+		case isFile && errors.Is(err, safeopen.ErrNotRegular):
+			return nil, fmt.Errorf("%s: is %s, not a regular file; remove it (cron-gate creates it)", where, fe.Kind)
 		case errors.Is(err, fs.ErrPermission):
 			return nil, fmt.Errorf("%s: permission denied; run as the user that owns the state directory", where)
 		}
-		return nil, fmt.Errorf("%s: cannot open: %s", where, cfgtext.OneLine(err.Error()))
+		return nil, fmt.Errorf("%s: cannot open: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("%s: cannot stat: %s", where, cfgtext.OneLine(err.Error()))
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, fmt.Errorf("%s: is not a regular file; remove it (cron-gate creates it)", where)
-	}
+	fd := int(f.Fd())
 	// Polled rather than blocking, so that the wait is bounded: the
 	// holder may be a person in an editor.
 	deadline := time.Now().Add(wait)
@@ -371,14 +368,14 @@ func editLock(lockPath string, wait time.Duration) (func(), error) {
 		}
 	}
 	if err == unix.EWOULDBLOCK {
-		unix.Close(fd)
+		f.Close()
 		return nil, fmt.Errorf("%s: %w for over %s (cron-gate edit open in an editor?); try again when it is done", where, errEditLockBusy, wait)
 	}
 	if err != nil {
-		unix.Close(fd)
+		f.Close()
 		return nil, fmt.Errorf("%s: cannot lock: %s", where, cfgtext.OneLine(err.Error()))
 	}
-	return func() { unix.Close(fd) }, nil
+	return func() { f.Close() }, nil
 }
 
 // editReplace atomically replaces target, read as orig (version v), with

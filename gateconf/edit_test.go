@@ -329,7 +329,7 @@ func TestSetPausedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := SetPaused(path, "x", true, lock)
-		if err == nil || !strings.Contains(err.Error(), "lock file "+lock+": is a symlink") {
+		if err == nil || !strings.Contains(err.Error(), "lock file "+lock+": is a symlink, not a regular file") {
 			t.Errorf("error = %v", err)
 		}
 		if readString(t, path) != "" {
