@@ -6,9 +6,11 @@
 //   - the command's own exit code is passed through; a death by signal N
 //     becomes 128+N; a timeout becomes 124; a command that cannot be found is
 //     127 and one that cannot be executed is 126 (see exitcode.go);
-//   - the child runs in a process group of its own; TERM, INT, HUP and QUIT
-//     received by the wrapper are forwarded to that whole group, and the
-//     wrapper keeps waiting until the child has exited;
+//   - until the command starts, a forwarded signal ends the wrapper at once
+//     with 128+N (guard.go); once it runs, the child runs in a process group
+//     of its own, TERM, INT, HUP and QUIT received by the wrapper are
+//     forwarded to that whole group, and the wrapper keeps waiting until the
+//     child has exited;
 //   - on timeout the group gets TERM, then KILL after a grace period;
 //   - values in Spec.Env are appended after os.Environ(), so they win;
 //   - Spec.ExtraFiles are inherited by the child as fds 3, 4, ... (this is
@@ -24,7 +26,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -42,36 +43,6 @@ const defaultPath = "/bin:/usr/bin"
 
 // Forwarded lists the signals a wrapper passes on to the command.
 var Forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT}
-
-// Notify starts catching the forwarded signals and returns the channel they
-// arrive on. Call it first thing in main: until then the Go runtime's
-// default action applies (SIGQUIT would print a goroutine dump).
-func Notify() chan os.Signal {
-	c := make(chan os.Signal, 8)
-	signal.Notify(c, Forwarded...)
-	return c
-}
-
-// HandOff is called just before this process execs another binary that
-// will run the command (withlock → withlock-full, cron-gate →
-// cron-gate-full or cron-gate-etcd). The forwarded signals go back to
-// their default action, so one that arrives from now on ends this process
-// before any command has started; one that arrived already (caught on c)
-// is returned, and the caller exits 128+N instead of exec'ing, since an
-// exec would drop it and the next binary would run the command as if
-// nothing had been asked.
-func HandOff(c chan os.Signal) (code int, stop bool) {
-	signal.Reset(Forwarded...)
-	select {
-	case s := <-c:
-		if n, ok := s.(syscall.Signal); ok {
-			return 128 + int(n), true
-		}
-		return ExitFailure, true
-	default:
-		return 0, false
-	}
-}
 
 // Spec describes the command to run.
 type Spec struct {
@@ -255,8 +226,11 @@ func (c *Child) AddFiles(files ...*os.File) { c.cmd.ExtraFiles = append(c.cmd.Ex
 func (c *Child) Files() []*os.File { return c.cmd.ExtraFiles }
 
 // Start starts the command. Errors are *StartError.
+//
+// It disarms the guard (guard.go) in the same critical section as the
+// fork: a signal from now on is forwarded to the command by Wait.
 func (c *Child) Start() error {
-	if err := c.cmd.Start(); err != nil {
+	if err := startDisarming(c.cmd.Start); err != nil {
 		return classify(c.spec.Argv[0], err)
 	}
 	return nil
