@@ -29,11 +29,19 @@ const (
 // last part (errors come last), and appends the run as one section to
 // output.log at the end, under the gate's lock, so concurrent runs never
 // interleave. If cron-gate is killed the run's output is not kept.
+//
+// The run ends when the command does, not when its output pipes close: a
+// process the command left behind may hold them for ever. The runner
+// reads them for at most runner.DefaultDrain after the command's end
+// (Spec.Drain); if they are still open then, the section gets a line
+// saying so (cutNote) and nothing written later is kept.
 type outputLog struct {
-	mu   sync.Mutex
-	max  int
-	buf  []byte
-	lost int64
+	mu     sync.Mutex
+	max    int
+	buf    []byte
+	lost   int64
+	closed bool   // the section is final: later writes pass through only
+	cut    string // the note for a cut drain, or ""
 }
 
 func newOutputLog(max int64) *outputLog {
@@ -50,16 +58,35 @@ type teeWriter struct {
 
 func (t teeWriter) Write(p []byte) (int, error) {
 	t.l.mu.Lock()
-	t.l.buf = append(t.l.buf, p...)
-	if over := len(t.l.buf) - t.l.max; over > 0 {
-		t.l.lost += int64(over)
-		t.l.buf = append(t.l.buf[:0], t.l.buf[over:]...)
+	if !t.l.closed {
+		t.l.buf = append(t.l.buf, p...)
+		if over := len(t.l.buf) - t.l.max; over > 0 {
+			t.l.lost += int64(over)
+			t.l.buf = append(t.l.buf[:0], t.l.buf[over:]...)
+		}
 	}
 	t.l.mu.Unlock()
 	return t.dst.Write(p)
 }
 
 func (l *outputLog) tee(dst io.Writer) io.Writer { return teeWriter{l: l, dst: dst} }
+
+// cutNote is the line a section gets when the output was cut: drain after
+// the command ended, its stdout or stderr was still open (a process it
+// started holds it) or not passed on yet (cron-gate's own stdout or stderr
+// not taking more).
+func cutNote(drain time.Duration) string {
+	return fmt.Sprintf("[... output cut %v after the command ended: a process it started still holds its stdout or stderr, or cron-gate's own output is not being read; nothing later is kept ...]", drain)
+}
+
+// close makes the section final: what is written from now on passes
+// through but is not kept. note, if not empty, is a line that says why
+// the output ends there (cutNote).
+func (l *outputLog) close(note string) {
+	l.mu.Lock()
+	l.closed, l.cut = true, note
+	l.mu.Unlock()
+}
 
 // save appends the run's section to the gate's output log, rotating the log
 // to output.1.log first when it is over the bound.
@@ -73,6 +100,10 @@ func (l *outputLog) save(j *Journal, end Record) error {
 	}
 	sec.Write(l.buf)
 	if len(l.buf) > 0 && l.buf[len(l.buf)-1] != '\n' {
+		sec.WriteByte('\n')
+	}
+	if l.cut != "" {
+		sec.WriteString(l.cut)
 		sec.WriteByte('\n')
 	}
 	exit := "?"

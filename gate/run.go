@@ -207,8 +207,12 @@ func Run(inv Invocation) int {
 	rec.ChildStart = processStartTicks(child.Pid())
 	record(rec)
 
+	// The run ends when the command does (runner.Child.Wait): the end
+	// record gets the command's own end time and outcome, and is written
+	// at once; the output that processes it left behind may keep open is
+	// drained afterwards, for a bounded time (Child.Drain).
 	res := child.Wait(inv.Sigs, start)
-	end := now()
+	end := now().Add(-time.Since(res.End))
 	rec = base
 	rec.Event, rec.Time, rec.Started, rec.ChildPid = EventEnd, end, start, res.Pid
 	rec.DurationMS = end.Sub(start).Milliseconds()
@@ -232,6 +236,11 @@ func Run(inv Invocation) int {
 		hc.Finished(rec)
 	}
 	if olog != nil {
+		note := ""
+		if child.Drain() {
+			note = cutNote(runner.DefaultDrain)
+		}
+		olog.close(note)
 		if err := olog.save(j, rec); err != nil {
 			out.Warnf("output log of gate %s: %v; the output of run %s is not kept", inv.Gate, err, run)
 		}

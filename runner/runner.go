@@ -1,31 +1,42 @@
 // Package runner runs the wrapped command for withlock and cron-gate: one
 // place that decides the child's process group, forwards signals, enforces a
-// timeout and turns the way the child ended into an exit code.
+// timeout, reads the command's output when the wrapper keeps it, and turns
+// the way the child ended into an exit code.
 //
 // Guarantees:
 //   - the command's own exit code is passed through; a death by signal N
 //     becomes 128+N; a timeout becomes 124; a command that cannot be found is
 //     127 and one that cannot be executed is 126 (see exitcode.go);
-//   - the child runs in a process group of its own; TERM, INT, HUP and QUIT
-//     received by the wrapper are forwarded to that whole group, and the
-//     wrapper keeps waiting until the child has exited;
-//   - on timeout the group gets TERM, then KILL after a grace period;
+//   - until the command starts, a forwarded signal ends the wrapper at once
+//     with 128+N (guard.go); once it runs, the child runs in a process group
+//     of its own, TERM, INT, HUP and QUIT received by the wrapper are
+//     forwarded to that whole group, and the wrapper keeps waiting until the
+//     child has exited;
+//   - on timeout the group gets TERM; the wrapper then waits until no
+//     process of the group is left, or until the grace period has passed
+//     and KILL has been sent to the whole group — whether or not the child
+//     itself is still there — and the killed processes are gone (Wait);
+//   - the run ends when the child (the group's leader) exits; output that
+//     processes it left behind still write to pipes the runner owns is read
+//     for at most Spec.Drain more (DefaultDrain), then cut (Child.Drain);
 //   - values in Spec.Env are appended after os.Environ(), so they win;
 //   - Spec.ExtraFiles are inherited by the child as fds 3, 4, ... (this is
 //     how withlock's locks outlive a SIGKILLed wrapper).
 //
-// It does not kill processes the command leaves behind after it exits.
+// It does not kill processes the command leaves behind when it exits
+// before any timeout, nor processes that left its group (setsid).
 package runner
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +47,20 @@ import (
 // DefaultKillAfter is the grace between TERM and KILL when a timeout fires.
 const DefaultKillAfter = 10 * time.Second
 
+// DefaultDrain bounds how long the output of a command that has ended is
+// still read from the pipes the runner owns (Spec.Stdout or Spec.Stderr
+// not an *os.File): see Child.Wait.
+const DefaultDrain = time.Second
+
+// reapBound bounds the wait, after the timeout's KILL, for the processes
+// of the group to be gone: a process in uninterruptible sleep (a hung NFS
+// mount) cannot die, and the wrapper must end all the same.
+const reapBound = 5 * time.Second
+
+// groupPoll is how often the group is looked at while a timed-out command's
+// processes are waited for.
+const groupPoll = 20 * time.Millisecond
+
 // defaultPath is used to find the command when PATH is unset, as execvp(3)
 // does with confstr(_CS_PATH) on glibc.
 const defaultPath = "/bin:/usr/bin"
@@ -43,46 +68,25 @@ const defaultPath = "/bin:/usr/bin"
 // Forwarded lists the signals a wrapper passes on to the command.
 var Forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT}
 
-// Notify starts catching the forwarded signals and returns the channel they
-// arrive on. Call it first thing in main: until then the Go runtime's
-// default action applies (SIGQUIT would print a goroutine dump).
-func Notify() chan os.Signal {
-	c := make(chan os.Signal, 8)
-	signal.Notify(c, Forwarded...)
-	return c
-}
-
-// HandOff is called just before this process execs another binary that
-// will run the command (withlock → withlock-full, cron-gate →
-// cron-gate-full or cron-gate-etcd). The forwarded signals go back to
-// their default action, so one that arrives from now on ends this process
-// before any command has started; one that arrived already (caught on c)
-// is returned, and the caller exits 128+N instead of exec'ing, since an
-// exec would drop it and the next binary would run the command as if
-// nothing had been asked.
-func HandOff(c chan os.Signal) (code int, stop bool) {
-	signal.Reset(Forwarded...)
-	select {
-	case s := <-c:
-		if n, ok := s.(syscall.Signal); ok {
-			return 128 + int(n), true
-		}
-		return ExitFailure, true
-	default:
-		return 0, false
-	}
-}
-
 // Spec describes the command to run.
 type Spec struct {
 	Argv       []string
 	Env        []string   // appended after os.Environ()
 	ExtraFiles []*os.File // inherited as fd 3+i
-	Stdin      io.Reader  // nil: the wrapper's own stdin
-	Stdout     io.Writer  // nil: the wrapper's own stdout
-	Stderr     io.Writer  // nil: the wrapper's own stderr
-	Timeout    time.Duration
-	KillAfter  time.Duration // 0: DefaultKillAfter
+	// Stdin, Stdout and Stderr: nil is the wrapper's own. An *os.File is
+	// given to the command as it is. Any other writer gets a pipe the
+	// runner owns and copies from (any other reader, one it copies into),
+	// so that Wait decides when to stop reading: see Drain.
+	Stdin     io.Reader
+	Stdout    io.Writer
+	Stderr    io.Writer
+	Timeout   time.Duration
+	KillAfter time.Duration // 0: DefaultKillAfter
+	// Drain bounds how long the runner still reads a pipe it owns after
+	// the command has ended (0: DefaultDrain). A process the command left
+	// behind can hold the pipe open for ever; its output past the bound is
+	// not read, and Child.Drain says so.
+	Drain time.Duration
 }
 
 // Result tells how the command ended.
@@ -92,14 +96,29 @@ type Result struct {
 	Signal   syscall.Signal // non-zero if the command died of a signal
 	TimedOut bool
 	Start    time.Time
-	End      time.Time
+	// End is when the command ended: when the child exited, or, after a
+	// timeout, when its group was found empty or had been killed if that
+	// came later. It does not include the drain of the output
+	// (Child.Drain).
+	End time.Time
 }
 
 // Child is a command resolved and ready to start.
 type Child struct {
-	spec Spec
-	cmd  *exec.Cmd
-	tty  bool // stdin is a terminal: no process group of its own
+	spec  Spec
+	cmd   *exec.Cmd
+	tty   bool       // stdin is a terminal: no process group of its own
+	pipes []*pipe    // the output pipes the runner owns, once started
+	end   time.Time  // the command's end, once Wait has returned
+	close []*os.File // the command's ends of the pipes, closed after Start
+}
+
+// pipe is one output pipe the runner owns: the command writes to its
+// other end, copy reads r into dst.
+type pipe struct {
+	r    *os.File
+	dst  io.Writer
+	done chan struct{} // closed when the copy has ended
 }
 
 func isTerminal(r io.Reader) bool {
@@ -149,15 +168,17 @@ func Prepare(spec Spec) (*Child, error) {
 	cmd := &exec.Cmd{Path: path, Args: spec.Argv}
 	cmd.Env = append(os.Environ(), spec.Env...)
 	cmd.ExtraFiles = spec.ExtraFiles
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
-	if cmd.Stdin == nil {
-		cmd.Stdin = os.Stdin
+	// The wrapper's own streams unless the caller gives others; a reader
+	// or writer that is not a file gets a pipe at Start.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if f, ok := spec.Stdin.(*os.File); ok {
+		cmd.Stdin = f
 	}
-	if cmd.Stdout == nil {
-		cmd.Stdout = os.Stdout
+	if f, ok := spec.Stdout.(*os.File); ok {
+		cmd.Stdout = f
 	}
-	if cmd.Stderr == nil {
-		cmd.Stderr = os.Stderr
+	if f, ok := spec.Stderr.(*os.File); ok {
+		cmd.Stderr = f
 	}
 	c := &Child{spec: spec, cmd: cmd}
 	// Under cron (no terminal) the command gets a process group of its
@@ -166,7 +187,7 @@ func Prepare(spec Spec) (*Child, error) {
 	// terminal's foreground group: a background group would be stopped by
 	// SIGTTIN at its first read. The terminal then sends ^C and ^\ to the
 	// command itself, so INT and QUIT are not forwarded a second time.
-	c.tty = isTerminal(cmd.Stdin)
+	c.tty = isTerminal(cmd.Stdin) && (spec.Stdin == nil || cmd.Stdin == spec.Stdin)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !c.tty}
 	return c, nil
 }
@@ -254,12 +275,81 @@ func (c *Child) AddFiles(files ...*os.File) { c.cmd.ExtraFiles = append(c.cmd.Ex
 // Files returns the files the command will inherit, in fd order from 3.
 func (c *Child) Files() []*os.File { return c.cmd.ExtraFiles }
 
-// Start starts the command. Errors are *StartError.
+// Start starts the command. Errors are *StartError. It disarms the guard
+// (guard.go) in the same critical section as the fork: a signal from now
+// on is forwarded to the command by Wait.
 func (c *Child) Start() error {
-	if err := c.cmd.Start(); err != nil {
+	if err := c.openPipes(); err != nil {
+		c.closePipes()
+		return &StartError{Argv0: c.spec.Argv[0], Code: ExitFailure, Err: err}
+	}
+	err := startDisarming(c.cmd.Start)
+	// The command's ends of the pipes belong to it now (or to nobody):
+	// the copies must see end of file when the last writer is gone.
+	for _, f := range c.close {
+		f.Close()
+	}
+	c.close = nil
+	if err != nil {
+		c.closePipes()
 		return classify(c.spec.Argv[0], err)
 	}
+	for _, p := range c.pipes {
+		go func() {
+			defer close(p.done)
+			// An error (the destination refusing, or the read end
+			// closed by a cut drain) ends the copy; there is nobody to
+			// tell but Result.OutputCut.
+			_, _ = io.Copy(p.dst, p.r)
+		}()
+	}
 	return nil
+}
+
+// openPipes makes the pipes for a Spec.Stdin, Stdout or Stderr that is
+// not a file.
+func (c *Child) openPipes() error {
+	if r := c.spec.Stdin; r != nil && c.cmd.Stdin != r {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		c.close = append(c.close, pr)
+		c.cmd.Stdin = pr
+		// Never waited for: the command may not read all of it, and a
+		// reader that blocks must not hold the wrapper.
+		go func() {
+			_, _ = io.Copy(pw, r)
+			pw.Close()
+		}()
+	}
+	for _, out := range []struct {
+		w   io.Writer
+		set *io.Writer
+	}{{c.spec.Stdout, &c.cmd.Stdout}, {c.spec.Stderr, &c.cmd.Stderr}} {
+		if out.w == nil || *out.set == out.w {
+			continue
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		c.close = append(c.close, pw)
+		c.pipes = append(c.pipes, &pipe{r: pr, dst: out.w, done: make(chan struct{})})
+		*out.set = pw
+	}
+	return nil
+}
+
+// closePipes closes the runner's ends of the output pipes.
+func (c *Child) closePipes() {
+	for _, f := range c.close {
+		f.Close()
+	}
+	c.close = nil
+	for _, p := range c.pipes {
+		p.r.Close()
+	}
 }
 
 // Pid is the child's process ID once started.
@@ -271,30 +361,74 @@ func (c *Child) Pid() int {
 }
 
 // Wait waits for the started command, forwarding every signal that arrives
-// on sigs to its process group and enforcing the timeout.
+// on sigs to its process group and enforcing the timeout. Call Drain after
+// it when Spec.Stdout or Stderr was not a file.
+//
+// The run ends when the child exits, at once: processes it left behind in
+// its group are not waited for (they may be daemons it means to leave).
+// After a timeout it is different: the group got TERM, and the run ends
+// only when no process of the group is left (zombies, which hold no
+// files and no locks, do not count), or when KillAfter has passed; then
+// KILL goes to the whole group, whether or not the child is still there,
+// and Wait returns once the killed processes are gone (at most reapBound
+// later, for one that cannot die). So when a timed-out withlock exits, no
+// process of the command's group holds its locks any more. A process that
+// left the group (setsid) is beyond reach, as it is for a terminal's ^C.
+// On a terminal the command has no group of its own (see Prepare): the
+// timeout's TERM and KILL go to the child alone and the run ends when it
+// exits.
+//
+// Wait does not wait for the output pipes the runner owns: see Drain.
 func (c *Child) Wait(sigs <-chan os.Signal, start time.Time) Result {
 	pid := c.cmd.Process.Pid
-	done := make(chan error, 1)
-	go func() { done <- c.cmd.Wait() }()
+	type exit struct {
+		ps  *os.ProcessState
+		err error
+	}
+	exited := make(chan exit, 1)
+	go func() {
+		ps, err := c.cmd.Process.Wait()
+		exited <- exit{ps, err}
+	}()
 
-	var timeout, kill <-chan time.Time
+	var timeout, kill, poll <-chan time.Time
 	if c.spec.Timeout > 0 {
 		t := time.NewTimer(c.spec.Timeout - time.Since(start))
 		defer t.Stop()
 		timeout = t.C
 	}
 	res := Result{Pid: pid, Start: start}
+	var (
+		leaderGone bool
+		killedAt   time.Time
+	)
 	for {
+		if leaderGone {
+			// The run ends now, unless a timeout must first clear the
+			// group (see above).
+			if !res.TimedOut || c.tty || !c.groupAlive() {
+				break
+			}
+			if !killedAt.IsZero() && time.Since(killedAt) > reapBound {
+				break
+			}
+			if poll == nil {
+				t := time.NewTicker(groupPoll)
+				defer t.Stop()
+				poll = t.C
+			}
+		}
 		select {
 		case s := <-sigs:
-			sig := s.(syscall.Signal)
-			if c.tty && (sig == unix.SIGINT || sig == unix.SIGQUIT) {
+			sig, ok := s.(syscall.Signal)
+			if !ok || c.tty && (sig == unix.SIGINT || sig == unix.SIGQUIT) {
 				continue
 			}
-			c.signal(sig)
+			c.signal(sig, leaderGone)
 		case <-timeout:
+			timeout = nil
 			res.TimedOut = true
-			c.signal(unix.SIGTERM)
+			c.signal(unix.SIGTERM, leaderGone)
 			grace := c.spec.KillAfter
 			if grace <= 0 {
 				grace = DefaultKillAfter
@@ -303,25 +437,129 @@ func (c *Child) Wait(sigs <-chan os.Signal, start time.Time) Result {
 			defer k.Stop()
 			kill = k.C
 		case <-kill:
-			c.signal(unix.SIGKILL)
-		case err := <-done:
+			kill = nil
+			c.signal(unix.SIGKILL, leaderGone)
+			killedAt = time.Now()
+		case e := <-exited:
+			exited = nil
+			leaderGone = true
 			res.End = time.Now()
-			res.Code, res.Signal = codeOf(c.cmd.ProcessState, err)
-			if res.TimedOut {
-				res.Code = ExitTimeout
+			res.Code, res.Signal = codeOf(e.ps, e.err)
+			if !res.TimedOut {
+				// Ended before the deadline: the timeout no longer
+				// applies (nor does a KILL to processes left behind).
+				timeout, kill = nil, nil
 			}
-			return res
+		case <-poll:
 		}
+	}
+	if res.TimedOut {
+		// The timed-out command ended when its group did.
+		res.Code, res.End = ExitTimeout, time.Now()
+	}
+	c.end = res.End
+	return res
+}
+
+// Drain ends the copies from the output pipes the runner owns (a
+// Spec.Stdout or Stderr that is not a file); call it after Wait. They get
+// until Spec.Drain after the command's end (Result.End) to reach end of
+// file, which they do at once unless a process the command left behind
+// still holds a pipe (or the destination stopped taking data). Then the
+// read ends are closed and Drain reports the output cut: a process that
+// writes later gets EPIPE, as it would once the wrapper had exited. A
+// copy blocked writing to its destination is left behind: it cannot hold
+// the wrapper. Without such pipes Drain returns false at once.
+func (c *Child) Drain() (cut bool) {
+	if len(c.pipes) == 0 {
+		return false
+	}
+	d := c.spec.Drain
+	if d <= 0 {
+		d = DefaultDrain
+	}
+	t := time.NewTimer(time.Until(c.end.Add(d)))
+	defer t.Stop()
+	for _, p := range c.pipes {
+		select {
+		case <-p.done:
+		case <-t.C:
+			for _, p := range c.pipes {
+				p.r.Close()
+			}
+			return true
+		}
+	}
+	for _, p := range c.pipes {
+		p.r.Close()
+	}
+	return false
+}
+
+// signal signals the child's process group. On a terminal (no group of
+// its own) it signals the child alone, and so it does, while the child has
+// not been reaped, if the group cannot be signalled. Once the child has
+// been reaped (leaderGone) its PID may be reused, so only the group is
+// signalled: the group's ID stays reserved as long as one member is left.
+func (c *Child) signal(s syscall.Signal, leaderGone bool) {
+	pid := c.cmd.Process.Pid
+	if c.tty {
+		if !leaderGone {
+			_ = unix.Kill(pid, s)
+		}
+		return
+	}
+	if unix.Kill(-pid, s) != nil && !leaderGone {
+		_ = unix.Kill(pid, s)
 	}
 }
 
-// signal signals the child's process group (the child alone on a
-// terminal, or if the group is already gone).
-func (c *Child) signal(s syscall.Signal) {
-	pid := c.cmd.Process.Pid
-	if c.tty || unix.Kill(-pid, s) != nil {
-		_ = unix.Kill(pid, s)
+// groupAlive reports whether a process of the child's group is still
+// there and not a zombie. A zombie has closed its files (so it holds no
+// lock) and may never be reaped when PID 1 does not reap orphans, so it
+// does not count. The cheap kill(-pgid, 0) answers the common case; only
+// when it finds the group is /proc searched for a live member.
+func (c *Child) groupAlive() bool {
+	pgid := c.cmd.Process.Pid
+	if err := unix.Kill(-pgid, 0); err == unix.ESRCH {
+		return false
 	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: keep waiting, KILL and reapBound end it
+	}
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if state, pg, ok := statFields(data); ok && pg == pgid && state != 'Z' && state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// statFields returns the state and the process group of a /proc/PID/stat
+// line: "pid (comm) S ppid pgrp ...", where comm may hold spaces and
+// parentheses, so the fields are counted from the last ')'.
+func statFields(stat []byte) (state byte, pgrp int, ok bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 3 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	pg, err := strconv.Atoi(f[2])
+	if err != nil {
+		return 0, 0, false
+	}
+	return f[0][0], pg, true
 }
 
 func codeOf(ps *os.ProcessState, err error) (int, syscall.Signal) {
@@ -341,7 +579,8 @@ func codeOf(ps *os.ProcessState, err error) (int, syscall.Signal) {
 	return ExitFailure, 0
 }
 
-// Run prepares, starts and waits for spec in one call.
+// Run prepares, starts and waits for spec in one call, and drains its
+// output (Child.Drain).
 func Run(spec Spec, sigs <-chan os.Signal) (Result, error) {
 	c, err := Prepare(spec)
 	if err != nil {
@@ -351,5 +590,7 @@ func Run(spec Spec, sigs <-chan os.Signal) (Result, error) {
 	if err := c.Start(); err != nil {
 		return Result{Code: ExitCode(err)}, err
 	}
-	return c.Wait(sigs, start), nil
+	res := c.Wait(sigs, start)
+	c.Drain()
+	return res, nil
 }

@@ -21,10 +21,13 @@ const EtcdBinary = "withlock-etcd"
 // the local backend it returns done == false and withlock goes on. An
 // unknown $WITHLOCK_BACKEND is refused here (an unknown --backend is
 // refused by the parser).
-func dispatch(args []string) (code int, done bool) {
+func dispatch(args []string, sigs chan os.Signal) (code int, done bool) {
 	v, fromEnv := backend(args)
 	switch {
 	case v == "etcd":
+		if code, stop := runner.HandOff(sigs); stop {
+			return code, true
+		}
 		return execEtcd(args), true
 	case fromEnv && v != "" && v != "local":
 		out := &tui.Printer{Prog: "withlock"}

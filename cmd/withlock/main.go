@@ -11,13 +11,18 @@ import (
 	"os"
 
 	"github.com/crongate/crongate/internal/withlockcmd"
+	"github.com/crongate/crongate/runner"
 )
 
 func main() {
+	// Signals first: until the command starts, one ends withlock with
+	// 128+N (runner.Notify); a hand-off to withlock-etcd keeps one caught
+	// before the exec (runner.HandOff).
+	sigs := runner.Notify()
 	// --backend etcd (or WITHLOCK_BACKEND=etcd): exec withlock-etcd with
 	// the same argv before anything else (backend.go). The local path pays
 	// one scan of the flags for it.
-	if code, done := dispatch(os.Args[1:]); done {
+	if code, done := dispatch(os.Args[1:], sigs); done {
 		os.Exit(code)
 	}
 	os.Exit(withlockcmd.Main(os.Args[1:]))

@@ -125,10 +125,15 @@ func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) 
 	case "status":
 		code = status(cfg, &p.Status, out)
 	case "check":
+		// check and serve handle signals themselves (check saves what it
+		// delivered and exits 128+N, serve stops gracefully and exits 0):
+		// signals go to sigs from now on, not to runner's guard.
+		runner.Disarm()
 		code = check(cfg, &p.Check, out, sigs)
 	case "metrics":
 		code = metrics(cfg, out)
 	case "serve":
+		runner.Disarm()
 		code = serve(p.Config, cfg, &p.Serve, out, sigs)
 	}
 	return code, true

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/crongate/crongate/buildinfo"
@@ -71,7 +70,11 @@ func execFull(args []string) int {
 	return runner.ExitFailure
 }
 
-// Run runs withlock with parsed options. sigs is runner.Notify's channel.
+// Run runs withlock with parsed options. sigs is runner.Notify's channel:
+// until the command starts, runner's guard ends withlock on a signal with
+// 128+N (whatever stage it is in: reading --paths-from, waiting for
+// locks); from then on the signals arrive on sigs and are forwarded to the
+// command's process group.
 func Run(o *Options, sigs chan os.Signal) int {
 	out := &tui.Printer{Prog: "withlock", Quiet: o.Quiet, Verbose: o.Verbose}
 	if o.Version {
@@ -98,10 +101,7 @@ func Run(o *Options, sigs chan os.Signal) int {
 	}
 	defer claim.Close()
 
-	held, sig, err := Acquire(claim, o.Wait, sigs)
-	if sig != 0 {
-		return runner.ExitSignalBase + sig
-	}
+	held, err := Acquire(claim, o.Wait)
 	if err != nil {
 		var be *lockfile.BusyError
 		if errors.As(err, &be) {
@@ -156,42 +156,12 @@ func failure(out *tui.Printer, err error) int {
 	return runner.ExitFailure
 }
 
-// Acquire takes the claim, waiting up to wait. A forwarded signal arriving
-// meanwhile stops the wait: the command never starts and withlock exits
-// 128+N, as if it had died of it.
-func Acquire(c lockset.Claim, wait time.Duration, sigs chan os.Signal) (lockset.Held, int, error) {
-	if wait <= 0 {
-		h, err := lockset.Acquire(context.Background(), c, 0)
-		return h, 0, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := make(chan int, 1)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		select {
-		case s := <-sigs:
-			got <- int(s.(syscall.Signal))
-			cancel()
-		case <-stop:
-		}
-	}()
-	h, err := lockset.Acquire(ctx, c, wait)
-	close(stop)
-	<-done
-	// A signal taken by the watcher is never lost: even if the set was
-	// acquired meanwhile, the command does not start.
-	select {
-	case s := <-got:
-		if h != nil {
-			h.Release()
-		}
-		return nil, s, nil
-	default:
-	}
-	return h, 0, err
+// Acquire takes the claim, waiting up to wait. Signals are not its
+// concern: until the command starts, runner's guard (runner.Notify) ends
+// withlock at once with 128+N, during --wait too (nothing is held then),
+// and the command never starts.
+func Acquire(c lockset.Claim, wait time.Duration) (lockset.Held, error) {
+	return lockset.Acquire(context.Background(), c, wait)
 }
 
 // Request builds the lock request from the options.

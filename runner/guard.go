@@ -1,0 +1,187 @@
+package runner
+
+import (
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Signals before the command starts.
+//
+// A wrapper spends most of its life before the command in calls that can
+// block for as long as the outside world likes: reading --paths-from from a
+// pipe that never ends, waiting for locks, a slow etcd call, a journal lock
+// another process holds. A signal received then must end it, promptly and
+// with the code a shell gives a process killed by that signal (128+N), not
+// be queued until the command starts and then forwarded to it.
+//
+// So Notify arms a guard: one goroutine that receives the forwarded
+// signals and, while armed, exits the process at once with 128+N. Nothing
+// is printed (the process behaves as if it had died of the signal, which is
+// what a supervisor asked for) and no deferred function runs: whatever the
+// wrapper holds is released as after a SIGKILL — flock locks by the kernel
+// when the descriptors close, an etcd lease when it expires — and a state
+// file being written is left as a SIGKILL would leave it, which every state
+// write already survives (temp file and rename, one-line appends).
+//
+// The guard is disarmed, atomically with respect to the signals, in three
+// ways, so that every signal is acted on exactly once:
+//   - Child.Start disarms it under the guard's lock, in the same critical
+//     section as the fork: a signal is either handled by the guard before
+//     the command exists, or delivered on the channel afterwards, where
+//     Child.Wait forwards it to the command's group (the behaviour once the
+//     command runs is unchanged);
+//   - Disarm, for subcommands that handle signals themselves (cron-gate
+//     serve stops gracefully, cron-gate check saves what it delivered):
+//     from then on signals arrive on the channel;
+//   - HandOff, just before an exec to a companion binary: it stops the
+//     guard and returns a signal that was caught but not yet acted on, so
+//     that the caller exits 128+N instead of exec'ing.
+
+// guard is the state Notify creates; see the comment above.
+type guard struct {
+	mu    sync.Mutex
+	armed bool
+	raw   chan os.Signal // from signal.Notify
+	out   chan os.Signal // what Notify returned
+	done  chan struct{}  // closed when loop returns
+}
+
+var (
+	guardMu sync.Mutex
+	current *guard
+)
+
+// Notify starts catching the forwarded signals, arms the guard (see above)
+// and returns the channel on which signals arrive once the guard is
+// disarmed. Call it first thing in main: until then the Go runtime's
+// default action applies (SIGQUIT would print a goroutine dump). Calling it
+// again before HandOff returns the same channel.
+func Notify() chan os.Signal {
+	guardMu.Lock()
+	defer guardMu.Unlock()
+	if current != nil {
+		return current.out
+	}
+	g := &guard{
+		armed: true,
+		raw:   make(chan os.Signal, 8),
+		out:   make(chan os.Signal, 8),
+		done:  make(chan struct{}),
+	}
+	signal.Notify(g.raw, Forwarded...)
+	go g.loop()
+	current = g
+	return g.out
+}
+
+func (g *guard) loop() {
+	defer close(g.done)
+	for s := range g.raw {
+		g.mu.Lock()
+		if g.armed {
+			// Ends the process: the lock is never released, so nothing
+			// else can start the command meanwhile.
+			os.Exit(SignalCode(s))
+		}
+		// As signal.Notify does: a full channel drops the signal rather
+		// than block the delivery of the next ones.
+		select {
+		case g.out <- s:
+		default:
+		}
+		g.mu.Unlock()
+	}
+}
+
+// SignalCode is the exit code for a process ended by s: 128+N, or
+// ExitFailure for a signal that is not a syscall.Signal.
+func SignalCode(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return ExitSignalBase + int(n)
+	}
+	return ExitFailure
+}
+
+// Disarm hands the forwarded signals to Notify's channel from now on,
+// instead of ending the process: for a caller that handles them itself
+// (cron-gate serve, cron-gate check). It does nothing before Notify.
+func Disarm() {
+	guardMu.Lock()
+	g := current
+	guardMu.Unlock()
+	if g != nil {
+		g.mu.Lock()
+		g.armed = false
+		g.mu.Unlock()
+	}
+}
+
+// startDisarming runs start (the fork and exec of the command) under the
+// guard's lock and disarms the guard if it succeeded: see the package
+// comment on signals before the command starts.
+func startDisarming(start func() error) error {
+	guardMu.Lock()
+	g := current
+	guardMu.Unlock()
+	if g == nil {
+		return start()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err := start()
+	if err == nil {
+		g.armed = false
+	}
+	return err
+}
+
+// HandOff is called just before this process execs another binary that
+// will run the command (withlock → withlock-full or withlock-etcd,
+// cron-gate → cron-gate-full or cron-gate-etcd). It stops the guard and
+// returns the forwarded signals to their default action, so one that
+// arrives from now on ends this process (killed by it) before any command
+// has started; QUIT gets the kernel's default action, not the Go runtime's
+// (which would print a goroutine dump). A signal that arrived already is
+// acted on: while the guard was armed it ends the process here with 128+N;
+// one caught on c (after Disarm) is returned, and the caller exits 128+N
+// instead of exec'ing, since an exec would drop it and the next binary
+// would run the command as if nothing had been asked. After HandOff the
+// process must exec or exit.
+func HandOff(c chan os.Signal) (code int, stop bool) {
+	guardMu.Lock()
+	g := current
+	current = nil
+	guardMu.Unlock()
+	setDefaultAction(unix.SIGQUIT)
+	if g != nil {
+		// After Stop, nothing more is sent to g.raw; closing it lets the
+		// guard act on what is already there and return.
+		signal.Stop(g.raw)
+		close(g.raw)
+		<-g.done
+	}
+	signal.Reset(Forwarded...)
+	select {
+	case s := <-c:
+		return SignalCode(s), true
+	default:
+		return 0, false
+	}
+}
+
+// setDefaultAction sets sig's disposition to SIG_DFL in the kernel,
+// behind the Go runtime's back (which would keep its own handler, and for
+// SIGQUIT print a goroutine dump). The kernel's struct sigaction with
+// SIG_DFL, no flags and an empty mask is all zeros on every Linux
+// architecture; 32 bytes cover the largest layout, and 8 is the kernel's
+// sigset size. On failure the runtime's handler stays: nothing worse than
+// before.
+func setDefaultAction(sig unix.Signal) {
+	var act [4]uint64
+	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
+}
