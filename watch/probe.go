@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/safeopen"
 )
 
 // Probe answers the watchdog's questions about the world outside the state
@@ -293,20 +293,19 @@ func firstLine(b []byte) string {
 	return strings.TrimSpace(s)
 }
 
+// readSmall reads a file another program keeps (a crontab in cron_d, a
+// worker's state file): without blocking and only if it is a regular file,
+// so that a FIFO or a device named there can neither hang nor flood the
+// check (package safeopen), and at most max bytes.
 func readSmall(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	data, _, err := safeopen.ReadFile(path, max, true)
+	if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
+		if errors.Is(err, safeopen.ErrTooLarge) {
+			return nil, fmt.Errorf("larger than %d bytes", max)
+		}
+		return nil, fmt.Errorf("is %s, not a regular file", fe.Kind)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("larger than %d bytes", max)
-	}
-	return data, nil
+	return data, err
 }
 
 func unwrap(err error) error {

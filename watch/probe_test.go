@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestCrontabGates(t *testing.T) {
@@ -170,5 +172,38 @@ func TestFailureHandled(t *testing.T) {
 	}
 	if got, why := failureHandled(filepath.Join(dir, "missing"), "failure_notice"); got || why != "" {
 		t.Errorf("missing file: %v %q", got, why)
+	}
+}
+
+// A FIFO or a device where cron_d or failure_state_file names a file is
+// refused at once: opening a FIFO nobody writes to would block the check
+// for ever, and a device could feed it without end.
+func TestSpecialFilesRefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, f := range []string{fifo, zero} {
+			if got, why := failureHandled(f, "failure_notice"); got || !strings.Contains(why, "not a regular file") {
+				t.Errorf("failure_state_file %s: handled %v (%q), want refused as not a regular file", f, got, why)
+			}
+			p := &SystemProbe{CronD: []string{f}}
+			if _, _, err := p.CronGates(context.Background()); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("cron_d %s: error %v, want refused as not a regular file", f, err)
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("reading a FIFO or /dev/zero named in the config still hangs after 30s")
 	}
 }
