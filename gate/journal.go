@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/statefile"
 )
@@ -571,7 +572,7 @@ func (s *Summary) reapVanished(now time.Time) bool {
 // recorded, so once it is gone too the run is judged vanished.
 func (r Running) alive() bool {
 	same := func(pid int, ticks uint64) bool {
-		t := processStartTicks(pid)
+		t := procstat.StartTicks(pid)
 		return t != 0 && (ticks == 0 || t == ticks)
 	}
 	return same(r.Pid, r.StartTicks) || (r.ChildPid > 0 && r.ChildTicks != 0 && same(r.ChildPid, r.ChildTicks))

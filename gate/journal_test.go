@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crongate/crongate/internal/procstat"
 )
 
 func TestJournalSummaryAndRotation(t *testing.T) {
@@ -147,7 +149,7 @@ func TestVanishedRunIsAFailure(t *testing.T) {
 		t.Fatalf("vanished run not judged a failure: %+v", s)
 	}
 	// Our own live process is not reaped.
-	s.apply(Record{Gate: "g", Run: "y", Event: EventStart, Time: time.Now(), Pid: os.Getpid(), PidStart: processStartTicks(os.Getpid())})
+	s.apply(Record{Gate: "g", Run: "y", Event: EventStart, Time: time.Now(), Pid: os.Getpid(), PidStart: procstat.StartTicks(os.Getpid())})
 	s.reapVanished(time.Now())
 	if len(s.Running) != 1 {
 		t.Fatal("a live run was reaped")

@@ -7,12 +7,13 @@ import (
 	"os"
 	"os/user"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/internal/legacy"
+	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
 )
@@ -64,7 +65,7 @@ func Run(inv Invocation) int {
 		return runner.ExitFailure
 	}
 	run := newRunID(now())
-	base := Record{Run: run, Pid: os.Getpid(), PidStart: processStartTicks(os.Getpid()), Host: hostname()}
+	base := Record{Run: run, Pid: os.Getpid(), PidStart: procstat.StartTicks(os.Getpid()), Host: hostname()}
 
 	if inv.ConfigErr != nil {
 		out.Errorf("%v", inv.ConfigErr)
@@ -156,16 +157,16 @@ func Run(inv Invocation) int {
 			return skip(ReasonPaused, describePause(p))
 		}
 	}
-	reason, err := CheckLegacy(g.LegacyLocks, g.LegacyPidfiles)
+	found, err := legacy.Check(g.LegacyLocks, g.LegacyPidfiles)
 	if err != nil {
 		return fail(ReasonConfig, fmt.Errorf("gate %s: %w", inv.Gate, err))
 	}
-	if reason != "" {
+	if found != nil {
 		r := ReasonLegacyLock
-		if strings.HasPrefix(reason, "pidfile") {
+		if found.Kind == legacy.Pidfile {
 			r = ReasonLegacyPidfile
 		}
-		return skip(r, reason)
+		return skip(r, found.String())
 	}
 
 	spec := runner.Spec{Argv: inv.Argv, Timeout: inv.Timeout, KillAfter: inv.KillAfter,
@@ -204,7 +205,7 @@ func Run(inv Invocation) int {
 	}
 	rec := base
 	rec.Event, rec.Time, rec.ChildPid, rec.Argv, rec.Detail = EventStart, start, child.Pid(), inv.Argv, note
-	rec.ChildStart = processStartTicks(child.Pid())
+	rec.ChildStart = procstat.StartTicks(child.Pid())
 	record(rec)
 
 	// The run ends when the command does (runner.Child.Wait): the end
