@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/webdriver"
 	"github.com/crongate/crongate/watch"
 )
@@ -251,8 +252,8 @@ func TestBrowserHostileText(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.journal(t, "j",
-		gate.Record{Run: "r1", Event: gate.EventStart, Time: now.Add(-time.Minute)},
-		gate.Record{Run: "r1", Event: gate.EventEnd, Time: now.Add(-50 * time.Second), Outcome: gate.OutcomeFailure, Exit: code(3),
+		journal.Record{Run: "r1", Event: journal.EventStart, Time: now.Add(-time.Minute)},
+		journal.Record{Run: "r1", Event: journal.EventEnd, Time: now.Add(-50 * time.Second), Outcome: journal.OutcomeFailure, Exit: code(3),
 			Started: now.Add(-time.Minute), DurationMS: 10000, Detail: "boom\n\x1b[2J\u202efake"})
 	e.output(t, "j", "plain line\n\x1b[31mred\x1b[0m \u202ereversed\u202c\r\n\u2067tail\n")
 	writeFile(t, filepath.Join(e.dir, watch.StateFile), fmt.Sprintf(`{"v":1,"updated":%q,"checks":3,"gates":{"j":{"conditions":{"failed":{"bad":true,"count":3,"since":%q,"last_bad":%q,"detail":"x\u001b[31my\u202ez","alerted":["c"]}}}}}`,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 )
 
 // env is a real state dir with gates in varied states, and test doubles
@@ -100,9 +101,9 @@ func (e *env) options() Options {
 func code(n int) *int { return &n }
 
 // journal appends records to a gate's real journal, as cron-gate does.
-func (e *env) journal(t testing.TB, name string, recs ...gate.Record) {
+func (e *env) journal(t testing.TB, name string, recs ...journal.Record) {
 	t.Helper()
-	j, err := gate.OpenJournal(e.dir, name, 0)
+	j, err := journal.Open(e.dir, name, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,19 +120,19 @@ func (e *env) run(t testing.TB, name string, start time.Time, d time.Duration, o
 	t.Helper()
 	id := fmt.Sprintf("%s-%d", start.UTC().Format("20060102T150405.000000Z"), 4242)
 	e.journal(t, name,
-		gate.Record{Run: id, Event: gate.EventStart, Time: start, Pid: 4242, Host: "pi", Argv: []string{"python3", name + ".py"}},
-		gate.Record{Run: id, Event: gate.EventEnd, Time: start.Add(d), Pid: 4242, Host: "pi", Outcome: outcome, Exit: code(exit), Started: start, DurationMS: d.Milliseconds()})
+		journal.Record{Run: id, Event: journal.EventStart, Time: start, Pid: 4242, Host: "pi", Argv: []string{"python3", name + ".py"}},
+		journal.Record{Run: id, Event: journal.EventEnd, Time: start.Add(d), Pid: 4242, Host: "pi", Outcome: outcome, Exit: code(exit), Started: start, DurationMS: d.Milliseconds()})
 }
 
 // running appends a start record of this (live) process.
 func (e *env) running(t testing.TB, name string, start time.Time) {
 	t.Helper()
-	e.journal(t, name, gate.Record{Run: "running-" + name, Event: gate.EventStart, Time: start, Pid: os.Getpid(), ChildPid: os.Getpid(), Host: "pi"})
+	e.journal(t, name, journal.Record{Run: "running-" + name, Event: journal.EventStart, Time: start, Pid: os.Getpid(), ChildPid: os.Getpid(), Host: "pi"})
 }
 
 func (e *env) skip(t testing.TB, name string, at time.Time, reason string) {
 	t.Helper()
-	e.journal(t, name, gate.Record{Run: "skip-" + at.Format("150405"), Event: gate.EventSkip, Time: at, Outcome: gate.OutcomeSkipped, Reason: reason, Exit: code(75)})
+	e.journal(t, name, journal.Record{Run: "skip-" + at.Format("150405"), Event: journal.EventSkip, Time: at, Outcome: journal.OutcomeSkipped, Reason: reason, Exit: code(75)})
 }
 
 // output writes an output.log section as gate's output logger does.
@@ -154,14 +155,14 @@ func fixture(t testing.TB, e *env, now time.Time) {
 	e.declare(&gate.GateConfig{Name: "blog-worker-health", Interval: 5 * min})
 	e.declare(&gate.GateConfig{Name: "terms", Interval: 30 * min})
 	e.declare(&gate.GateConfig{Name: "newsletter"})
-	e.run(t, "translate", now.Add(-3*time.Hour), 12*time.Second, gate.OutcomeSuccess, 0)
-	e.run(t, "translate", now.Add(-70*min), 9*time.Second, gate.OutcomeFailure, 3)
+	e.run(t, "translate", now.Add(-3*time.Hour), 12*time.Second, journal.OutcomeSuccess, 0)
+	e.run(t, "translate", now.Add(-70*min), 9*time.Second, journal.OutcomeFailure, 3)
 	e.output(t, "translate", "translating 3 posts\nTraceback (most recent call last):\nValueError: quota\n")
-	e.run(t, "ko-followup", now.Add(-2*time.Hour), 40*time.Second, gate.OutcomeSuccess, 0)
-	e.run(t, "dependency-classifier", now.Add(-5*time.Hour), time.Minute, gate.OutcomeSuccess, 0)
-	e.run(t, "blog-worker-health", now.Add(-4*min), time.Second, gate.OutcomeSuccess, 0)
+	e.run(t, "ko-followup", now.Add(-2*time.Hour), 40*time.Second, journal.OutcomeSuccess, 0)
+	e.run(t, "dependency-classifier", now.Add(-5*time.Hour), time.Minute, journal.OutcomeSuccess, 0)
+	e.run(t, "blog-worker-health", now.Add(-4*min), time.Second, journal.OutcomeSuccess, 0)
 	e.running(t, "blog-worker-health", now.Add(-90*time.Second))
-	e.skip(t, "terms", now.Add(-20*min), gate.ReasonLegacyLock)
+	e.skip(t, "terms", now.Add(-20*min), journal.ReasonLegacyLock)
 	e.crontab = strings.Join([]string{
 		"# the blog's workers",
 		"0 */4 * * * cron-gate translate -- python3 translate_worker.py",

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/statedir"
 	"github.com/crongate/crongate/statefile"
 )
 
@@ -38,6 +38,9 @@ func (p *Pause) Active(now time.Time) bool {
 const (
 	pausesFile     = "pauses.json"
 	pausesLockFile = ".pauses.lock"
+	// maxPausesBytes bounds what is read of pauses.json: a larger file
+	// is an error, so that no file can make a call slow or big.
+	maxPausesBytes = 16 << 20
 )
 
 type pauseDoc struct {
@@ -63,7 +66,7 @@ func ReadPauses(stateDir string) (map[string]Pause, error) {
 // read-only view, which may be another user's (status): the state dir is
 // opened whoever owns it. Gates is never nil.
 func readPauseDoc(stateDir string) (*pauseDoc, error) {
-	sd, err := safeopen.OpenDir(stateDir, stateDirOptions(false, true))
+	sd, err := safeopen.OpenDir(stateDir, statedir.Options(false, true))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
 			// No state dir at all (or a state_dir that is a file):
@@ -90,7 +93,7 @@ func readPauseDocIn(sd *safeopen.Dir) (*pauseDoc, error) {
 		if errors.As(err, &fe) {
 			return nil, fmt.Errorf("pause state %w", fe)
 		}
-		return nil, fmt.Errorf("pause state %s: %w", p, unwrapPathErr(err))
+		return nil, fmt.Errorf("pause state %s: %w", p, statedir.Cause(err))
 	}
 	var d pauseDoc
 	if err := json.Unmarshal(data, &d); err != nil || d.V != 1 {
@@ -110,7 +113,7 @@ func readPauseDocIn(sd *safeopen.Dir) (*pauseDoc, error) {
 // are neither obeyed nor allowed to stop the job, which warn says. err is
 // set when the pauses exist but cannot be read: the run must not go on.
 func openRunState(stateDir string, warn func(format string, args ...any)) (sd *safeopen.Dir, dirErr error, pauses map[string]Pause, err error) {
-	sd, dirErr = OpenStateDir(stateDir)
+	sd, dirErr = statedir.Open(stateDir)
 	switch {
 	case dirErr == nil:
 		d, err := readPauseDocIn(sd)
@@ -140,7 +143,7 @@ func updatePauses(stateDir string, fn func(map[string]Pause) bool) error {
 
 // updatePauseDoc is updatePauses over the whole document.
 func updatePauseDoc(stateDir string, fn func(*pauseDoc) bool) error {
-	dir, err := OpenStateDir(stateDir)
+	dir, err := statedir.Open(stateDir)
 	if err != nil {
 		return err
 	}
@@ -200,11 +203,4 @@ func PauseOf(g *GateConfig, cmdPauses map[string]Pause, now time.Time) *Pause {
 		return &Pause{By: PausedByConfig, Reason: g.Reason}
 	}
 	return nil
-}
-
-// ConfigLockPath is the lock file that serialises edits of the config
-// (resume of a config pause); it lives in the state dir because the
-// config's own directory (/etc) may not be writable.
-func ConfigLockPath(stateDir string) string {
-	return filepath.Join(stateDir, ".config.lock")
 }

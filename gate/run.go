@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/legacy"
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/runner"
@@ -40,7 +41,7 @@ type Invocation struct {
 // Neither may change the run's outcome; both must return in bounded time.
 type RunObserver interface {
 	Started()
-	Finished(end Record)
+	Finished(end journal.Record)
 }
 
 // Run decides whether the command may run, runs it, and records what
@@ -65,15 +66,15 @@ func Run(inv Invocation) int {
 		return runner.ExitFailure
 	}
 	run := newRunID(now())
-	base := Record{Run: run, Pid: os.Getpid(), PidStart: procstat.StartTicks(os.Getpid()), Host: hostname()}
+	base := journal.Record{Run: run, Pid: os.Getpid(), PidStart: procstat.StartTicks(os.Getpid()), Host: hostname()}
 
 	if inv.ConfigErr != nil {
 		out.Errorf("%v", inv.ConfigErr)
 		out.Hintf("gate %s did not run; fix the config, then check it with: cron-gate status", inv.Gate)
 		// Record it where the journal can be found without the config.
-		if j, err := OpenJournal(StateDirFor(nil), inv.Gate, 0); err == nil {
+		if j, err := journal.Open(StateDirFor(nil), inv.Gate, 0); err == nil {
 			rec := base
-			rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = EventError, now(), OutcomeError, ReasonConfig, inv.ConfigErr.Error()
+			rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = journal.EventError, now(), journal.OutcomeError, journal.ReasonConfig, inv.ConfigErr.Error()
 			if err := j.Append(rec); err != nil {
 				out.Warnf("journal of gate %s: %v; this failure is not recorded", inv.Gate, err)
 			}
@@ -97,17 +98,17 @@ func Run(inv Invocation) int {
 	// there. The run goes on, as with an unwritable state dir, and says
 	// so (openRunState).
 	sd, jerr, pauses, perr := openRunState(stateDir, out.Warnf)
-	var j *Journal
+	var j *journal.Journal
 	if sd != nil {
-		j, jerr = openJournalIn(sd, inv.Gate, history)
 		sd.Close()
+		j, jerr = journal.Open(stateDir, inv.Gate, history)
 	}
 	if jerr != nil {
 		out.Warnf("journal of gate %s unavailable: %v; this run is not recorded", inv.Gate, jerr)
 	} else {
 		defer j.Close()
 	}
-	record := func(rec Record) {
+	record := func(rec journal.Record) {
 		if j == nil {
 			return
 		}
@@ -118,23 +119,23 @@ func Run(inv Invocation) int {
 	fail := func(reason string, err error) int {
 		out.Errorf("%v", err)
 		rec := base
-		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = EventError, now(), OutcomeError, reason, err.Error()
+		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = journal.EventError, now(), journal.OutcomeError, reason, err.Error()
 		record(rec)
 		return runner.ExitFailure
 	}
 	skip := func(reason, detail string) int {
 		out.Skipf("skipped gate %s: %s", inv.Gate, detail)
 		rec := base
-		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = EventSkip, now(), OutcomeSkipped, reason, detail
+		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = journal.EventSkip, now(), journal.OutcomeSkipped, reason, detail
 		record(rec)
 		return skipCode
 	}
 
 	if perr != nil {
-		return fail(ReasonState, perr)
+		return fail(journal.ReasonState, perr)
 	}
 	if p := PauseOf(g, pauses, now()); p != nil {
-		return skip(ReasonPaused, describePause(p))
+		return skip(journal.ReasonPaused, describePause(p))
 	}
 	// Shared pauses (cron-gate-etcd): one linearizable read. An
 	// unreachable cluster skips the run unless the config says "run":
@@ -150,32 +151,32 @@ func Run(inv Invocation) int {
 			note = fmt.Sprintf("shared pauses unknown (%v); run as if only this host's pauses existed (on_coordinator_down = \"run\")", err)
 			out.Warnf("gate %s: %s", inv.Gate, note)
 		case errors.Is(err, ErrCoordinatorDown):
-			return skip(ReasonCoordinatorDown, fmt.Sprintf("shared pauses unknown: %v", err))
+			return skip(journal.ReasonCoordinatorDown, fmt.Sprintf("shared pauses unknown: %v", err))
 		case err != nil:
-			return fail(ReasonState, fmt.Errorf("gate %s: shared pause: %w", inv.Gate, err))
+			return fail(journal.ReasonState, fmt.Errorf("gate %s: shared pause: %w", inv.Gate, err))
 		case p.Active(now()):
-			return skip(ReasonPaused, describePause(p))
+			return skip(journal.ReasonPaused, describePause(p))
 		}
 	}
 	found, err := legacy.Check(g.LegacyLocks, g.LegacyPidfiles)
 	if err != nil {
-		return fail(ReasonConfig, fmt.Errorf("gate %s: %w", inv.Gate, err))
+		return fail(journal.ReasonConfig, fmt.Errorf("gate %s: %w", inv.Gate, err))
 	}
 	if found != nil {
-		r := ReasonLegacyLock
+		r := journal.ReasonLegacyLock
 		if found.Kind == legacy.Pidfile {
-			r = ReasonLegacyPidfile
+			r = journal.ReasonLegacyPidfile
 		}
 		return skip(r, found.String())
 	}
 
 	spec := runner.Spec{Argv: inv.Argv, Timeout: inv.Timeout, KillAfter: inv.KillAfter,
 		Env: []string{"CRON_GATE_NAME=" + inv.Gate, "CRON_GATE_RUN=" + run}}
-	var olog *outputLog
+	var olog *journal.OutputLog
 	if g.LogOutput && j != nil {
-		olog = newOutputLog(g.LogMaxBytes)
-		spec.Stdout = olog.tee(os.Stdout)
-		spec.Stderr = olog.tee(os.Stderr)
+		olog = journal.NewOutputLog(g.LogMaxBytes)
+		spec.Stdout = olog.Tee(os.Stdout)
+		spec.Stderr = olog.Tee(os.Stderr)
 	}
 	// Optional healthchecks.io pings (package hcping): none, and no cost,
 	// unless the gate has a healthchecks_url; never more than ~2 s.
@@ -192,7 +193,7 @@ func Run(inv Invocation) int {
 		out.Errorf("gate %s: %v", inv.Gate, err)
 		code := runner.ExitCode(err)
 		rec := base
-		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = EventEnd, now(), OutcomeError, ReasonStart, err.Error()
+		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = journal.EventEnd, now(), journal.OutcomeError, journal.ReasonStart, err.Error()
 		rec.Exit, rec.Argv, rec.Started = &code, inv.Argv, start
 		record(rec)
 		if hc != nil {
@@ -204,7 +205,7 @@ func Run(inv Invocation) int {
 		hc.Started()
 	}
 	rec := base
-	rec.Event, rec.Time, rec.ChildPid, rec.Argv, rec.Detail = EventStart, start, child.Pid(), inv.Argv, note
+	rec.Event, rec.Time, rec.ChildPid, rec.Argv, rec.Detail = journal.EventStart, start, child.Pid(), inv.Argv, note
 	rec.ChildStart = procstat.StartTicks(child.Pid())
 	record(rec)
 
@@ -215,22 +216,22 @@ func Run(inv Invocation) int {
 	res := child.Wait(inv.Sigs, start)
 	end := now().Add(-time.Since(res.End))
 	rec = base
-	rec.Event, rec.Time, rec.Started, rec.ChildPid = EventEnd, end, start, res.Pid
+	rec.Event, rec.Time, rec.Started, rec.ChildPid = journal.EventEnd, end, start, res.Pid
 	rec.DurationMS = end.Sub(start).Milliseconds()
 	code := res.Code
 	rec.Exit = &code
 	switch {
 	case res.TimedOut:
-		rec.Outcome, rec.Detail = OutcomeTimeout, fmt.Sprintf("ran past %v", inv.Timeout)
+		rec.Outcome, rec.Detail = journal.OutcomeTimeout, fmt.Sprintf("ran past %v", inv.Timeout)
 		out.Errorf("gate %s: command timed out after %v", inv.Gate, inv.Timeout)
 	case res.Signal != 0:
-		rec.Outcome, rec.Signal = OutcomeSignal, signalName(res.Signal)
+		rec.Outcome, rec.Signal = journal.OutcomeSignal, signalName(res.Signal)
 	case code == 0:
-		rec.Outcome = OutcomeSuccess
+		rec.Outcome = journal.OutcomeSuccess
 	case code == skipCode:
-		rec.Outcome, rec.Reason, rec.Detail = OutcomeSkipped, ReasonBusy, fmt.Sprintf("the command exited with the skip code %d", code)
+		rec.Outcome, rec.Reason, rec.Detail = journal.OutcomeSkipped, journal.ReasonBusy, fmt.Sprintf("the command exited with the skip code %d", code)
 	default:
-		rec.Outcome = OutcomeFailure
+		rec.Outcome = journal.OutcomeFailure
 	}
 	record(rec)
 	if hc != nil {
@@ -239,10 +240,10 @@ func Run(inv Invocation) int {
 	if olog != nil {
 		note := ""
 		if child.Drain() {
-			note = cutNote(runner.DefaultDrain)
+			note = journal.CutNote(runner.DefaultDrain)
 		}
-		olog.close(note)
-		if err := olog.save(j, rec); err != nil {
+		olog.End(note)
+		if err := olog.Save(j, rec); err != nil {
 			out.Warnf("output log of gate %s: %v; the output of run %s is not kept", inv.Gate, err, run)
 		}
 	}
@@ -291,27 +292,4 @@ func Who() string {
 		}
 	}
 	return name + "@" + hostname()
-}
-
-// StateDirFor returns the state directory: the config's state_dir, else
-// $CRON_GATE_STATE_DIR, else DefaultStateDir for root, else
-// $XDG_STATE_HOME/cron-gate or $HOME/.local/state/cron-gate, else
-// /var/tmp/cron-gate-UID (cron may start jobs without HOME).
-func StateDirFor(cfg *Config) string {
-	if cfg != nil && cfg.StateDir != "" {
-		return cfg.StateDir
-	}
-	if d := os.Getenv("CRON_GATE_STATE_DIR"); d != "" {
-		return d
-	}
-	if os.Geteuid() == 0 {
-		return DefaultStateDir
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return d + "/cron-gate"
-	}
-	if h := os.Getenv("HOME"); h != "" {
-		return h + "/.local/state/cron-gate"
-	}
-	return "/var/tmp/cron-gate-" + strconv.Itoa(os.Geteuid())
 }

@@ -34,10 +34,6 @@ type SharedPauses interface {
 // store could not be reached: the pause state is unknown.
 var ErrCoordinatorDown = errors.New("etcd unavailable")
 
-// ReasonCoordinatorDown is the skip reason of a run whose shared pause
-// state could not be read (fail closed; on_coordinator_down = "skip").
-const ReasonCoordinatorDown = "coordinator_down"
-
 // EtcdConfig is the `[etcd]` table: where the shared pauses live. It is
 // "set" when it names endpoints.
 type EtcdConfig struct {

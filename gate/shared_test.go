@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/tui"
 )
 
@@ -89,10 +90,10 @@ func TestRunSharedPauses(t *testing.T) {
 	if code, stderr := sharedRun(t, cfg); code != DefaultSkipCode || !strings.Contains(stderr, "shared pauses unknown") {
 		t.Fatalf("coordinator down: %d %s", code, stderr)
 	}
-	j, _ := OpenJournal(cfg.StateDir, "g", 0)
+	j, _ := journal.Open(cfg.StateDir, "g", 0)
 	s, _ := j.Summary()
 	j.Close()
-	if s.LastSkip == nil || s.LastSkip.Reason != ReasonCoordinatorDown {
+	if s.LastSkip == nil || s.LastSkip.Reason != journal.ReasonCoordinatorDown {
 		t.Fatalf("last skip %+v", s.LastSkip)
 	}
 	cfg.Etcd.RunOnDown = true
@@ -100,7 +101,7 @@ func TestRunSharedPauses(t *testing.T) {
 		t.Fatalf("coordinator down, run: %d %s", code, stderr)
 	}
 	// The journal says so: the start record of that run carries the note.
-	j, _ = OpenJournal(cfg.StateDir, "g", 0)
+	j, _ = journal.Open(cfg.StateDir, "g", 0)
 	s, _ = j.Summary()
 	j.Close()
 	if s.LastStart == nil || !strings.Contains(s.LastStart.Detail, "on_coordinator_down") {

@@ -8,9 +8,8 @@ import (
 	"sort"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/internal/statedir"
 )
 
 // Gate states, from most to least pressing. The status view, the watchdog
@@ -28,13 +27,13 @@ const (
 
 // GateStatus is one gate in the status report (JSON schema v1, README).
 type GateStatus struct {
-	Name     string    `json:"name"`
-	Declared bool      `json:"declared"`
-	State    string    `json:"state"`
-	Pause    *Pause    `json:"pause,omitempty"`
-	Interval string    `json:"interval,omitempty"`
-	Running  []Running `json:"running,omitempty"`
-	Digest
+	Name     string            `json:"name"`
+	Declared bool              `json:"declared"`
+	State    string            `json:"state"`
+	Pause    *Pause            `json:"pause,omitempty"`
+	Interval string            `json:"interval,omitempty"`
+	Running  []journal.Running `json:"running,omitempty"`
+	journal.Digest
 	JournalError string `json:"journal_error,omitempty"`
 	// ResumedAt is when the gate was last resumed (cron-gate resume, or
 	// the expiry of a command-line pause), zero if unknown (resume.go).
@@ -58,18 +57,12 @@ func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 	stateDir := StateDirFor(cfg)
 	r := &Report{V: 1, Generated: now, Config: cfg.Path, StateDir: stateDir}
 	// Read only, through one descriptor of the state dir, whoever owns
-	// it (safeopen.TrustAny): a status view may run as another user.
-	sd, sdErr := safeopen.OpenDir(stateDir, stateDirOptions(false, true))
-	if sd != nil {
-		defer sd.Close()
+	// it: a status view may run as another user.
+	jr, jrErr := journal.NewReader(stateDir)
+	if jr != nil {
+		defer jr.Close()
 	}
-	var pdoc *pauseDoc
-	var err error
-	if sd != nil {
-		pdoc, err = readPauseDocIn(sd)
-	} else {
-		pdoc, err = readPauseDoc(stateDir)
-	}
+	pdoc, err := readPauseDoc(stateDir)
 	if err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 		pdoc = &pauseDoc{V: 1, Gates: map[string]Pause{}}
@@ -104,9 +97,9 @@ func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 				seen[n] = true
 			}
 		}
-		gates, err := gateDirs(sd, sdErr)
+		gates, err := gateDirs(jr, jrErr)
 		if err != nil {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", stateDir, unwrapPathErr(err)))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", stateDir, statedir.Cause(err)))
 		}
 		for _, n := range gates {
 			seen[n] = true
@@ -117,68 +110,46 @@ func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 		sort.Strings(names)
 	}
 	for _, n := range names {
-		st := gateStatus(cfg, sd, n, pauses, now)
+		st := gateStatus(cfg, jr, n, pauses, now)
 		st.ResumedAt = resumedAt(pdoc, n, now)
 		r.Gates = append(r.Gates, st)
 	}
 	return r, nil
 }
 
-// gateDirs lists the gates that have a directory in the state dir sd
-// (nil: it could not be opened, sdErr says why).
-func gateDirs(sd *safeopen.Dir, sdErr error) ([]string, error) {
-	if sd == nil {
-		if errors.Is(sdErr, fs.ErrNotExist) {
+// gateDirs lists the gates that have a directory in the state dir (jr
+// nil: it could not be opened, jrErr says why).
+func gateDirs(jr *journal.Reader, jrErr error) ([]string, error) {
+	if jr == nil {
+		if errors.Is(jrErr, fs.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, sdErr
+		return nil, jrErr
 	}
-	gd, err := sd.OpenDir("gates", stateDirOptions(false, true))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer gd.Close()
-	names, err := gd.Names()
+	dirs, err := jr.Gates()
 	var out []string
-	for _, n := range names {
-		if st, err := gd.Stat(n); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && CheckName(n) == nil {
+	for _, n := range dirs {
+		if CheckName(n) == nil {
 			out = append(out, n)
 		}
 	}
 	return out, err
 }
 
-func gateStatus(cfg *Config, sd *safeopen.Dir, name string, pauses map[string]Pause, now time.Time) GateStatus {
+func gateStatus(cfg *Config, jr *journal.Reader, name string, pauses map[string]Pause, now time.Time) GateStatus {
 	g := cfg.Gate(name)
 	_, declared := cfg.Gates[name]
 	st := GateStatus{Name: name, Declared: declared, Pause: PauseOf(g, pauses, now)}
 	if g.Interval > 0 {
 		st.Interval = shortDuration(g.Interval)
 	}
-	s := &Summary{}
-	var j *Journal
-	var err error
-	if sd != nil {
-		j, err = readJournalIn(sd, name)
-	}
+	s, err := readSummary(jr, name)
 	if err != nil {
 		st.JournalError = err.Error()
-	} else if j != nil {
-		if s, err = j.readSummary(); err != nil {
-			st.JournalError = err.Error()
-		} else if len(s.problems) > 0 {
-			st.JournalError = fmt.Sprintf("%v (%d unreadable record(s) skipped)", s.problems[len(s.problems)-1], len(s.problems))
-		} else if s.checkpointErr != nil {
-			st.JournalError = s.checkpointErr.Error()
-		}
-		j.Close()
 	}
 	// A run whose cron-gate has died is judged vanished here too, without
 	// writing: the next run of the gate records it.
-	s.reapVanished(now)
+	s.ReapVanished(now)
 	for _, r := range s.Running {
 		st.Running = append(st.Running, r)
 	}
@@ -186,6 +157,25 @@ func gateStatus(cfg *Config, sd *safeopen.Dir, name string, pauses map[string]Pa
 	st.Digest = s.Digest
 	st.State = judge(&st)
 	return st
+}
+
+// readSummary reads the gate's summary through jr (nil: no state dir);
+// err says what is wrong with the journal, if anything, and the summary
+// is then what could be read.
+func readSummary(jr *journal.Reader, name string) (*journal.Summary, error) {
+	if jr == nil || CheckName(name) != nil {
+		return &journal.Summary{}, nil
+	}
+	j, err := jr.Journal(name)
+	if err != nil || j == nil {
+		return &journal.Summary{}, err
+	}
+	defer j.Close()
+	s, err := j.Summary()
+	if err != nil {
+		return s, err
+	}
+	return s, s.Problem()
 }
 
 // LastAttemptErred reports whether the gate's last attempt could not start
@@ -201,7 +191,7 @@ func (st *GateStatus) LastAttemptErred() bool {
 // (failure, timeout, signal, start error or vanished), whatever runs now.
 // judge and the watchdog share it.
 func (st *GateStatus) LastRunFailed() bool {
-	return st.LastEnd != nil && st.LastEnd.Outcome != OutcomeSuccess
+	return st.LastEnd != nil && st.LastEnd.Outcome != journal.OutcomeSuccess
 }
 
 // judge names the gate's state from its status, most pressing first.

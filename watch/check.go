@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/statedir"
 	"github.com/crongate/crongate/statefile"
 )
 
@@ -87,7 +88,7 @@ func (c *Checker) Run(ctx context.Context) (*Result, error) {
 		res, _, err := c.check(ctx, path, data)
 		return res, err
 	}
-	dir, err := gate.OpenStateDir(stateDir)
+	dir, err := statedir.Open(stateDir)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 )
 
 // obs returns the observation of one condition in a result.
@@ -211,16 +212,16 @@ func TestUnhandledFailuresReported(t *testing.T) {
 	}{
 		{"vanished", func(e *env) {
 			// A start whose cron-gate (pid 0: none) is gone: vanished.
-			e.record("job", gate.Record{Event: gate.EventStart, Run: "r1"})
+			e.record("job", journal.Record{Event: journal.EventStart, Run: "r1"})
 		}, "vanished"},
 		{"signal", func(e *env) {
-			e.record("job", gate.Record{Event: gate.EventEnd, Outcome: gate.OutcomeSignal, Signal: "SIGKILL", Exit: code(137), Started: e.clock.Now()})
+			e.record("job", journal.Record{Event: journal.EventEnd, Outcome: journal.OutcomeSignal, Signal: "SIGKILL", Exit: code(137), Started: e.clock.Now()})
 		}, "SIGKILL"},
 		{"timeout", func(e *env) {
-			e.record("job", gate.Record{Event: gate.EventEnd, Outcome: gate.OutcomeTimeout, Exit: code(124), Started: e.clock.Now()})
+			e.record("job", journal.Record{Event: journal.EventEnd, Outcome: journal.OutcomeTimeout, Exit: code(124), Started: e.clock.Now()})
 		}, "timeout"},
 		{"config error", func(e *env) {
-			e.record("job", gate.Record{Event: gate.EventError, Outcome: gate.OutcomeError, Reason: gate.ReasonConfig, Detail: "bad"})
+			e.record("job", journal.Record{Event: journal.EventError, Outcome: journal.OutcomeError, Reason: journal.ReasonConfig, Detail: "bad"})
 		}, "could not start (config_error)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gateconf"
 	"github.com/crongate/crongate/hcping"
 	"github.com/crongate/crongate/internal/crongatecli"
@@ -236,7 +237,7 @@ func status(cfg *gate.Config, c *StatusCmd, out *tui.Printer) int {
 	if c.Name != "" {
 		printDetail(os.Stdout, rep.Gates[0])
 		if c.Output {
-			text, err := gate.LastOutputOf(gate.StateDirFor(cfg), c.Name)
+			text, err := journal.LastOutputOf(gate.StateDirFor(cfg), c.Name)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				out.Errorf("output of gate %s: %v", c.Name, err)
 				return runner.ExitFailure
