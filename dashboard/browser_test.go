@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/webdriver"
 	"github.com/crongate/crongate/watch"
 )
@@ -86,7 +88,7 @@ func TestBrowser(t *testing.T) {
 		m := wd.Text("#message")
 		return strings.Contains(m, "Not allowed") && strings.Contains(m, "/?token=") && strings.Contains(m, "cron-gate serve printed")
 	})
-	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("a POST without the action token paused: %v", ps)
 	}
 	// The browser logs the 401 as an error; nothing else may be there
@@ -179,7 +181,7 @@ func TestBrowser(t *testing.T) {
 	wd.Type(`tr.form[data-gate="ko-followup"] input[name=duration]`, "2h")
 	wd.Click(`tr.form[data-gate="ko-followup"] button.pause-confirm`)
 	webdriver.WaitFor(t, "the pause in pauses.json", 10*time.Second, func() bool {
-		ps, err := gate.ReadPauses(e.dir)
+		ps, err := pauses.NewFile(e.dir).List(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +196,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("message after pause: %q", msg)
 	}
 	// The status view agrees.
-	rep, err := gate.Status(mustLoad(t, e), time.Now(), "ko-followup")
+	rep, err := gate.Status(mustLoad(t, e), gate.Pauses{}, time.Now(), "ko-followup")
 	if err != nil || rep.Gates[0].State != gate.StatePaused {
 		t.Fatalf("status after the click: %+v %v", rep, err)
 	}
@@ -202,7 +204,7 @@ func TestBrowser(t *testing.T) {
 	// Resume it.
 	wd.Click(`tr.gate[data-gate="ko-followup"] button.resume`)
 	webdriver.WaitFor(t, "the pause to be lifted", 10*time.Second, func() bool {
-		ps, _ := gate.ReadPauses(e.dir)
+		ps, _ := pauses.NewFile(e.dir).List(context.Background())
 		_, ok := ps["ko-followup"]
 		return !ok
 	})
@@ -248,7 +250,7 @@ func TestBrowserHostileText(t *testing.T) {
 	const reason = "L1\nL2\x1b]0;pwned\x07\x1b[31mred \u202e5202 ,1 naJ"
 	e.declare(&gate.GateConfig{Name: "y", Interval: time.Hour})
 	e.declare(&gate.GateConfig{Name: "j", Interval: time.Hour, LogOutput: true})
-	if err := gate.SetPause(e.dir, "y", gate.Pause{Reason: reason, Since: now, Until: now.Add(time.Hour), Who: "ops@h\u2066x"}); err != nil {
+	if err := pauses.NewFile(e.dir).Set(context.Background(), "y", pauses.Pause{Reason: reason, Since: now, Until: now.Add(time.Hour), Who: "ops@h\u2066x"}); err != nil {
 		t.Fatal(err)
 	}
 	e.journal(t, "j",

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,12 +16,13 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 )
 
 // env is a real state dir with gates in varied states, and test doubles
-// for the CLI's hooks: Pause and Resume call gate.SetPause and
-// gate.ClearPause on the real state dir, as gateconf.Pause and
-// gateconf.Resume do; a config pause is kept in memory (editing the file
+// for the CLI's hooks: Pause and Resume set and clear the pause in the
+// real state dir's pauses.json, as pausectl.Pause and pausectl.Resume
+// do; a config pause is kept in memory (editing the file
 // in place is gateconf's job, tested there).
 type env struct {
 	t        *testing.T
@@ -57,8 +59,8 @@ func (e *env) load() (*gate.Config, error) {
 	return cfg, nil
 }
 
-func (e *env) pause(cfg *gate.Config, name string, p gate.Pause) error {
-	return gate.SetPause(gate.StateDirFor(cfg), name, p)
+func (e *env) pause(cfg *gate.Config, name string, p pauses.Pause) error {
+	return pauses.NewFile(gate.StateDirFor(cfg)).Set(context.Background(), name, p)
 }
 
 func (e *env) resume(cfg *gate.Config, name string, force bool) (string, error) {
@@ -70,7 +72,7 @@ func (e *env) resume(cfg *gate.Config, name string, force bool) (string, error) 
 	if inConfig && !force {
 		return "", fmt.Errorf("gate %s is paused in %s", name, cfg.Path)
 	}
-	had, err := gate.ClearPause(stateDir, name)
+	had, err := pauses.NewFile(stateDir).Clear(context.Background(), name)
 	if err != nil {
 		return "", err
 	}
@@ -82,7 +84,7 @@ func (e *env) resume(cfg *gate.Config, name string, force bool) (string, error) 
 	if !had && !inConfig {
 		return "gate " + name + " was not paused", nil
 	}
-	if err := gate.NoteResumed(stateDir, name, time.Now()); err != nil {
+	if err := pauses.NewFile(stateDir).NoteResumed(name, time.Now()); err != nil {
 		return "", err
 	}
 	return "resumed gate " + name, nil

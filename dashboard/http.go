@@ -430,7 +430,7 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
-	rep, err := gate.Status(cfg, h.now())
+	rep, err := gate.Status(cfg, h.opts.Pauses, h.now())
 	if err != nil {
 		fail(w, r, http.StatusInternalServerError, err.Error())
 		return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/statedir"
 )
 
@@ -30,13 +31,13 @@ type GateStatus struct {
 	Name     string            `json:"name"`
 	Declared bool              `json:"declared"`
 	State    string            `json:"state"`
-	Pause    *Pause            `json:"pause,omitempty"`
+	Pause    *pauses.Pause     `json:"pause,omitempty"`
 	Interval string            `json:"interval,omitempty"`
 	Running  []journal.Running `json:"running,omitempty"`
 	journal.Digest
 	JournalError string `json:"journal_error,omitempty"`
 	// ResumedAt is when the gate was last resumed (cron-gate resume, or
-	// the expiry of a command-line pause), zero if unknown (resume.go).
+	// the expiry of a command-line pause), zero if unknown.
 	ResumedAt time.Time `json:"resumed_at,omitzero"`
 }
 
@@ -51,9 +52,11 @@ type Report struct {
 }
 
 // Status builds the report for the named gates, or for every gate the
-// config declares or the state dir has records of. It only reads: it
-// creates and locks nothing, so it can run as another user.
-func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
+// config declares, the pauses name or the state dir has records of. ps
+// are the config's pause stores (Pauses.For). It only reads: it creates
+// and locks nothing, so it can run as another user. Pauses or journals
+// that cannot be read are warnings in the report, not errors.
+func Status(cfg *Config, ps Pauses, now time.Time, names ...string) (*Report, error) {
 	stateDir := StateDirFor(cfg)
 	r := &Report{V: 1, Generated: now, Config: cfg.Path, StateDir: stateDir}
 	// Read only, through one descriptor of the state dir, whoever owns
@@ -62,59 +65,103 @@ func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 	if jr != nil {
 		defer jr.Close()
 	}
-	pdoc, err := readPauseDoc(stateDir)
-	if err != nil {
-		r.Warnings = append(r.Warnings, err.Error())
-		pdoc = &pauseDoc{V: 1, Gates: map[string]Pause{}}
-	}
-	pauses := pdoc.Gates
-	if cfg.Shared != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
-		shared, err := cfg.Shared.List(ctx)
-		if err != nil {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("shared pauses (etcd): %v; gates paused from another host may not show as paused", err))
-		}
-		pauses = mergeShared(pauses, shared, now)
-		if res, err := cfg.Shared.Resumes(ctx); err == nil {
-			for g, t := range res {
-				if t.After(pdoc.Resumed[g]) {
-					if pdoc.Resumed == nil {
-						pdoc.Resumed = map[string]time.Time{}
-					}
-					pdoc.Resumed[g] = t
-				}
-			}
-		}
-		cancel()
-	}
+	v := r.readPauses(cfg, ps.For(cfg), now)
 	if len(names) == 0 {
-		seen := map[string]bool{}
-		for n := range cfg.Gates {
-			seen[n] = true
-		}
-		for n := range pauses { // paused ahead of its first run
-			if CheckName(n) == nil {
-				seen[n] = true
-			}
-		}
-		gates, err := gateDirs(jr, jrErr)
-		if err != nil {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", stateDir, statedir.Cause(err)))
-		}
-		for _, n := range gates {
-			seen[n] = true
-		}
-		for n := range seen {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names = r.gateNames(cfg, v.all, jr, jrErr)
 	}
 	for _, n := range names {
-		st := gateStatus(cfg, jr, n, pauses, now)
-		st.ResumedAt = resumedAt(pdoc, n, now)
+		st := gateStatus(cfg, jr, n, v.all, now)
+		st.ResumedAt = v.resumedAt(n, now)
 		r.Gates = append(r.Gates, st)
 	}
 	return r, nil
+}
+
+// pauseView is what the status shows of the command-line pauses.
+type pauseView struct {
+	all     map[string]pauses.Pause // this host's and the shared ones, merged (pauses.Merge)
+	local   map[string]pauses.Pause // this host's
+	resumed map[string]time.Time    // recorded resumes, the later of this host's and the shared store's
+}
+
+// readPauses reads the pauses and the recorded resumes from ps; what
+// cannot be read is a warning.
+func (r *Report) readPauses(cfg *Config, ps Pauses, now time.Time) pauseView {
+	var v pauseView
+	local, err := ps.Local.List(context.Background())
+	if err != nil {
+		r.Warnings = append(r.Warnings, err.Error())
+	} else {
+		v.local = local
+		v.resumed, _ = ps.Local.Resumes(context.Background())
+	}
+	v.all = v.local
+	if ps.Shared == nil {
+		return v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
+	defer cancel()
+	shared, err := ps.Shared.List(ctx)
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("shared pauses (etcd): %v; gates paused from another host may not show as paused", err))
+	}
+	v.all = pauses.Merge(v.local, shared, now)
+	if res, err := ps.Shared.Resumes(ctx); err == nil {
+		v.resumed = later(v.resumed, res)
+	}
+	return v
+}
+
+// later merges two maps of times, keeping the later one of each key.
+func later(a, b map[string]time.Time) map[string]time.Time {
+	out := make(map[string]time.Time, len(a)+len(b))
+	for k, t := range a {
+		out[k] = t
+	}
+	for k, t := range b {
+		if t.After(out[k]) {
+			out[k] = t
+		}
+	}
+	return out
+}
+
+// resumedAt returns when gate was last resumed, as far as the pauses
+// know at now: the recorded resume, or the end of an expired command-line
+// pause of this host, whichever is later; zero if neither.
+func (v pauseView) resumedAt(gate string, now time.Time) time.Time {
+	t := v.resumed[gate]
+	if p, ok := v.local[gate]; ok && !p.Until.IsZero() && !p.Until.After(now) && p.Until.After(t) {
+		t = p.Until
+	}
+	return t
+}
+
+// gateNames names every gate the config declares, the pauses name (paused
+// ahead of its first run) or the state dir has a directory of, sorted.
+func (r *Report) gateNames(cfg *Config, paused map[string]pauses.Pause, jr *journal.Reader, jrErr error) []string {
+	seen := map[string]bool{}
+	for n := range cfg.Gates {
+		seen[n] = true
+	}
+	for n := range paused {
+		if CheckName(n) == nil {
+			seen[n] = true
+		}
+	}
+	gates, err := gateDirs(jr, jrErr)
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", r.StateDir, statedir.Cause(err)))
+	}
+	for _, n := range gates {
+		seen[n] = true
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // gateDirs lists the gates that have a directory in the state dir (jr
@@ -136,10 +183,14 @@ func gateDirs(jr *journal.Reader, jrErr error) ([]string, error) {
 	return out, err
 }
 
-func gateStatus(cfg *Config, jr *journal.Reader, name string, pauses map[string]Pause, now time.Time) GateStatus {
+func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]pauses.Pause, now time.Time) GateStatus {
 	g := cfg.Gate(name)
 	_, declared := cfg.Gates[name]
-	st := GateStatus{Name: name, Declared: declared, Pause: PauseOf(g, pauses, now)}
+	var cmd *pauses.Pause
+	if p, ok := paused[name]; ok {
+		cmd = &p
+	}
+	st := GateStatus{Name: name, Declared: declared, Pause: PauseOf(g, cmd, now)}
 	if g.Interval > 0 {
 		st.Interval = shortDuration(g.Interval)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 )
 
 func TestJudge(t *testing.T) {
@@ -23,8 +24,8 @@ func TestJudge(t *testing.T) {
 		// An error recorded before the last end, even with a later timestamp
 		// (the clock was stepped back since), is not the state.
 		{GateStatus{Digest: journal.Digest{LastEnd: ok, LastError: &journal.Event{Time: now}}}, StateOK},
-		{GateStatus{Digest: journal.Digest{LastEnd: bad}, Pause: &Pause{By: PausedByConfig}}, StatePaused},
-		{GateStatus{Digest: journal.Digest{LastEnd: bad}, Pause: &Pause{}, Running: []journal.Running{{}}}, StateRunning},
+		{GateStatus{Digest: journal.Digest{LastEnd: bad}, Pause: &pauses.Pause{By: pauses.ByConfig}}, StatePaused},
+		{GateStatus{Digest: journal.Digest{LastEnd: bad}, Pause: &pauses.Pause{}, Running: []journal.Running{{}}}, StateRunning},
 	} {
 		if got := judge(&c.st); got != c.want {
 			t.Errorf("judge(%+v) = %s, want %s", c.st, got, c.want)

@@ -93,7 +93,7 @@ func TestWriteMetrics(t *testing.T) {
 		}
 	}
 	// Before any check: no condition state, the rest is there.
-	rep, _ := gate.Status(e.cfg, e.clock.Now())
+	rep, _ := gate.Status(e.cfg, gate.Pauses{}, e.clock.Now())
 	b.Reset()
 	WriteMetrics(&b, e.cfg, rep, nil)
 	if strings.Contains(b.String(), "cron_gate_check_") || !strings.Contains(b.String(), "cron_gate_condition{gate=\"job\",condition=\"failed\"} 0") {
