@@ -5,6 +5,7 @@
 //	gates/NAME/journal.1.jsonl  the previous journal after rotation
 //	gates/NAME/summary.json     the digest: last start/end/success/failure/skip
 //	gates/NAME/output.log       last runs' output, when log_output is on
+//	gates/NAME/output.1.log     the output log before its last rotation
 //	gates/NAME/.lock            the gate's short lock; never deleted
 //
 // A Journal is opened by gate name; the name is the caller's to check
