@@ -200,3 +200,27 @@ func TestReadRecordsLongLine(t *testing.T) {
 		t.Errorf("errors: %v", errs)
 	}
 }
+
+// The journal trusts its caller with the gate name's rules (gate.CheckName)
+// but never reaches outside gates/: a name that is not one path component
+// is refused, to write and to read.
+func TestOpenRefusesPathNames(t *testing.T) {
+	dir := t.TempDir()
+	r, err := NewReader(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{"", ".", "..", "../x", "a/b", "x\x00y"} {
+		if j, err := Open(dir, name, 0); err == nil {
+			j.Close()
+			t.Errorf("Open(%q) succeeded", name)
+		}
+		if j, err := r.Journal(name); j != nil || err != nil {
+			t.Errorf("Reader.Journal(%q) = %v, %v; want none", name, j, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("a journal was made outside gates/")
+	}
+}
