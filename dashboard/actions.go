@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/pauses"
 )
 
 type actionKind int
@@ -202,7 +203,7 @@ func (h *handler) action(kind actionKind) func(http.ResponseWriter, *http.Reques
 		var msg string
 		switch kind {
 		case actPause:
-			p := gate.Pause{Reason: a.Reason, Since: now, Until: a.Until, Who: h.who + fromAddr(r)}
+			p := pauses.Pause{Reason: a.Reason, Since: now, Until: a.Until, Who: h.who + fromAddr(r)}
 			if a.Duration > 0 {
 				p.Until = now.Add(a.Duration)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crongate/crongate/dashboard/internal/benchstate"
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/pauses"
 )
 
 // BenchmarkSummary200 is one GET /api/summary, handler-level (no network),
@@ -23,7 +24,7 @@ func BenchmarkSummary200(b *testing.B) {
 	}
 	h, err := newHandler(Options{
 		Load:    func() (*gate.Config, error) { return cfg, nil },
-		Pause:   func(*gate.Config, string, gate.Pause) error { return nil },
+		Pause:   func(*gate.Config, string, pauses.Pause) error { return nil },
 		Resume:  func(*gate.Config, string, bool) (string, error) { return "", nil },
 		Crontab: func() ([]byte, error) { return tab, nil },
 		Log:     io.Discard,

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/webdriver"
 	"github.com/crongate/crongate/watch"
 )
@@ -85,7 +88,7 @@ func TestBrowser(t *testing.T) {
 		m := wd.Text("#message")
 		return strings.Contains(m, "Not allowed") && strings.Contains(m, "/?token=") && strings.Contains(m, "cron-gate serve printed")
 	})
-	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("a POST without the action token paused: %v", ps)
 	}
 	// The browser logs the 401 as an error; nothing else may be there
@@ -178,7 +181,7 @@ func TestBrowser(t *testing.T) {
 	wd.Type(`tr.form[data-gate="ko-followup"] input[name=duration]`, "2h")
 	wd.Click(`tr.form[data-gate="ko-followup"] button.pause-confirm`)
 	webdriver.WaitFor(t, "the pause in pauses.json", 10*time.Second, func() bool {
-		ps, err := gate.ReadPauses(e.dir)
+		ps, err := pauses.NewFile(e.dir).List(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +196,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("message after pause: %q", msg)
 	}
 	// The status view agrees.
-	rep, err := gate.Status(mustLoad(t, e), time.Now(), "ko-followup")
+	rep, err := gate.Status(mustLoad(t, e), gate.Pauses{}, time.Now(), "ko-followup")
 	if err != nil || rep.Gates[0].State != gate.StatePaused {
 		t.Fatalf("status after the click: %+v %v", rep, err)
 	}
@@ -201,7 +204,7 @@ func TestBrowser(t *testing.T) {
 	// Resume it.
 	wd.Click(`tr.gate[data-gate="ko-followup"] button.resume`)
 	webdriver.WaitFor(t, "the pause to be lifted", 10*time.Second, func() bool {
-		ps, _ := gate.ReadPauses(e.dir)
+		ps, _ := pauses.NewFile(e.dir).List(context.Background())
 		_, ok := ps["ko-followup"]
 		return !ok
 	})
@@ -247,12 +250,12 @@ func TestBrowserHostileText(t *testing.T) {
 	const reason = "L1\nL2\x1b]0;pwned\x07\x1b[31mred \u202e5202 ,1 naJ"
 	e.declare(&gate.GateConfig{Name: "y", Interval: time.Hour})
 	e.declare(&gate.GateConfig{Name: "j", Interval: time.Hour, LogOutput: true})
-	if err := gate.SetPause(e.dir, "y", gate.Pause{Reason: reason, Since: now, Until: now.Add(time.Hour), Who: "ops@h\u2066x"}); err != nil {
+	if err := pauses.NewFile(e.dir).Set(context.Background(), "y", pauses.Pause{Reason: reason, Since: now, Until: now.Add(time.Hour), Who: "ops@h\u2066x"}); err != nil {
 		t.Fatal(err)
 	}
 	e.journal(t, "j",
-		gate.Record{Run: "r1", Event: gate.EventStart, Time: now.Add(-time.Minute)},
-		gate.Record{Run: "r1", Event: gate.EventEnd, Time: now.Add(-50 * time.Second), Outcome: gate.OutcomeFailure, Exit: code(3),
+		journal.Record{Run: "r1", Event: journal.EventStart, Time: now.Add(-time.Minute)},
+		journal.Record{Run: "r1", Event: journal.EventEnd, Time: now.Add(-50 * time.Second), Outcome: journal.OutcomeFailure, Exit: code(3),
 			Started: now.Add(-time.Minute), DurationMS: 10000, Detail: "boom\n\x1b[2J\u202efake"})
 	e.output(t, "j", "plain line\n\x1b[31mred\x1b[0m \u202ereversed\u202c\r\n\u2067tail\n")
 	writeFile(t, filepath.Join(e.dir, watch.StateFile), fmt.Sprintf(`{"v":1,"updated":%q,"checks":3,"gates":{"j":{"conditions":{"failed":{"bad":true,"count":3,"since":%q,"last_bad":%q,"detail":"x\u001b[31my\u202ez","alerted":["c"]}}}}}`,

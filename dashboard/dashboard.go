@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/watch"
 )
@@ -79,9 +80,14 @@ type Options struct {
 	// (the result is reused for ConfigTTL) and again after every pause or
 	// resume, so edits of the file show at the next refresh.
 	Load func() (*gate.Config, error)
+	// Pauses are where the command-line pauses live (gate.Pauses.For
+	// applies them to each config Load returns): the zero value is this
+	// host's only; cron-gate-etcd sets Shared. The states shown read
+	// them; Pause and Resume below are given the config.
+	Pauses gate.Pauses
 	// Pause pauses a gate from the command line (`cron-gate pause`):
-	// gateconf.Pause. p.Since and p.Who are set by the dashboard.
-	Pause func(cfg *gate.Config, name string, p gate.Pause) error
+	// pausectl.Pause. p.Since and p.Who are set by the dashboard.
+	Pause func(cfg *gate.Config, name string, p pauses.Pause) error
 	// Resume lifts a gate's command-line pause; with force it also sets
 	// paused = false in the config file, in place (`cron-gate resume`).
 	// msg is one line for people. The dashboard refuses a resume without
@@ -190,7 +196,7 @@ func newHandler(opts Options) (*handler, error) {
 			}
 		}
 	}
-	h.who = gate.Who() + " (dashboard)"
+	h.who = pauses.Who() + " (dashboard)"
 	h.routes()
 	return h, nil
 }
@@ -354,7 +360,7 @@ func (h *handler) summary() (*Summary, error) {
 		return nil, err
 	}
 	now := h.now()
-	rep, err := gate.Status(cfg, now)
+	rep, err := gate.Status(cfg, h.opts.Pauses, now)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/watch"
 )
@@ -103,7 +104,7 @@ func TestSummary(t *testing.T) {
 		t.Errorf("translate conditions: %+v", tr.Conditions)
 	}
 	dc := gateOf(t, s, "dependency-classifier")
-	if !dc.ConfigPaused || dc.Pause == nil || dc.Pause.By != gate.PausedByConfig || dc.Cadence != "every 30 minutes from :15" {
+	if !dc.ConfigPaused || dc.Pause == nil || dc.Pause.By != pauses.ByConfig || dc.Cadence != "every 30 minutes from :15" {
 		t.Errorf("dependency-classifier: %+v", dc)
 	}
 	nl := gateOf(t, s, "newsletter")
@@ -117,7 +118,7 @@ func TestSummary(t *testing.T) {
 
 	// The same field names as `cron-gate status --json`: every key of
 	// the status report's gate is in the summary's.
-	rep, err := gate.Status(mustLoad(t, e), now)
+	rep, err := gate.Status(mustLoad(t, e), gate.Pauses{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,12 +251,12 @@ func TestPauseResume(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "paused gate translate until") {
 		t.Fatalf("pause: %d %s", code, body)
 	}
-	ps, err := gate.ReadPauses(e.dir)
+	ps, err := pauses.NewFile(e.dir).List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, ok := ps["translate"]
-	if !ok || p.Reason != "quota" || p.By != gate.PausedByCommand || p.Until.Sub(now) < 119*time.Minute || !strings.Contains(p.Who, "dashboard") {
+	if !ok || p.Reason != "quota" || p.By != pauses.ByCommand || p.Until.Sub(now) < 119*time.Minute || !strings.Contains(p.Who, "dashboard") {
 		t.Fatalf("pause recorded: %+v", ps)
 	}
 	if g := gateOf(t, getSummary(t, srv.URL, nil), "translate"); g.State != gate.StatePaused || g.Pause.Reason != "quota" {
@@ -268,7 +269,7 @@ func TestPauseResume(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "resumed gate translate") {
 		t.Fatalf("resume: %d %s", code, body)
 	}
-	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("pauses after resume: %+v", ps)
 	}
 
@@ -347,7 +348,7 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("POST %s %q: the error is not one JSON line: %q", c.path, short(c.body, 60), body)
 		}
 	}
-	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("a bad request changed the pauses: %v", ps)
 	}
 }
@@ -380,7 +381,7 @@ func TestCSRF(t *testing.T) {
 			t.Errorf("%s: %d %s, want 403 with %q", c.name, code, body, c.want)
 		}
 	}
-	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("a refused request paused: %v", ps)
 	}
 	// Same origin by Referer alone, or by Sec-Fetch-Site alone, with the
@@ -618,7 +619,7 @@ func TestConcurrentClicks(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	ps, err := gate.ReadPauses(e.dir)
+	ps, err := pauses.NewFile(e.dir).List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -899,7 +900,7 @@ func TestActionToken(t *testing.T) {
 			}
 		}
 	}
-	if ps, _ := gate.ReadPauses(e.dir); len(ps) != 0 {
+	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("a POST without the action token paused: %v", ps)
 	}
 	if !mustLoad(t, e).Gate("dependency-classifier").Paused {

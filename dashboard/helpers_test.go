@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,12 +15,14 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 )
 
 // env is a real state dir with gates in varied states, and test doubles
-// for the CLI's hooks: Pause and Resume call gate.SetPause and
-// gate.ClearPause on the real state dir, as gateconf.Pause and
-// gateconf.Resume do; a config pause is kept in memory (editing the file
+// for the CLI's hooks: Pause and Resume set and clear the pause in the
+// real state dir's pauses.json, as pausectl.Pause and pausectl.Resume
+// do; a config pause is kept in memory (editing the file
 // in place is gateconf's job, tested there).
 type env struct {
 	t        *testing.T
@@ -56,8 +59,8 @@ func (e *env) load() (*gate.Config, error) {
 	return cfg, nil
 }
 
-func (e *env) pause(cfg *gate.Config, name string, p gate.Pause) error {
-	return gate.SetPause(gate.StateDirFor(cfg), name, p)
+func (e *env) pause(cfg *gate.Config, name string, p pauses.Pause) error {
+	return pauses.NewFile(gate.StateDirFor(cfg)).Set(context.Background(), name, p)
 }
 
 func (e *env) resume(cfg *gate.Config, name string, force bool) (string, error) {
@@ -69,7 +72,7 @@ func (e *env) resume(cfg *gate.Config, name string, force bool) (string, error) 
 	if inConfig && !force {
 		return "", fmt.Errorf("gate %s is paused in %s", name, cfg.Path)
 	}
-	had, err := gate.ClearPause(stateDir, name)
+	had, err := pauses.NewFile(stateDir).Clear(context.Background(), name)
 	if err != nil {
 		return "", err
 	}
@@ -81,7 +84,7 @@ func (e *env) resume(cfg *gate.Config, name string, force bool) (string, error) 
 	if !had && !inConfig {
 		return "gate " + name + " was not paused", nil
 	}
-	if err := gate.NoteResumed(stateDir, name, time.Now()); err != nil {
+	if err := pauses.NewFile(stateDir).NoteResumed(name, time.Now()); err != nil {
 		return "", err
 	}
 	return "resumed gate " + name, nil
@@ -100,9 +103,9 @@ func (e *env) options() Options {
 func code(n int) *int { return &n }
 
 // journal appends records to a gate's real journal, as cron-gate does.
-func (e *env) journal(t testing.TB, name string, recs ...gate.Record) {
+func (e *env) journal(t testing.TB, name string, recs ...journal.Record) {
 	t.Helper()
-	j, err := gate.OpenJournal(e.dir, name, 0)
+	j, err := journal.Open(e.dir, name, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,19 +122,19 @@ func (e *env) run(t testing.TB, name string, start time.Time, d time.Duration, o
 	t.Helper()
 	id := fmt.Sprintf("%s-%d", start.UTC().Format("20060102T150405.000000Z"), 4242)
 	e.journal(t, name,
-		gate.Record{Run: id, Event: gate.EventStart, Time: start, Pid: 4242, Host: "pi", Argv: []string{"python3", name + ".py"}},
-		gate.Record{Run: id, Event: gate.EventEnd, Time: start.Add(d), Pid: 4242, Host: "pi", Outcome: outcome, Exit: code(exit), Started: start, DurationMS: d.Milliseconds()})
+		journal.Record{Run: id, Event: journal.EventStart, Time: start, Pid: 4242, Host: "pi", Argv: []string{"python3", name + ".py"}},
+		journal.Record{Run: id, Event: journal.EventEnd, Time: start.Add(d), Pid: 4242, Host: "pi", Outcome: outcome, Exit: code(exit), Started: start, DurationMS: d.Milliseconds()})
 }
 
 // running appends a start record of this (live) process.
 func (e *env) running(t testing.TB, name string, start time.Time) {
 	t.Helper()
-	e.journal(t, name, gate.Record{Run: "running-" + name, Event: gate.EventStart, Time: start, Pid: os.Getpid(), ChildPid: os.Getpid(), Host: "pi"})
+	e.journal(t, name, journal.Record{Run: "running-" + name, Event: journal.EventStart, Time: start, Pid: os.Getpid(), ChildPid: os.Getpid(), Host: "pi"})
 }
 
 func (e *env) skip(t testing.TB, name string, at time.Time, reason string) {
 	t.Helper()
-	e.journal(t, name, gate.Record{Run: "skip-" + at.Format("150405"), Event: gate.EventSkip, Time: at, Outcome: gate.OutcomeSkipped, Reason: reason, Exit: code(75)})
+	e.journal(t, name, journal.Record{Run: "skip-" + at.Format("150405"), Event: journal.EventSkip, Time: at, Outcome: journal.OutcomeSkipped, Reason: reason, Exit: code(75)})
 }
 
 // output writes an output.log section as gate's output logger does.
@@ -154,14 +157,14 @@ func fixture(t testing.TB, e *env, now time.Time) {
 	e.declare(&gate.GateConfig{Name: "blog-worker-health", Interval: 5 * min})
 	e.declare(&gate.GateConfig{Name: "terms", Interval: 30 * min})
 	e.declare(&gate.GateConfig{Name: "newsletter"})
-	e.run(t, "translate", now.Add(-3*time.Hour), 12*time.Second, gate.OutcomeSuccess, 0)
-	e.run(t, "translate", now.Add(-70*min), 9*time.Second, gate.OutcomeFailure, 3)
+	e.run(t, "translate", now.Add(-3*time.Hour), 12*time.Second, journal.OutcomeSuccess, 0)
+	e.run(t, "translate", now.Add(-70*min), 9*time.Second, journal.OutcomeFailure, 3)
 	e.output(t, "translate", "translating 3 posts\nTraceback (most recent call last):\nValueError: quota\n")
-	e.run(t, "ko-followup", now.Add(-2*time.Hour), 40*time.Second, gate.OutcomeSuccess, 0)
-	e.run(t, "dependency-classifier", now.Add(-5*time.Hour), time.Minute, gate.OutcomeSuccess, 0)
-	e.run(t, "blog-worker-health", now.Add(-4*min), time.Second, gate.OutcomeSuccess, 0)
+	e.run(t, "ko-followup", now.Add(-2*time.Hour), 40*time.Second, journal.OutcomeSuccess, 0)
+	e.run(t, "dependency-classifier", now.Add(-5*time.Hour), time.Minute, journal.OutcomeSuccess, 0)
+	e.run(t, "blog-worker-health", now.Add(-4*min), time.Second, journal.OutcomeSuccess, 0)
 	e.running(t, "blog-worker-health", now.Add(-90*time.Second))
-	e.skip(t, "terms", now.Add(-20*min), gate.ReasonLegacyLock)
+	e.skip(t, "terms", now.Add(-20*min), journal.ReasonLegacyLock)
 	e.crontab = strings.Join([]string{
 		"# the blog's workers",
 		"0 */4 * * * cron-gate translate -- python3 translate_worker.py",

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/watch"
 )
@@ -429,7 +430,7 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
-	rep, err := gate.Status(cfg, h.now())
+	rep, err := gate.Status(cfg, h.opts.Pauses, h.now())
 	if err != nil {
 		fail(w, r, http.StatusInternalServerError, err.Error())
 		return
@@ -463,7 +464,7 @@ func (h *handler) apiOutput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Only the tail is read: the log can be twice log_max_bytes long.
-	tail, err := gate.LastOutputTail(gate.StateDirFor(cfg), name, maxOutput)
+	tail, err := journal.LastOutputTail(gate.StateDirFor(cfg), name, maxOutput)
 	if err != nil {
 		fail(w, r, http.StatusInternalServerError, fmt.Sprintf("output of gate %s: %v", name, err))
 		return

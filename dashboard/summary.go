@@ -8,6 +8,7 @@ import (
 
 	"github.com/crongate/crongate/cronexpr"
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/watch"
 )
 
@@ -211,7 +212,7 @@ func (z *zoner) t(t time.Time) time.Time {
 	return t
 }
 
-func (z *zoner) ev(e **gate.Event) {
+func (z *zoner) ev(e **journal.Event) {
 	if *e == nil {
 		return
 	}
@@ -228,14 +229,14 @@ func (z *zoner) gate(g *GateSummary) {
 		g.Pause = &p
 	}
 	if len(g.Running) > 0 {
-		rs := make([]gate.Running, len(g.Running))
+		rs := make([]journal.Running, len(g.Running))
 		for i, r := range g.Running {
 			r.Since = z.t(r.Since)
 			rs[i] = r
 		}
 		g.Running = rs
 	}
-	for _, e := range []**gate.Event{&g.LastStart, &g.LastEnd, &g.LastSuccess, &g.LastFailure, &g.LastSkip, &g.LastError} {
+	for _, e := range []**journal.Event{&g.LastStart, &g.LastEnd, &g.LastSuccess, &g.LastFailure, &g.LastSkip, &g.LastError} {
 		z.ev(e)
 	}
 	g.ResumedAt = z.t(g.ResumedAt)

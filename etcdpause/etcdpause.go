@@ -6,7 +6,7 @@
 // Keys (PREFIX is Config.Prefix, "/cron-gate" by default; one prefix per
 // independent deployment sharing a cluster):
 //
-//	PREFIX/pauses/<gate>   the pause: gate.Pause as JSON, by "command";
+//	PREFIX/pauses/<gate>   the pause: pauses.Pause as JSON, by "command";
 //	                       under a lease when the pause has an Until
 //	PREFIX/resumed/<gate>  when the gate last resumed, for the watchdog:
 //	                       {"resumed", "pause_until", "who", "id"}; no lease
@@ -60,6 +60,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/pauses"
 )
 
 // Defaults.
@@ -85,7 +86,7 @@ const (
 // partition). The run path skips the run then (fail closed, reason
 // coordinator_down). After a Set or Clear it means the outcome is unknown:
 // the write may or may not have been applied.
-var ErrUnavailable = gate.ErrCoordinatorDown // "etcd unavailable": cron-gate's run path skips on it
+var ErrUnavailable = pauses.ErrCoordinatorDown // "etcd unavailable": cron-gate's run path skips on it
 
 // Config configures a Store.
 type Config struct {
@@ -99,19 +100,22 @@ type Config struct {
 	DialTimeout time.Duration
 	// Timeout bounds each call, retries included; 0: DefaultTimeout.
 	Timeout time.Duration
-	// Who is written into resume records ("user@host"); empty: gate.Who().
+	// Who is written into resume records ("user@host"); empty: pauses.Who().
 	Who string
 	// Now is the clock that decides whether a pause's Until has passed;
 	// nil: time.Now. (For tests.)
 	Now func() time.Time
 }
 
-// Store is a connection to the cluster that holds the pauses.
+// Store is a connection to the cluster that holds the pauses: a
+// pauses.Store that every host naming the same cluster and prefix shares.
 type Store struct {
 	cfg Config
 	cli *clientv3.Client
 	now func() time.Time
 }
+
+var _ pauses.Store = (*Store)(nil)
 
 // Open checks cfg and creates a client. It does not contact the cluster:
 // an unreachable cluster shows up as ErrUnavailable from the first call.
@@ -174,7 +178,7 @@ func ResumeKey(prefix, gate string) string { return prefix + "/resumed/" + gate 
 // Get returns the pause of gate that applies now, or nil: none, or its
 // Until has passed. One linearizable read (repeated only if it got no
 // answer).
-func (s *Store) Get(ctx context.Context, name string) (*gate.Pause, error) {
+func (s *Store) Get(ctx context.Context, name string) (*pauses.Pause, error) {
 	if err := gate.CheckName(name); err != nil {
 		return nil, err
 	}
@@ -204,14 +208,14 @@ func (s *Store) Get(ctx context.Context, name string) (*gate.Pause, error) {
 // key that is not a valid pause (a bad value, a name CheckName refuses) is
 // left out and reported in the error (wrapping ErrCorrupt), with the map
 // of the valid ones; an unreachable cluster returns a nil map.
-func (s *Store) List(ctx context.Context) (map[string]gate.Pause, error) {
+func (s *Store) List(ctx context.Context) (map[string]pauses.Pause, error) {
 	pfx := PauseKey(s.cfg.Prefix, "")
 	kvs, err := s.scan(ctx, pfx, "read the pauses")
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	m := map[string]gate.Pause{}
+	m := map[string]pauses.Pause{}
 	err = eachGate(kvs, pfx, func(name, key string, value []byte) error {
 		p, err := DecodePause(key, value)
 		if err == nil && p.Active(now) {
@@ -225,7 +229,7 @@ func (s *Store) List(ctx context.Context) (map[string]gate.Pause, error) {
 // ResumedAt returns when gate last resumed, as far as the cluster knows:
 // its last Clear, or the Until of a pause that has since ended by itself;
 // zero if neither. The watchdog takes the later of this and the local
-// pauses.json's (gate.NoteResumed, which also records the resumes of
+// pauses.json's (pauses.File.NoteResumed, which also records the resumes of
 // config pauses, a per-host matter).
 func (s *Store) ResumedAt(ctx context.Context, name string) (time.Time, error) {
 	if err := gate.CheckName(name); err != nil {
@@ -312,11 +316,11 @@ func (s *Store) scan(ctx context.Context, pfx, what string) ([]*mvccpb.KeyValue,
 // written; Who is neutralised (safetext.Line).
 //
 // A Set that returns ErrUnavailable may or may not have been applied.
-func (s *Store) Set(ctx context.Context, name string, p gate.Pause) error {
+func (s *Store) Set(ctx context.Context, name string, p pauses.Pause) error {
 	if err := gate.CheckName(name); err != nil {
 		return err
 	}
-	p.By = gate.PausedByCommand
+	p.By = pauses.ByCommand
 	if err := gate.CheckReason(p.Reason); err != nil {
 		return fmt.Errorf("pause of gate %s: %w", name, err)
 	}
@@ -408,7 +412,7 @@ func (s *Store) Clear(ctx context.Context, name string) (bool, error) {
 	}
 	who := s.cfg.Who
 	if who == "" {
-		who = gate.Who()
+		who = pauses.Who()
 	}
 	pk, rk := PauseKey(s.cfg.Prefix, name), ResumeKey(s.cfg.Prefix, name)
 	id := newID()

@@ -56,11 +56,7 @@ type Config struct {
 	Check    CheckConfig            // `[check]`: the watchdog's settings (zero values: defaults)
 	Serve    ServeConfig            // `[serve]`: the dashboard's settings (zero values: defaults)
 	Etcd     EtcdConfig             // `[etcd]`: shared pauses across hosts (shared.go); not set: none
-
-	// Shared is not read from the file: cron-gate-etcd sets it to the
-	// [etcd] store, and pauses are then shared by every host (shared.go).
-	Shared SharedPauses
-	Notify []NotifyConfig // `[[notify]]`: where the watchdog sends alerts, in file order
+	Notify   []NotifyConfig         // `[[notify]]`: where the watchdog sends alerts, in file order
 }
 
 // GateConfig is the configuration of one gate, a `[gates.NAME]` table.

@@ -1,20 +1,34 @@
 // Package gate holds cron-gate's gates: the config's types, defaults and
 // invariants (config.go; the TOML is decoded and edited by package
 // gateconf, and the validated gate comes from a cache, configcache.go, so
-// that cron-gate's per-tick binary links no TOML library), pauses set from
-// the command line
-// (pause.go), legacy lock and pidfile probes (legacy.go), the per-gate run
-// journal and summary (journal.go), the optional output log (outputlog.go),
-// the decision and recording of one run (run.go), and the status judgement
-// (status.go) that the status view, the watchdog and the dashboard share.
+// that cron-gate's per-tick binary links no TOML library), gate names
+// (name.go), the decision and recording of one run (run.go, record.go),
+// and the status judgement (status.go) that the status view, the
+// watchdog and the dashboard share.
 //
-// State lives under the state dir:
+// Its neighbours, each with one concern:
 //
-//	pauses.json               command-line pauses (and resume times), by gate
+//	gate/journal       the per-gate run journal, its summary and the output log
+//	gate/pauses        command-line pauses: Pause, the Store interface, pauses.json (File)
+//	internal/legacy    the legacy lock and pidfile probes, with a typed answer
+//	internal/pausectl  pause and resume, for the CLI and the dashboard (the config editor passed in)
+//	internal/statedir  opening the state dir, safely, to write or to read
+//	internal/procstat  /proc/PID/stat and the boot time
+//
+// The pause stores are passed in (Pauses: this host's pauses.json and,
+// with [etcd], the store every host shares), never kept in a Config: a
+// Config is plain data, safe to share once loaded.
+//
+// State lives under the state dir (StateDirFor):
+//
+//	pauses.json               command-line pauses (and resume times), by gate (package pauses)
 //	check.json                the watchdog's alert state (package watch)
-//	gates/NAME/journal.jsonl  one JSON record per line, appended and fsynced
+//	gates/NAME/journal.jsonl  one JSON record per line, appended and fsynced (package journal)
 //	gates/NAME/journal.1.jsonl  the previous journal after rotation
 //	gates/NAME/summary.json   the digest: last start/end/success/failure/skip
-//	gates/NAME/output.log     last runs' output, when log_output is on
-//	.lock, .pauses.lock, .config.lock, .check.lock  short locks; never deleted
+//	gates/NAME/output.log     last runs' output, when log_output is on (output.1.log: the one before)
+//	gates/NAME/.lock          the gate's short lock (journal appends, output log)
+//	.pauses.lock, .config.lock, .check.lock  short locks of pauses.json, the config's edits, check.json
+//
+// No lock file is ever deleted.
 package gate

@@ -1,8 +1,11 @@
 package gate
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/crongate/crongate/gate/pauses"
 )
 
 func TestResumedAt(t *testing.T) {
@@ -13,7 +16,7 @@ func TestResumedAt(t *testing.T) {
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	resumedOf := func(name string) time.Time {
 		t.Helper()
-		rep, err := Status(cfg, now, name)
+		rep, err := Status(cfg, Pauses{}, now, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,13 +28,15 @@ func TestResumedAt(t *testing.T) {
 	// Recorded by cron-gate resume; pauses and resumes of other gates
 	// keep it.
 	at := now.Add(-time.Hour)
-	if err := NoteResumed(dir, "a", at); err != nil {
+	local := pauses.NewFile(dir)
+	ctx := context.Background()
+	if err := local.NoteResumed("a", at); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetPause(dir, "b", Pause{Reason: "x"}); err != nil {
+	if err := local.Set(ctx, "b", pauses.Pause{Reason: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ClearPause(dir, "b"); err != nil {
+	if _, err := local.Clear(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	if r := resumedOf("a"); !r.Equal(at) {
@@ -39,22 +44,22 @@ func TestResumedAt(t *testing.T) {
 	}
 	// A command-line pause that expired after that resumed at its end.
 	until := now.Add(-time.Minute)
-	if err := SetPause(dir, "a", Pause{Since: at, Until: until}); err != nil {
+	if err := local.Set(ctx, "a", pauses.Pause{Since: at, Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	if r := resumedOf("a"); !r.Equal(until) {
 		t.Fatalf("expired pause: resumed_at %v, want %v", r, until)
 	}
 	// One that has not expired is a pause, not a resume.
-	if err := SetPause(dir, "a", Pause{Since: at, Until: now.Add(time.Hour)}); err != nil {
+	if err := local.Set(ctx, "a", pauses.Pause{Since: at, Until: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	rep, _ := Status(cfg, now, "a")
+	rep, _ := Status(cfg, Pauses{}, now, "a")
 	if g := rep.Gates[0]; g.State != StatePaused || !g.ResumedAt.Equal(at) {
 		t.Fatalf("active pause: %+v", g)
 	}
-	pauses, err := ReadPauses(dir)
-	if err != nil || len(pauses) != 1 {
-		t.Fatalf("ReadPauses with resumes: %v %v", pauses, err)
+	ps, err := local.List(ctx)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("List with resumes: %v %v", ps, err)
 	}
 }

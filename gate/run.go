@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/internal/legacy"
+	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
 )
@@ -28,6 +27,9 @@ type Invocation struct {
 	Out       *tui.Printer
 	Sigs      <-chan os.Signal
 	Now       func() time.Time // nil: time.Now
+	// Pauses are where the gate's command-line pauses live (Pauses.For):
+	// the zero value is this host's only; cron-gate-etcd sets Shared.
+	Pauses Pauses
 	// Observer, if set, is asked for an observer of each run that gets as
 	// far as starting the command (package hcping's healthchecks pings);
 	// it may return nil. The run path itself links no network code.
@@ -39,7 +41,7 @@ type Invocation struct {
 // Neither may change the run's outcome; both must return in bounded time.
 type RunObserver interface {
 	Started()
-	Finished(end Record)
+	Finished(end journal.Record)
 }
 
 // Run decides whether the command may run, runs it, and records what
@@ -48,225 +50,120 @@ type RunObserver interface {
 // cron-gate's own failures.
 //
 // Decisions, in order: an invalid gate name or an unusable config refuses
-// (125) — a config that cannot be read never lets a paused job run; then a
-// pause (config or command line); then legacy locks and pidfiles. Every
+// (125) — a config that cannot be read never lets a paused job run; then
+// this host's command-line pause, the config's pause, the shared pause
+// (with [etcd]: a store that cannot be reached skips the run, unless
+// on_coordinator_down = "run"); then legacy locks and pidfiles. Every
 // outcome is recorded in the gate's journal; if the journal cannot be
 // written the command still runs and the loss is reported on stderr
 // (README, "Unwritable state dir").
 func Run(inv Invocation) int {
-	now := inv.Now
-	if now == nil {
-		now = time.Now
-	}
-	out := inv.Out
 	if err := CheckName(inv.Gate); err != nil {
-		out.Errorf("%v", err)
+		inv.Out.Errorf("%v", err)
 		return runner.ExitFailure
 	}
-	run := newRunID(now())
-	base := Record{Run: run, Pid: os.Getpid(), PidStart: processStartTicks(os.Getpid()), Host: hostname()}
-
+	r := newRun(inv)
 	if inv.ConfigErr != nil {
-		out.Errorf("%v", inv.ConfigErr)
-		out.Hintf("gate %s did not run; fix the config, then check it with: cron-gate status", inv.Gate)
-		// Record it where the journal can be found without the config.
-		if j, err := OpenJournal(StateDirFor(nil), inv.Gate, 0); err == nil {
-			rec := base
-			rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = EventError, now(), OutcomeError, ReasonConfig, inv.ConfigErr.Error()
-			if err := j.Append(rec); err != nil {
-				out.Warnf("journal of gate %s: %v; this failure is not recorded", inv.Gate, err)
-			}
-			j.Close()
-		}
-		return runner.ExitFailure
+		return r.refuseConfig()
 	}
-	cfg := inv.Config
-	g := cfg.Gate(inv.Gate)
-	skipCode := cfg.SkipCodeFor(inv.Gate)
-	stateDir := StateDirFor(cfg)
-	history := g.History
-	if history == 0 {
-		history = cfg.History
+	r.openState()
+	if r.j != nil {
+		defer r.j.Close()
 	}
-
-	// A state dir that another user could have made or redirected (the
-	// /var/tmp fallback, a symlink planted in /tmp) is not this user's
-	// state: a pause found there was not set by this user, so it is
-	// neither obeyed nor allowed to stop the job, and nothing is written
-	// there. The run goes on, as with an unwritable state dir, and says
-	// so (openRunState).
-	sd, jerr, pauses, perr := openRunState(stateDir, out.Warnf)
-	var j *Journal
-	if sd != nil {
-		j, jerr = openJournalIn(sd, inv.Gate, history)
-		sd.Close()
-	}
-	if jerr != nil {
-		out.Warnf("journal of gate %s unavailable: %v; this run is not recorded", inv.Gate, jerr)
-	} else {
-		defer j.Close()
-	}
-	record := func(rec Record) {
-		if j == nil {
-			return
-		}
-		if err := j.Append(rec); err != nil {
-			out.Warnf("journal of gate %s: %v; the %s record of run %s is lost", inv.Gate, err, rec.Event, rec.Run)
-		}
-	}
-	fail := func(reason string, err error) int {
-		out.Errorf("%v", err)
-		rec := base
-		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = EventError, now(), OutcomeError, reason, err.Error()
-		record(rec)
-		return runner.ExitFailure
-	}
-	skip := func(reason, detail string) int {
-		out.Skipf("skipped gate %s: %s", inv.Gate, detail)
-		rec := base
-		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = EventSkip, now(), OutcomeSkipped, reason, detail
-		record(rec)
-		return skipCode
-	}
-
-	if perr != nil {
-		return fail(ReasonState, perr)
-	}
-	if p := PauseOf(g, pauses, now()); p != nil {
-		return skip(ReasonPaused, describePause(p))
-	}
-	// Shared pauses (cron-gate-etcd): one linearizable read. An
-	// unreachable cluster skips the run unless the config says "run":
-	// a gate paused on another host must not run because the cluster
-	// could not say so.
-	note := "" // for the start record: how this run was allowed
-	if cfg.Shared != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
-		p, err := cfg.Shared.Get(ctx, inv.Gate)
-		cancel()
-		switch {
-		case errors.Is(err, ErrCoordinatorDown) && cfg.Etcd.RunOnDown:
-			note = fmt.Sprintf("shared pauses unknown (%v); run as if only this host's pauses existed (on_coordinator_down = \"run\")", err)
-			out.Warnf("gate %s: %s", inv.Gate, note)
-		case errors.Is(err, ErrCoordinatorDown):
-			return skip(ReasonCoordinatorDown, fmt.Sprintf("shared pauses unknown: %v", err))
-		case err != nil:
-			return fail(ReasonState, fmt.Errorf("gate %s: shared pause: %w", inv.Gate, err))
-		case p.Active(now()):
-			return skip(ReasonPaused, describePause(p))
-		}
-	}
-	reason, err := CheckLegacy(g.LegacyLocks, g.LegacyPidfiles)
-	if err != nil {
-		return fail(ReasonConfig, fmt.Errorf("gate %s: %w", inv.Gate, err))
-	}
-	if reason != "" {
-		r := ReasonLegacyLock
-		if strings.HasPrefix(reason, "pidfile") {
-			r = ReasonLegacyPidfile
-		}
-		return skip(r, reason)
-	}
-
-	spec := runner.Spec{Argv: inv.Argv, Timeout: inv.Timeout, KillAfter: inv.KillAfter,
-		Env: []string{"CRON_GATE_NAME=" + inv.Gate, "CRON_GATE_RUN=" + run}}
-	var olog *outputLog
-	if g.LogOutput && j != nil {
-		olog = newOutputLog(g.LogMaxBytes)
-		spec.Stdout = olog.tee(os.Stdout)
-		spec.Stderr = olog.tee(os.Stderr)
-	}
-	// Optional healthchecks.io pings (package hcping): none, and no cost,
-	// unless the gate has a healthchecks_url; never more than ~2 s.
-	var hc RunObserver
-	if inv.Observer != nil {
-		hc = inv.Observer(g, run, out)
-	}
-	child, err := runner.Prepare(spec)
-	start := now()
-	if err == nil {
-		err = child.Start()
-	}
-	if err != nil {
-		out.Errorf("gate %s: %v", inv.Gate, err)
-		code := runner.ExitCode(err)
-		rec := base
-		rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = EventEnd, now(), OutcomeError, ReasonStart, err.Error()
-		rec.Exit, rec.Argv, rec.Started = &code, inv.Argv, start
-		record(rec)
-		if hc != nil {
-			hc.Finished(rec)
-		}
+	if code, decided := r.decide(); decided {
 		return code
 	}
-	if hc != nil {
-		hc.Started()
-	}
-	rec := base
-	rec.Event, rec.Time, rec.ChildPid, rec.Argv, rec.Detail = EventStart, start, child.Pid(), inv.Argv, note
-	rec.ChildStart = processStartTicks(child.Pid())
-	record(rec)
+	return r.execute()
+}
 
-	// The run ends when the command does (runner.Child.Wait): the end
-	// record gets the command's own end time and outcome, and is written
-	// at once; the output that processes it left behind may keep open is
-	// drained afterwards, for a bounded time (Child.Drain).
-	res := child.Wait(inv.Sigs, start)
-	end := now().Add(-time.Since(res.End))
-	rec = base
-	rec.Event, rec.Time, rec.Started, rec.ChildPid = EventEnd, end, start, res.Pid
-	rec.DurationMS = end.Sub(start).Milliseconds()
-	code := res.Code
-	rec.Exit = &code
+// run is one Run: what it was asked, what it found, where it records.
+type run struct {
+	inv    Invocation
+	out    *tui.Printer
+	now    func() time.Time
+	id     string         // the run's ID, "20261129T090000.000000Z-PID"
+	base   journal.Record // what every record of the run holds
+	cfg    *Config        // nil when the config could not be used
+	g      *GateConfig
+	pauses Pauses // for cfg
+
+	local    *pauses.Pause // this host's command-line pause, nil: none
+	localErr error         // it could not be read: the run must not go on
+	j        *journal.Journal
+	note     string // how the run was allowed, for its start record
+}
+
+func newRun(inv Invocation) *run {
+	r := &run{inv: inv, out: inv.Out, now: inv.Now, cfg: inv.Config}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.id = newRunID(r.now())
+	r.base = journal.Record{Run: r.id, Pid: os.Getpid(), PidStart: procstat.StartTicks(os.Getpid()), Host: hostname()}
+	if r.cfg != nil {
+		r.g = r.cfg.Gate(inv.Gate)
+		r.pauses = inv.Pauses.For(r.cfg)
+	}
+	return r
+}
+
+// decide applies the pauses and the legacy files, in Run's order. decided
+// is true when the command must not run; code is then the exit code.
+func (r *run) decide() (code int, decided bool) {
+	if r.localErr != nil {
+		return r.fail(journal.ReasonState, r.localErr), true
+	}
+	if p := PauseOf(r.g, r.local, r.now()); p != nil {
+		return r.skip(journal.ReasonPaused, describePause(p)), true
+	}
+	if code, decided := r.decideShared(); decided {
+		return code, true
+	}
+	return r.decideLegacy()
+}
+
+// decideShared applies the shared pause ([etcd]): one linearizable read.
+// An unreachable store skips the run unless the config says "run": a gate
+// paused on another host must not run because the cluster could not say
+// so.
+func (r *run) decideShared() (code int, decided bool) {
+	if r.pauses.Shared == nil {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Etcd.TimeoutOr())
+	p, err := r.pauses.Shared.Get(ctx, r.inv.Gate)
+	cancel()
 	switch {
-	case res.TimedOut:
-		rec.Outcome, rec.Detail = OutcomeTimeout, fmt.Sprintf("ran past %v", inv.Timeout)
-		out.Errorf("gate %s: command timed out after %v", inv.Gate, inv.Timeout)
-	case res.Signal != 0:
-		rec.Outcome, rec.Signal = OutcomeSignal, signalName(res.Signal)
-	case code == 0:
-		rec.Outcome = OutcomeSuccess
-	case code == skipCode:
-		rec.Outcome, rec.Reason, rec.Detail = OutcomeSkipped, ReasonBusy, fmt.Sprintf("the command exited with the skip code %d", code)
-	default:
-		rec.Outcome = OutcomeFailure
+	case errors.Is(err, pauses.ErrCoordinatorDown) && r.cfg.Etcd.RunOnDown:
+		r.note = fmt.Sprintf("shared pauses unknown (%v); run as if only this host's pauses existed (on_coordinator_down = \"run\")", err)
+		r.out.Warnf("gate %s: %s", r.inv.Gate, r.note)
+	case errors.Is(err, pauses.ErrCoordinatorDown):
+		return r.skip(journal.ReasonCoordinatorDown, fmt.Sprintf("shared pauses unknown: %v", err)), true
+	case err != nil:
+		return r.fail(journal.ReasonState, fmt.Errorf("gate %s: shared pause: %w", r.inv.Gate, err)), true
+	case p.Active(r.now()):
+		return r.skip(journal.ReasonPaused, describePause(p)), true
 	}
-	record(rec)
-	if hc != nil {
-		hc.Finished(rec)
-	}
-	if olog != nil {
-		note := ""
-		if child.Drain() {
-			note = cutNote(runner.DefaultDrain)
-		}
-		olog.close(note)
-		if err := olog.save(j, rec); err != nil {
-			out.Warnf("output log of gate %s: %v; the output of run %s is not kept", inv.Gate, err, run)
-		}
-	}
-	return code
+	return 0, false
 }
 
-func describePause(p *Pause) string {
-	s := "paused by " + p.By
-	if p.Who != "" {
-		s += " (" + p.Who + ")"
-	}
-	if p.Reason != "" {
-		s += ": " + p.Reason
-	}
-	if !p.Until.IsZero() {
-		s += ", until " + p.Until.Format(time.RFC3339)
-	}
-	return s
+// legacyReasons are the journal's reasons for what legacy.Check finds.
+var legacyReasons = map[legacy.Kind]string{
+	legacy.Lock:    journal.ReasonLegacyLock,
+	legacy.Pidfile: journal.ReasonLegacyPidfile,
 }
 
-func signalName(s syscall.Signal) string {
-	if n := unix.SignalName(s); n != "" {
-		return n
+// decideLegacy skips the run while a legacy lock or pidfile says an old
+// worker still runs; one that cannot be checked refuses it.
+func (r *run) decideLegacy() (code int, decided bool) {
+	found, err := legacy.Check(r.g.LegacyLocks, r.g.LegacyPidfiles)
+	if err != nil {
+		return r.fail(journal.ReasonConfig, fmt.Errorf("gate %s: %w", r.inv.Gate, err)), true
 	}
-	return "signal " + strconv.Itoa(int(s))
+	if found != nil {
+		return r.skip(legacyReasons[found.Kind], found.String()), true
+	}
+	return 0, false
 }
 
 // newRunID names a run: start time and PID, unique on one host.
@@ -277,40 +174,4 @@ func newRunID(t time.Time) string {
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
-}
-
-// Who names the user and host that runs a pause or resume, for the status.
-func Who() string {
-	name := os.Getenv("SUDO_USER")
-	if name == "" {
-		if u, err := user.Current(); err == nil {
-			name = u.Username
-		} else {
-			name = "uid " + strconv.Itoa(os.Getuid())
-		}
-	}
-	return name + "@" + hostname()
-}
-
-// StateDirFor returns the state directory: the config's state_dir, else
-// $CRON_GATE_STATE_DIR, else DefaultStateDir for root, else
-// $XDG_STATE_HOME/cron-gate or $HOME/.local/state/cron-gate, else
-// /var/tmp/cron-gate-UID (cron may start jobs without HOME).
-func StateDirFor(cfg *Config) string {
-	if cfg != nil && cfg.StateDir != "" {
-		return cfg.StateDir
-	}
-	if d := os.Getenv("CRON_GATE_STATE_DIR"); d != "" {
-		return d
-	}
-	if os.Geteuid() == 0 {
-		return DefaultStateDir
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return d + "/cron-gate"
-	}
-	if h := os.Getenv("HOME"); h != "" {
-		return h + "/.local/state/cron-gate"
-	}
-	return "/var/tmp/cron-gate-" + strconv.Itoa(os.Geteuid())
 }

@@ -10,18 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/tui"
 )
 
-// fakeShared is a SharedPauses in memory; err, when set, is every call's.
+// fakeShared is a shared pauses.Store in memory; err, when set, is every call's.
 type fakeShared struct {
 	mu      sync.Mutex
-	pauses  map[string]Pause
+	pauses  map[string]pauses.Pause
 	resumes map[string]time.Time
 	err     error
 }
 
-func (f *fakeShared) Get(_ context.Context, g string) (*Pause, error) {
+func (f *fakeShared) Get(_ context.Context, g string) (*pauses.Pause, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -33,13 +35,13 @@ func (f *fakeShared) Get(_ context.Context, g string) (*Pause, error) {
 	return nil, nil
 }
 
-func (f *fakeShared) List(context.Context) (map[string]Pause, error) {
+func (f *fakeShared) List(context.Context) (map[string]pauses.Pause, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.pauses, f.err
 }
 
-func (f *fakeShared) Set(_ context.Context, g string, p Pause) error {
+func (f *fakeShared) Set(_ context.Context, g string, p pauses.Pause) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pauses[g] = p
@@ -58,10 +60,11 @@ func (f *fakeShared) Resumes(context.Context) (map[string]time.Time, error) {
 	return f.resumes, f.err
 }
 
-func sharedRun(t *testing.T, cfg *Config) (int, string) {
+func sharedRun(t *testing.T, cfg *Config, shared pauses.Store) (int, string) {
 	t.Helper()
 	var errb bytes.Buffer
-	code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: cfg, Out: &tui.Printer{Prog: "cron-gate", W: &errb}})
+	code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: cfg, Pauses: Pauses{Shared: shared},
+		Out: &tui.Printer{Prog: "cron-gate", W: &errb}})
 	return code, errb.String()
 }
 
@@ -72,42 +75,41 @@ func TestRunSharedPauses(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.StateDir = t.TempDir()
 	cfg.Etcd.Endpoints = []string{"http://127.0.0.1:9"}
-	f := &fakeShared{pauses: map[string]Pause{}}
-	cfg.Shared = f
-	if code, stderr := sharedRun(t, cfg); code != 0 {
+	f := &fakeShared{pauses: map[string]pauses.Pause{}}
+	if code, stderr := sharedRun(t, cfg, f); code != 0 {
 		t.Fatalf("no pause: %d %s", code, stderr)
 	}
-	f.pauses["g"] = Pause{By: PausedByCommand, Reason: "quota", Who: "ops@other"}
-	if code, stderr := sharedRun(t, cfg); code != DefaultSkipCode || !strings.Contains(stderr, "paused by command") {
+	f.pauses["g"] = pauses.Pause{By: pauses.ByCommand, Reason: "quota", Who: "ops@other"}
+	if code, stderr := sharedRun(t, cfg, f); code != DefaultSkipCode || !strings.Contains(stderr, "paused by command") {
 		t.Fatalf("shared pause: %d %s", code, stderr)
 	}
-	f.pauses["g"] = Pause{By: PausedByCommand, Until: time.Now().Add(-time.Minute)}
-	if code, stderr := sharedRun(t, cfg); code != 0 {
+	f.pauses["g"] = pauses.Pause{By: pauses.ByCommand, Until: time.Now().Add(-time.Minute)}
+	if code, stderr := sharedRun(t, cfg, f); code != 0 {
 		t.Fatalf("expired shared pause: %d %s", code, stderr)
 	}
-	f.err = fmt.Errorf("dial: %w", ErrCoordinatorDown)
-	if code, stderr := sharedRun(t, cfg); code != DefaultSkipCode || !strings.Contains(stderr, "shared pauses unknown") {
+	f.err = fmt.Errorf("dial: %w", pauses.ErrCoordinatorDown)
+	if code, stderr := sharedRun(t, cfg, f); code != DefaultSkipCode || !strings.Contains(stderr, "shared pauses unknown") {
 		t.Fatalf("coordinator down: %d %s", code, stderr)
 	}
-	j, _ := OpenJournal(cfg.StateDir, "g", 0)
+	j, _ := journal.Open(cfg.StateDir, "g", 0)
 	s, _ := j.Summary()
 	j.Close()
-	if s.LastSkip == nil || s.LastSkip.Reason != ReasonCoordinatorDown {
+	if s.LastSkip == nil || s.LastSkip.Reason != journal.ReasonCoordinatorDown {
 		t.Fatalf("last skip %+v", s.LastSkip)
 	}
 	cfg.Etcd.RunOnDown = true
-	if code, stderr := sharedRun(t, cfg); code != 0 || !strings.Contains(stderr, "on_coordinator_down") {
+	if code, stderr := sharedRun(t, cfg, f); code != 0 || !strings.Contains(stderr, "on_coordinator_down") {
 		t.Fatalf("coordinator down, run: %d %s", code, stderr)
 	}
 	// The journal says so: the start record of that run carries the note.
-	j, _ = OpenJournal(cfg.StateDir, "g", 0)
+	j, _ = journal.Open(cfg.StateDir, "g", 0)
 	s, _ = j.Summary()
 	j.Close()
 	if s.LastStart == nil || !strings.Contains(s.LastStart.Detail, "on_coordinator_down") {
 		t.Fatalf("last start %+v", s.LastStart)
 	}
 	f.err = errors.New("corrupt value at /cron-gate/pauses/g")
-	if code, stderr := sharedRun(t, cfg); code != 125 || !strings.Contains(stderr, "corrupt value") {
+	if code, stderr := sharedRun(t, cfg, f); code != 125 || !strings.Contains(stderr, "corrupt value") {
 		t.Fatalf("corrupt: %d %s", code, stderr)
 	}
 }
@@ -119,13 +121,14 @@ func TestStatusSharedPauses(t *testing.T) {
 	cfg.StateDir = t.TempDir()
 	now := time.Now()
 	resumed := now.Add(-time.Hour).Truncate(time.Second)
-	f := &fakeShared{pauses: map[string]Pause{"s": {By: PausedByCommand, Reason: "shared"}},
+	f := &fakeShared{pauses: map[string]pauses.Pause{"s": {By: pauses.ByCommand, Reason: "shared"}},
 		resumes: map[string]time.Time{"l": resumed}}
-	cfg.Shared = f
-	if err := SetPause(cfg.StateDir, "l", Pause{Reason: "local"}); err != nil {
+	cfg.Etcd.Endpoints = []string{"http://127.0.0.1:9"}
+	ps := Pauses{Shared: f}
+	if err := pauses.NewFile(cfg.StateDir).Set(context.Background(), "l", pauses.Pause{Reason: "local"}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Status(cfg, now)
+	rep, err := Status(cfg, ps, now)
 	if err != nil || len(rep.Gates) != 2 {
 		t.Fatalf("%+v %v", rep, err)
 	}
@@ -138,18 +141,61 @@ func TestStatusSharedPauses(t *testing.T) {
 	if !rep.Gates[0].ResumedAt.Equal(resumed) {
 		t.Errorf("resumed_at %v, want %v", rep.Gates[0].ResumedAt, resumed)
 	}
-	f.err = ErrCoordinatorDown
-	rep, _ = Status(cfg, now)
+	f.err = pauses.ErrCoordinatorDown
+	rep, _ = Status(cfg, ps, now)
 	if len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[0], "shared pauses") {
 		t.Fatalf("warnings %q", rep.Warnings)
 	}
 }
 
-func TestMergeShared(t *testing.T) {
+// A shared store applies only to a config that names a cluster: serve
+// keeps the store it opened while it re-reads a config whose [etcd] may
+// have been removed since, and then only this host's pauses count.
+func TestPausesFor(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.StateDir = t.TempDir()
+	f := &fakeShared{pauses: map[string]pauses.Pause{"g": {By: pauses.ByCommand, Reason: "shared"}}}
+	ps := Pauses{Shared: f}.For(cfg)
+	if ps.Shared != nil || ps.Local == nil || ps.Local.Dir() != cfg.StateDir {
+		t.Fatalf("without [etcd]: %+v", ps)
+	}
+	if code, stderr := sharedRun(t, cfg, f); code != 0 {
+		t.Fatalf("a store applied to a config without [etcd]: %d %s", code, stderr)
+	}
+	rep, _ := Status(cfg, Pauses{Shared: f}, time.Now())
+	if len(rep.Gates) != 1 || rep.Gates[0].Pause != nil {
+		t.Fatalf("status of a config without [etcd] shows the store's pauses: %+v", rep.Gates)
+	}
+	cfg.Etcd.Endpoints = []string{"http://127.0.0.1:9"}
+	if ps := (Pauses{Shared: f}).For(cfg); ps.Shared != f {
+		t.Fatalf("with [etcd]: %+v", ps)
+	}
+	local := pauses.NewFile(t.TempDir())
+	if ps := (Pauses{Local: local}).For(cfg); ps.Local != local {
+		t.Fatalf("a given local store was replaced: %+v", ps)
+	}
+}
+
+// PauseOf: an active command-line pause first (it says who and until
+// when), else the config's; an ended one is none.
+func TestPauseOf(t *testing.T) {
 	now := time.Now()
-	active, ended := Pause{Reason: "a"}, Pause{Reason: "e", Until: now.Add(-time.Second)}
-	m := mergeShared(map[string]Pause{"x": active, "y": ended}, map[string]Pause{"x": ended, "y": active, "z": active}, now)
-	if m["x"].Reason != "a" || m["y"].Reason != "a" || m["z"].Reason != "a" || len(m) != 3 {
-		t.Fatalf("%+v", m)
+	g := &GateConfig{Name: "g"}
+	cmd := &pauses.Pause{By: pauses.ByCommand, Reason: "cmd", Until: now.Add(time.Hour)}
+	if p := PauseOf(g, nil, now); p != nil {
+		t.Fatalf("no pause: %+v", p)
+	}
+	if p := PauseOf(g, cmd, now); p == nil || p.Reason != "cmd" {
+		t.Fatalf("command-line pause: %+v", p)
+	}
+	if p := PauseOf(g, cmd, now.Add(2*time.Hour)); p != nil {
+		t.Fatalf("ended pause: %+v", p)
+	}
+	g.Paused, g.Reason = true, "config"
+	if p := PauseOf(g, cmd, now); p == nil || p.Reason != "cmd" {
+		t.Fatalf("both: %+v; want the command-line one", p)
+	}
+	if p := PauseOf(g, cmd, now.Add(2*time.Hour)); p == nil || p.By != pauses.ByConfig || p.Reason != "config" {
+		t.Fatalf("config pause: %+v", p)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"sort"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/internal/statedir"
 )
 
 // Gate states, from most to least pressing. The status view, the watchdog
@@ -28,16 +28,16 @@ const (
 
 // GateStatus is one gate in the status report (JSON schema v1, README).
 type GateStatus struct {
-	Name     string    `json:"name"`
-	Declared bool      `json:"declared"`
-	State    string    `json:"state"`
-	Pause    *Pause    `json:"pause,omitempty"`
-	Interval string    `json:"interval,omitempty"`
-	Running  []Running `json:"running,omitempty"`
-	Digest
+	Name     string            `json:"name"`
+	Declared bool              `json:"declared"`
+	State    string            `json:"state"`
+	Pause    *pauses.Pause     `json:"pause,omitempty"`
+	Interval string            `json:"interval,omitempty"`
+	Running  []journal.Running `json:"running,omitempty"`
+	journal.Digest
 	JournalError string `json:"journal_error,omitempty"`
 	// ResumedAt is when the gate was last resumed (cron-gate resume, or
-	// the expiry of a command-line pause), zero if unknown (resume.go).
+	// the expiry of a command-line pause), zero if unknown.
 	ResumedAt time.Time `json:"resumed_at,omitzero"`
 }
 
@@ -52,133 +52,155 @@ type Report struct {
 }
 
 // Status builds the report for the named gates, or for every gate the
-// config declares or the state dir has records of. It only reads: it
-// creates and locks nothing, so it can run as another user.
-func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
+// config declares, the pauses name or the state dir has records of. ps
+// are the config's pause stores (Pauses.For). It only reads: it creates
+// and locks nothing, so it can run as another user. Pauses or journals
+// that cannot be read are warnings in the report, not errors.
+func Status(cfg *Config, ps Pauses, now time.Time, names ...string) (*Report, error) {
 	stateDir := StateDirFor(cfg)
 	r := &Report{V: 1, Generated: now, Config: cfg.Path, StateDir: stateDir}
 	// Read only, through one descriptor of the state dir, whoever owns
-	// it (safeopen.TrustAny): a status view may run as another user.
-	sd, sdErr := safeopen.OpenDir(stateDir, stateDirOptions(false, true))
-	if sd != nil {
-		defer sd.Close()
+	// it: a status view may run as another user.
+	jr, jrErr := journal.NewReader(stateDir)
+	if jr != nil {
+		defer jr.Close()
 	}
-	var pdoc *pauseDoc
-	var err error
-	if sd != nil {
-		pdoc, err = readPauseDocIn(sd)
-	} else {
-		pdoc, err = readPauseDoc(stateDir)
-	}
-	if err != nil {
-		r.Warnings = append(r.Warnings, err.Error())
-		pdoc = &pauseDoc{V: 1, Gates: map[string]Pause{}}
-	}
-	pauses := pdoc.Gates
-	if cfg.Shared != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
-		shared, err := cfg.Shared.List(ctx)
-		if err != nil {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("shared pauses (etcd): %v; gates paused from another host may not show as paused", err))
-		}
-		pauses = mergeShared(pauses, shared, now)
-		if res, err := cfg.Shared.Resumes(ctx); err == nil {
-			for g, t := range res {
-				if t.After(pdoc.Resumed[g]) {
-					if pdoc.Resumed == nil {
-						pdoc.Resumed = map[string]time.Time{}
-					}
-					pdoc.Resumed[g] = t
-				}
-			}
-		}
-		cancel()
-	}
+	v := r.readPauses(cfg, ps.For(cfg), now)
 	if len(names) == 0 {
-		seen := map[string]bool{}
-		for n := range cfg.Gates {
-			seen[n] = true
-		}
-		for n := range pauses { // paused ahead of its first run
-			if CheckName(n) == nil {
-				seen[n] = true
-			}
-		}
-		gates, err := gateDirs(sd, sdErr)
-		if err != nil {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", stateDir, unwrapPathErr(err)))
-		}
-		for _, n := range gates {
-			seen[n] = true
-		}
-		for n := range seen {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names = r.gateNames(cfg, v.all, jr, jrErr)
 	}
 	for _, n := range names {
-		st := gateStatus(cfg, sd, n, pauses, now)
-		st.ResumedAt = resumedAt(pdoc, n, now)
+		st := gateStatus(cfg, jr, n, v.all, now)
+		st.ResumedAt = v.resumedAt(n, now)
 		r.Gates = append(r.Gates, st)
 	}
 	return r, nil
 }
 
-// gateDirs lists the gates that have a directory in the state dir sd
-// (nil: it could not be opened, sdErr says why).
-func gateDirs(sd *safeopen.Dir, sdErr error) ([]string, error) {
-	if sd == nil {
-		if errors.Is(sdErr, fs.ErrNotExist) {
+// pauseView is what the status shows of the command-line pauses.
+type pauseView struct {
+	all     map[string]pauses.Pause // this host's and the shared ones, merged (pauses.Merge)
+	local   map[string]pauses.Pause // this host's
+	resumed map[string]time.Time    // recorded resumes, the later of this host's and the shared store's
+}
+
+// readPauses reads the pauses and the recorded resumes from ps; what
+// cannot be read is a warning.
+func (r *Report) readPauses(cfg *Config, ps Pauses, now time.Time) pauseView {
+	var v pauseView
+	local, err := ps.Local.List(context.Background())
+	if err != nil {
+		r.Warnings = append(r.Warnings, err.Error())
+	} else {
+		v.local = local
+		v.resumed, _ = ps.Local.Resumes(context.Background())
+	}
+	v.all = v.local
+	if ps.Shared == nil {
+		return v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
+	defer cancel()
+	shared, err := ps.Shared.List(ctx)
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("shared pauses (etcd): %v; gates paused from another host may not show as paused", err))
+	}
+	v.all = pauses.Merge(v.local, shared, now)
+	if res, err := ps.Shared.Resumes(ctx); err == nil {
+		v.resumed = later(v.resumed, res)
+	}
+	return v
+}
+
+// later merges two maps of times, keeping the later one of each key.
+func later(a, b map[string]time.Time) map[string]time.Time {
+	out := make(map[string]time.Time, len(a)+len(b))
+	for k, t := range a {
+		out[k] = t
+	}
+	for k, t := range b {
+		if t.After(out[k]) {
+			out[k] = t
+		}
+	}
+	return out
+}
+
+// resumedAt returns when gate was last resumed, as far as the pauses
+// know at now: the recorded resume, or the end of an expired command-line
+// pause of this host, whichever is later; zero if neither.
+func (v pauseView) resumedAt(gate string, now time.Time) time.Time {
+	t := v.resumed[gate]
+	if p, ok := v.local[gate]; ok && !p.Until.IsZero() && !p.Until.After(now) && p.Until.After(t) {
+		t = p.Until
+	}
+	return t
+}
+
+// gateNames names every gate the config declares, the pauses name (paused
+// ahead of its first run) or the state dir has a directory of, sorted.
+func (r *Report) gateNames(cfg *Config, paused map[string]pauses.Pause, jr *journal.Reader, jrErr error) []string {
+	seen := map[string]bool{}
+	for n := range cfg.Gates {
+		seen[n] = true
+	}
+	for n := range paused {
+		if CheckName(n) == nil {
+			seen[n] = true
+		}
+	}
+	gates, err := gateDirs(jr, jrErr)
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", r.StateDir, statedir.Cause(err)))
+	}
+	for _, n := range gates {
+		seen[n] = true
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// gateDirs lists the gates that have a directory in the state dir (jr
+// nil: it could not be opened, jrErr says why).
+func gateDirs(jr *journal.Reader, jrErr error) ([]string, error) {
+	if jr == nil {
+		if errors.Is(jrErr, fs.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, sdErr
+		return nil, jrErr
 	}
-	gd, err := sd.OpenDir("gates", stateDirOptions(false, true))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer gd.Close()
-	names, err := gd.Names()
+	dirs, err := jr.Gates()
 	var out []string
-	for _, n := range names {
-		if st, err := gd.Stat(n); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && CheckName(n) == nil {
+	for _, n := range dirs {
+		if CheckName(n) == nil {
 			out = append(out, n)
 		}
 	}
 	return out, err
 }
 
-func gateStatus(cfg *Config, sd *safeopen.Dir, name string, pauses map[string]Pause, now time.Time) GateStatus {
+func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]pauses.Pause, now time.Time) GateStatus {
 	g := cfg.Gate(name)
 	_, declared := cfg.Gates[name]
-	st := GateStatus{Name: name, Declared: declared, Pause: PauseOf(g, pauses, now)}
+	var cmd *pauses.Pause
+	if p, ok := paused[name]; ok {
+		cmd = &p
+	}
+	st := GateStatus{Name: name, Declared: declared, Pause: PauseOf(g, cmd, now)}
 	if g.Interval > 0 {
 		st.Interval = shortDuration(g.Interval)
 	}
-	s := &Summary{}
-	var j *Journal
-	var err error
-	if sd != nil {
-		j, err = readJournalIn(sd, name)
-	}
+	s, err := readSummary(jr, name)
 	if err != nil {
 		st.JournalError = err.Error()
-	} else if j != nil {
-		if s, err = j.readSummary(); err != nil {
-			st.JournalError = err.Error()
-		} else if len(s.problems) > 0 {
-			st.JournalError = fmt.Sprintf("%v (%d unreadable record(s) skipped)", s.problems[len(s.problems)-1], len(s.problems))
-		} else if s.checkpointErr != nil {
-			st.JournalError = s.checkpointErr.Error()
-		}
-		j.Close()
 	}
 	// A run whose cron-gate has died is judged vanished here too, without
 	// writing: the next run of the gate records it.
-	s.reapVanished(now)
+	s.ReapVanished(now)
 	for _, r := range s.Running {
 		st.Running = append(st.Running, r)
 	}
@@ -186,6 +208,25 @@ func gateStatus(cfg *Config, sd *safeopen.Dir, name string, pauses map[string]Pa
 	st.Digest = s.Digest
 	st.State = judge(&st)
 	return st
+}
+
+// readSummary reads the gate's summary through jr (nil: no state dir);
+// err says what is wrong with the journal, if anything, and the summary
+// is then what could be read.
+func readSummary(jr *journal.Reader, name string) (*journal.Summary, error) {
+	if jr == nil || CheckName(name) != nil {
+		return &journal.Summary{}, nil
+	}
+	j, err := jr.Journal(name)
+	if err != nil || j == nil {
+		return &journal.Summary{}, err
+	}
+	defer j.Close()
+	s, err := j.Summary()
+	if err != nil {
+		return s, err
+	}
+	return s, s.Problem()
 }
 
 // LastAttemptErred reports whether the gate's last attempt could not start
@@ -201,7 +242,7 @@ func (st *GateStatus) LastAttemptErred() bool {
 // (failure, timeout, signal, start error or vanished), whatever runs now.
 // judge and the watchdog share it.
 func (st *GateStatus) LastRunFailed() bool {
-	return st.LastEnd != nil && st.LastEnd.Outcome != OutcomeSuccess
+	return st.LastEnd != nil && st.LastEnd.Outcome != journal.OutcomeSuccess
 }
 
 // judge names the gate's state from its status, most pressing first.

@@ -48,6 +48,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/suggest"
 )
 
 // Keys accepted at the top level and in a gate table, in documentation
@@ -994,37 +995,5 @@ func cfgDescribe(v any) string {
 }
 
 // cfgSuggest returns the known key closest to k, if it is close enough to
-// be a typo.
-func cfgSuggest(k string, known []string) string {
-	if len(k) > 64 {
-		return ""
-	}
-	best, bestD := "", 3
-	for _, c := range known {
-		d := cfgEditDistance(strings.ToLower(k), c)
-		if d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func cfgEditDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// be a typo (suggest.Closest).
+func cfgSuggest(k string, known []string) string { return suggest.Closest(k, known) }

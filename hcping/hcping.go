@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/tui"
 	"github.com/crongate/crongate/watch/minihttp"
 )
@@ -66,7 +67,7 @@ func (p *hcPinger) Started() {
 
 // Finished waits (bounded) for the start ping and sends the end ping for
 // the run's end record.
-func (p *hcPinger) Finished(rec gate.Record) {
+func (p *hcPinger) Finished(rec journal.Record) {
 	if p.started != nil {
 		<-p.started // bounded by the start ping's own hcTimeout
 		if p.startErr != nil {
@@ -75,10 +76,10 @@ func (p *hcPinger) Finished(rec gate.Record) {
 	}
 	suffix := ""
 	switch {
-	case rec.Outcome == gate.OutcomeSuccess:
-	case rec.Outcome == gate.OutcomeSkipped:
+	case rec.Outcome == journal.OutcomeSuccess:
+	case rec.Outcome == journal.OutcomeSkipped:
 		suffix = "log"
-	case rec.Outcome == gate.OutcomeSignal || rec.Exit == nil || *rec.Exit == 0:
+	case rec.Outcome == journal.OutcomeSignal || rec.Exit == nil || *rec.Exit == 0:
 		suffix = "fail"
 	default:
 		suffix = strconv.Itoa(*rec.Exit)

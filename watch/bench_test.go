@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gateconf"
 )
 
@@ -86,13 +86,13 @@ func writeLongJournal(b *testing.B, stateDir, name string, now time.Time, failin
 			if i%2 == 0 { // a start and its end share the run ID
 				run = fmt.Sprintf("%s-%d", t.UTC().Format("20060102T150405.000000Z"), 10000+i)
 			}
-			ev := gate.Record{V: 1, Gate: name, Run: run, Pid: 10000 + i - i%2, PidStart: 123456, Host: "pi", Time: t}
+			ev := journal.Record{V: 1, Gate: name, Run: run, Pid: 10000 + i - i%2, PidStart: 123456, Host: "pi", Time: t}
 			if i%2 == 0 {
-				ev.Event, ev.ChildPid, ev.Argv = gate.EventStart, 10001+i, []string{"python3", "/srv/blog/scripts/" + name + ".py"}
+				ev.Event, ev.ChildPid, ev.Argv = journal.EventStart, 10001+i, []string{"python3", "/srv/blog/scripts/" + name + ".py"}
 			} else {
-				ev.Event, ev.Outcome, ev.Exit, ev.Started, ev.DurationMS = gate.EventEnd, gate.OutcomeSuccess, code(0), t.Add(-6*time.Second), 6000
+				ev.Event, ev.Outcome, ev.Exit, ev.Started, ev.DurationMS = journal.EventEnd, journal.OutcomeSuccess, code(0), t.Add(-6*time.Second), 6000
 				if failing && i > n-4 {
-					ev.Outcome, ev.Exit = gate.OutcomeFailure, code(1)
+					ev.Outcome, ev.Exit = journal.OutcomeFailure, code(1)
 				}
 			}
 			line, _ := json.Marshal(ev)
@@ -109,14 +109,14 @@ func writeLongJournal(b *testing.B, stateDir, name string, now time.Time, failin
 	}
 	t := raw(f, 990-fold, now.Add(-2*time.Hour))
 	f.Close()
-	j, err := gate.OpenJournal(stateDir, name, 0)
+	j, err := journal.Open(stateDir, name, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	// An end record through Append: the summary checkpoint is written.
-	end := gate.Record{Run: "checkpoint", Event: gate.EventEnd, Time: t, Outcome: gate.OutcomeSuccess, Exit: code(0), Started: t}
+	end := journal.Record{Run: "checkpoint", Event: journal.EventEnd, Time: t, Outcome: journal.OutcomeSuccess, Exit: code(0), Started: t}
 	if failing {
-		end.Outcome, end.Exit = gate.OutcomeFailure, code(1)
+		end.Outcome, end.Exit = journal.OutcomeFailure, code(1)
 	}
 	if err := j.Append(end); err != nil {
 		b.Fatal(err)

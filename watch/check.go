@@ -11,13 +11,17 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/statedir"
 	"github.com/crongate/crongate/statefile"
 )
 
 // Checker makes one check. Its zero fields are filled by New; tests set
 // their own clock, probe and notifiers.
 type Checker struct {
-	Config    *gate.Config
+	Config *gate.Config
+	// Pauses are the config's pause stores (gate.Pauses.For): the status
+	// the check judges shows the pauses of every host with [etcd].
+	Pauses    gate.Pauses
 	Now       func() time.Time
 	Probe     Probe
 	Notifiers []Notifier
@@ -26,10 +30,11 @@ type Checker struct {
 	DryRun bool
 }
 
-// New returns the Checker the config describes.
-func New(cfg *gate.Config, stderr io.Writer) *Checker {
+// New returns the Checker the config describes, reading the pauses from
+// ps.
+func New(cfg *gate.Config, ps gate.Pauses, stderr io.Writer) *Checker {
 	host, _ := os.Hostname()
-	return &Checker{Config: cfg, Now: time.Now, Probe: NewSystemProbe(cfg.Check),
+	return &Checker{Config: cfg, Pauses: ps, Now: time.Now, Probe: NewSystemProbe(cfg.Check),
 		Notifiers: Notifiers(cfg, stderr), Host: host}
 }
 
@@ -87,7 +92,7 @@ func (c *Checker) Run(ctx context.Context) (*Result, error) {
 		res, _, err := c.check(ctx, path, data)
 		return res, err
 	}
-	dir, err := gate.OpenStateDir(stateDir)
+	dir, err := statedir.Open(stateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +120,7 @@ func (c *Checker) check(ctx context.Context, path string, old []byte) (*Result, 
 		st = newState()
 	}
 	now := c.Now()
-	rep, err := gate.Status(c.Config, now)
+	rep, err := gate.Status(c.Config, c.Pauses, now)
 	if err != nil {
 		return nil, nil, err
 	}

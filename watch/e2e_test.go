@@ -97,7 +97,7 @@ interval = "30m"
 	}
 	check := func() *Result {
 		t.Helper()
-		res, err := New(cfg, io.Discard).Run(context.Background())
+		res, err := New(cfg, gate.Pauses{}, io.Discard).Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

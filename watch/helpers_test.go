@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gateconf"
 )
 
@@ -189,9 +190,9 @@ func (e *env) expect(want ...string) *Result {
 }
 
 // record appends journal records for gate at the fake clock's time.
-func (e *env) record(name string, recs ...gate.Record) {
+func (e *env) record(name string, recs ...journal.Record) {
 	e.t.Helper()
-	j, err := gate.OpenJournal(e.dir, name, 0)
+	j, err := journal.Open(e.dir, name, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -213,12 +214,12 @@ func code(n int) *int { return &n }
 
 // success records a successful run of gate now.
 func (e *env) success(name string) {
-	e.record(name, gate.Record{Event: gate.EventEnd, Outcome: gate.OutcomeSuccess, Exit: code(0), Started: e.clock.Now()})
+	e.record(name, journal.Record{Event: journal.EventEnd, Outcome: journal.OutcomeSuccess, Exit: code(0), Started: e.clock.Now()})
 }
 
 // failure records a failed run of gate now.
 func (e *env) failure(name string, exit int) {
-	e.record(name, gate.Record{Event: gate.EventEnd, Outcome: gate.OutcomeFailure, Exit: code(exit), Started: e.clock.Now()})
+	e.record(name, journal.Record{Event: journal.EventEnd, Outcome: journal.OutcomeFailure, Exit: code(exit), Started: e.clock.Now()})
 }
 
 func (e *env) cond(name, c string) *Cond {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/statefile"
 )
@@ -36,7 +37,7 @@ func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) er
 			})
 		}
 	}
-	ts := func(name, help string, pick func(g *gate.GateStatus) *gate.Event) {
+	ts := func(name, help string, pick func(g *gate.GateStatus) *journal.Event) {
 		family(name, "gauge", help, func(g *gate.GateStatus, emit func([]string, float64)) {
 			if e := pick(g); e != nil {
 				emit(nil, seconds(e.Time))
@@ -44,13 +45,13 @@ func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) er
 		})
 	}
 	ts("cron_gate_last_start_timestamp_seconds", "Time the gate's last run started.",
-		func(g *gate.GateStatus) *gate.Event { return g.LastStart })
+		func(g *gate.GateStatus) *journal.Event { return g.LastStart })
 	ts("cron_gate_last_success_timestamp_seconds", "Time the gate's last successful run ended.",
-		func(g *gate.GateStatus) *gate.Event { return g.LastSuccess })
+		func(g *gate.GateStatus) *journal.Event { return g.LastSuccess })
 	ts("cron_gate_last_failure_timestamp_seconds", "Time the gate's last failed run ended (failure, timeout, signal, start error, vanished).",
-		func(g *gate.GateStatus) *gate.Event { return g.LastFailure })
+		func(g *gate.GateStatus) *journal.Event { return g.LastFailure })
 	ts("cron_gate_last_skip_timestamp_seconds", "Time the gate last skipped a run.",
-		func(g *gate.GateStatus) *gate.Event { return g.LastSkip })
+		func(g *gate.GateStatus) *journal.Event { return g.LastSkip })
 	family("cron_gate_last_duration_seconds", "gauge", "Duration of the gate's last finished run.",
 		func(g *gate.GateStatus, emit func([]string, float64)) {
 			if g.LastEnd != nil && !g.LastEnd.Started.IsZero() {

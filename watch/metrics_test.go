@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 )
 
 func TestEscapeLabel(t *testing.T) {
@@ -32,11 +33,11 @@ var sampleRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z
 
 func TestWriteMetrics(t *testing.T) {
 	e := healthy(t, oneGate+"[gates.other]\n")
-	e.record("job", gate.Record{Event: gate.EventStart, Run: "r9", Pid: os.Getpid()})
-	e.record("job", gate.Record{Event: gate.EventEnd, Run: "r9", Outcome: gate.OutcomeFailure, Exit: code(3),
+	e.record("job", journal.Record{Event: journal.EventStart, Run: "r9", Pid: os.Getpid()})
+	e.record("job", journal.Record{Event: journal.EventEnd, Run: "r9", Outcome: journal.OutcomeFailure, Exit: code(3),
 		Started: e.clock.Now(), DurationMS: 1500})
 	// A skip reason with every character that needs escaping.
-	e.record("other", gate.Record{Event: gate.EventSkip, Outcome: gate.OutcomeSkipped, Reason: "odd \"reason\"\\\nx"})
+	e.record("other", journal.Record{Event: journal.EventSkip, Outcome: journal.OutcomeSkipped, Reason: "odd \"reason\"\\\nx"})
 	e.expect()
 	res := e.expect("alert job/failed")
 	var b strings.Builder
@@ -92,7 +93,7 @@ func TestWriteMetrics(t *testing.T) {
 		}
 	}
 	// Before any check: no condition state, the rest is there.
-	rep, _ := gate.Status(e.cfg, e.clock.Now())
+	rep, _ := gate.Status(e.cfg, gate.Pauses{}, e.clock.Now())
 	b.Reset()
 	WriteMetrics(&b, e.cfg, rep, nil)
 	if strings.Contains(b.String(), "cron_gate_check_") || !strings.Contains(b.String(), "cron_gate_condition{gate=\"job\",condition=\"failed\"} 0") {

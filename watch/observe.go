@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -147,7 +148,7 @@ func (o *observer) failed(gs *gate.GateStatus, gc *gate.GateConfig) (string, str
 	}
 	e := gs.LastEnd
 	desc := describeEnd(e)
-	if e.Outcome == gate.OutcomeFailure && gc.FailureStateFile != "" {
+	if e.Outcome == journal.OutcomeFailure && gc.FailureStateFile != "" {
 		if handled, why := o.probe.FailureHandled(gc.FailureStateFile, gc.FailureStateKey); handled {
 			return Held, desc + "; the worker reports it itself (" + why + ")"
 		} else if why != "" {
@@ -157,7 +158,7 @@ func (o *observer) failed(gs *gate.GateStatus, gc *gate.GateConfig) (string, str
 	return Bad, desc
 }
 
-func describeEnd(e *gate.Event) string {
+func describeEnd(e *journal.Event) string {
 	s := "the last run ended: " + e.Outcome
 	if e.Exit != nil {
 		s += fmt.Sprintf(", exit %d", *e.Exit)

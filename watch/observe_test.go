@@ -1,13 +1,15 @@
 package watch
 
 import (
+	"context"
 	"errors"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 )
 
 // obs returns the observation of one condition in a result.
@@ -77,7 +79,7 @@ func TestMissing(t *testing.T) {
 
 func TestPausedNeverStale(t *testing.T) {
 	e := healthy(t, oneGate)
-	if err := gate.SetPause(e.dir, "job", gate.Pause{Reason: "quota", Since: e.clock.Now()}); err != nil {
+	if err := pauses.NewFile(e.dir).Set(context.Background(), "job", pauses.Pause{Reason: "quota", Since: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(10 * time.Hour)
@@ -101,7 +103,7 @@ func TestPausedNeverStale(t *testing.T) {
 // resume time that `cron-gate resume` records.
 func TestResumeGrace(t *testing.T) {
 	e := healthy(t, oneGate)
-	if err := gate.SetPause(e.dir, "job", gate.Pause{Since: e.clock.Now()}); err != nil {
+	if err := pauses.NewFile(e.dir).Set(context.Background(), "job", pauses.Pause{Since: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(10 * time.Hour)
@@ -109,10 +111,10 @@ func TestResumeGrace(t *testing.T) {
 	// Resumed (as cron-gate resume does) a minute after that check.
 	e.clock.Advance(time.Minute)
 	resumed := e.clock.Now()
-	if _, err := gate.ClearPause(e.dir, "job"); err != nil {
+	if _, err := pauses.NewFile(e.dir).Clear(context.Background(), "job"); err != nil {
 		t.Fatal(err)
 	}
-	if err := gate.NoteResumed(e.dir, "job", resumed); err != nil {
+	if err := pauses.NewFile(e.dir).NoteResumed("job", resumed); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(45*time.Minute - time.Second) // 30m + 15m after the resume
@@ -128,7 +130,7 @@ func TestResumeGrace(t *testing.T) {
 func TestResumeGraceConfigurable(t *testing.T) {
 	e := healthy(t, "[check]\nresume_grace = \"0s\"\n"+oneGate)
 	e.clock.Advance(10 * time.Hour)
-	if err := gate.NoteResumed(e.dir, "job", e.clock.Now()); err != nil {
+	if err := pauses.NewFile(e.dir).NoteResumed("job", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(30 * time.Minute)
@@ -160,7 +162,7 @@ func TestResumeGraceFromExpiredPause(t *testing.T) {
 	e.success("job")
 	e.clock.Advance(10 * time.Hour)
 	until := e.clock.Now().Add(-10 * time.Minute)
-	if err := gate.SetPause(e.dir, "job", gate.Pause{Since: t0, Until: until}); err != nil {
+	if err := pauses.NewFile(e.dir).Set(context.Background(), "job", pauses.Pause{Since: t0, Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	if o := obsOf(t, e.expect(), "job", CondStale); o.Verdict != Held {
@@ -211,16 +213,16 @@ func TestUnhandledFailuresReported(t *testing.T) {
 	}{
 		{"vanished", func(e *env) {
 			// A start whose cron-gate (pid 0: none) is gone: vanished.
-			e.record("job", gate.Record{Event: gate.EventStart, Run: "r1"})
+			e.record("job", journal.Record{Event: journal.EventStart, Run: "r1"})
 		}, "vanished"},
 		{"signal", func(e *env) {
-			e.record("job", gate.Record{Event: gate.EventEnd, Outcome: gate.OutcomeSignal, Signal: "SIGKILL", Exit: code(137), Started: e.clock.Now()})
+			e.record("job", journal.Record{Event: journal.EventEnd, Outcome: journal.OutcomeSignal, Signal: "SIGKILL", Exit: code(137), Started: e.clock.Now()})
 		}, "SIGKILL"},
 		{"timeout", func(e *env) {
-			e.record("job", gate.Record{Event: gate.EventEnd, Outcome: gate.OutcomeTimeout, Exit: code(124), Started: e.clock.Now()})
+			e.record("job", journal.Record{Event: journal.EventEnd, Outcome: journal.OutcomeTimeout, Exit: code(124), Started: e.clock.Now()})
 		}, "timeout"},
 		{"config error", func(e *env) {
-			e.record("job", gate.Record{Event: gate.EventError, Outcome: gate.OutcomeError, Reason: gate.ReasonConfig, Detail: "bad"})
+			e.record("job", journal.Record{Event: journal.EventError, Outcome: journal.OutcomeError, Reason: journal.ReasonConfig, Detail: "bad"})
 		}, "could not start (config_error)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -265,7 +267,7 @@ func TestUnscheduledCrontab(t *testing.T) {
 	e.probe.cron = map[string]bool{"job": true}
 	e.expect("recovery job/unscheduled")
 	// Paused: not judged.
-	if err := gate.SetPause(e.dir, "job", gate.Pause{}); err != nil {
+	if err := pauses.NewFile(e.dir).Set(context.Background(), "job", pauses.Pause{}); err != nil {
 		t.Fatal(err)
 	}
 	e.probe.cron = map[string]bool{}

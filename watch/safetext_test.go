@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -28,7 +28,7 @@ func unsafeIn(s string) bool {
 // check.json hold it escaped; the body's own line breaks stay.
 func TestAlertTextNeutralised(t *testing.T) {
 	e := healthy(t, oneGate)
-	e.record("job", gate.Record{Event: gate.EventEnd, Outcome: gate.OutcomeFailure, Exit: code(3), Started: e.clock.Now(), Detail: hostile})
+	e.record("job", journal.Record{Event: journal.EventEnd, Outcome: journal.OutcomeFailure, Exit: code(3), Started: e.clock.Now(), Detail: hostile})
 	e.expect()
 	e.clock.Advance(5 * time.Minute)
 	msgs := e.run()

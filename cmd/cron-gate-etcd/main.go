@@ -10,6 +10,7 @@ import (
 
 	"github.com/crongate/crongate/etcdpause"
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/crongatefull"
 )
 
@@ -19,7 +20,7 @@ func main() {
 
 // open opens the config's shared pause store. It does not contact the
 // cluster: each call is bounded by [etcd] timeout.
-func open(cfg *gate.Config) (gate.SharedPauses, func(), error) {
+func open(cfg *gate.Config) (pauses.Store, func(), error) {
 	s, err := etcdpause.Open(etcdpause.Config{
 		Endpoints: cfg.Etcd.Endpoints,
 		Prefix:    cfg.Etcd.Prefix,

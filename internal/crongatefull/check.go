@@ -21,7 +21,7 @@ import (
 // state says so, and the next check tries again); 125 could not check
 // (config, state dir, state file) or could not write the metrics file;
 // 128+N stopped by signal N (what was delivered until then is saved).
-func check(cfg *gate.Config, c *CheckCmd, out *tui.Printer, sigs <-chan os.Signal) int {
+func check(cfg *gate.Config, ps gate.Pauses, c *CheckCmd, out *tui.Printer, sigs <-chan os.Signal) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got os.Signal
@@ -34,7 +34,7 @@ func check(cfg *gate.Config, c *CheckCmd, out *tui.Printer, sigs <-chan os.Signa
 		case <-ctx.Done():
 		}
 	}()
-	ch := watch.New(cfg, os.Stderr)
+	ch := watch.New(cfg, ps, os.Stderr)
 	ch.DryRun = c.DryRun
 	res, err := ch.Run(ctx)
 	cancel()

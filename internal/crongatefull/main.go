@@ -14,9 +14,12 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/gateconf"
 	"github.com/crongate/crongate/hcping"
 	"github.com/crongate/crongate/internal/crongatecli"
+	"github.com/crongate/crongate/internal/pausectl"
 	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
@@ -24,7 +27,7 @@ import (
 
 // OpenShared opens the shared pause store of a config's [etcd] section; the
 // returned func closes it. Only cron-gate-etcd has one.
-type OpenShared func(cfg *gate.Config) (gate.SharedPauses, func(), error)
+type OpenShared func(cfg *gate.Config) (pauses.Store, func(), error)
 
 // Main is cron-gate-full's main, and with open set, cron-gate-etcd's.
 // Without open, a config that names an etcd cluster is handed to
@@ -49,29 +52,18 @@ func Main(args []string, open OpenShared) int {
 	return runner.ExitFailure
 }
 
-// shared is the open store of cron-gate-etcd (nil in cron-gate-full), for
-// configs loaded later (serve re-reads its config); sharedFor is the
-// [etcd] section it was opened for.
-var (
-	shared    gate.SharedPauses
-	sharedFor gate.EtcdConfig
-)
-
-// attachShared sets cfg.Shared when the config names a cluster. It returns
-// false when the store is needed but this binary has none, or the one it
-// has was opened for another [etcd] section (endpoints, prefix, timeout
-// edited since): a pause must not go to one cluster or prefix while runs
-// read another.
-func attachShared(cfg *gate.Config) bool {
+// etcdUnchanged reports whether cfg can do with the shared store opened
+// for the [etcd] section opened (nil: none was opened). A config without
+// [etcd] needs none; one with [etcd] needs a store opened for the same
+// endpoints, prefix, timeout and on_coordinator_down: a pause must not go
+// to one cluster or prefix while runs read another (serve re-reads its
+// config).
+func etcdUnchanged(cfg *gate.Config, opened *gate.EtcdConfig) bool {
 	if cfg == nil || !cfg.Etcd.Set() {
 		return true
 	}
-	if shared == nil || !slices.Equal(cfg.Etcd.Endpoints, sharedFor.Endpoints) ||
-		cfg.Etcd.Prefix != sharedFor.Prefix || cfg.Etcd.Timeout != sharedFor.Timeout || cfg.Etcd.RunOnDown != sharedFor.RunOnDown {
-		return false
-	}
-	cfg.Shared = shared
-	return true
+	return opened != nil && slices.Equal(cfg.Etcd.Endpoints, opened.Endpoints) &&
+		cfg.Etcd.Prefix == opened.Prefix && cfg.Etcd.Timeout == opened.Timeout && cfg.Etcd.RunOnDown == opened.RunOnDown
 }
 
 // run returns done == false when the line must be handed to cron-gate-etcd.
@@ -93,6 +85,7 @@ func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) 
 		name = p.Run.Name
 	}
 	cfg, cfgErr := loadConfig(p.Config, name)
+	var ps gate.Pauses // the shared store, with [etcd], for every subcommand
 	if cfg != nil && cfg.Etcd.Set() {
 		if open == nil {
 			return 0, false
@@ -102,13 +95,12 @@ func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) 
 			cfg, cfgErr = nil, fmt.Errorf("config %s: [etcd]: %v", cfg.Path, err)
 		} else {
 			defer closeFn()
-			shared, sharedFor = s, cfg.Etcd
-			attachShared(cfg)
+			ps.Shared = s
 		}
 	}
 	if p.cmd == "run" {
 		return gate.Run(gate.Invocation{
-			Gate: p.Run.Name, Argv: p.command, Config: cfg, ConfigErr: cfgErr,
+			Gate: p.Run.Name, Argv: p.command, Config: cfg, ConfigErr: cfgErr, Pauses: ps,
 			Timeout: p.Run.Timeout, KillAfter: p.Run.KillAfter, Out: out, Sigs: sigs,
 			Observer: hcping.New,
 		}), true
@@ -119,22 +111,22 @@ func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) 
 	}
 	switch p.cmd {
 	case "pause":
-		code = pause(cfg, &p.Pause, out)
+		code = pause(cfg, ps, &p.Pause, out)
 	case "resume":
-		code = resume(cfg, p.Resume.Name, out)
+		code = resume(cfg, ps, p.Resume.Name, out)
 	case "status":
-		code = status(cfg, &p.Status, out)
+		code = status(cfg, ps, &p.Status, out)
 	case "check":
 		// check and serve handle signals themselves (check saves what it
 		// delivered and exits 128+N, serve stops gracefully and exits 0):
 		// signals go to sigs from now on, not to runner's guard.
 		runner.Disarm()
-		code = check(cfg, &p.Check, out, sigs)
+		code = check(cfg, ps, &p.Check, out, sigs)
 	case "metrics":
-		code = metrics(cfg, out)
+		code = metrics(cfg, ps, out)
 	case "serve":
 		runner.Disarm()
-		code = serve(p.Config, cfg, &p.Serve, out, sigs)
+		code = serve(p.Config, cfg, ps, &p.Serve, out, sigs)
 	}
 	return code, true
 }
@@ -154,13 +146,13 @@ func loadConfig(path, gateName string) (*gate.Config, error) {
 	return gateconf.Load(path, missingOK)
 }
 
-func pause(cfg *gate.Config, c *PauseCmd, out *tui.Printer) int {
+func pause(cfg *gate.Config, ps gate.Pauses, c *PauseCmd, out *tui.Printer) int {
 	if err := gate.CheckName(c.Name); err != nil {
 		out.Errorf("%v", err)
 		return runner.ExitFailure
 	}
 	now := time.Now()
-	pz := gate.Pause{Reason: c.Reason}
+	pz := pauses.Pause{Reason: c.Reason}
 	switch {
 	case c.For > 0:
 		pz.Until = now.Add(c.For)
@@ -176,9 +168,9 @@ func pause(cfg *gate.Config, c *PauseCmd, out *tui.Printer) int {
 		}
 		pz.Until = t
 	}
-	if err := gateconf.Pause(cfg, c.Name, pz, c.Force); err != nil {
+	if err := pausectl.Pause(cfg, ps, c.Name, pz, c.Force); err != nil {
 		out.Errorf("%v", err)
-		if _, ok := errors.AsType[*gateconf.UnknownGateError](err); ok {
+		if _, ok := errors.AsType[*pausectl.UnknownGateError](err); ok {
 			out.Hintf("check the name; to pause gate %s ahead of its first run, add --force", c.Name)
 		}
 		return runner.ExitFailure
@@ -192,11 +184,11 @@ func pause(cfg *gate.Config, c *PauseCmd, out *tui.Printer) int {
 }
 
 // resume is force-resume: it also lifts a pause set in the config.
-func resume(cfg *gate.Config, name string, out *tui.Printer) int {
-	r, err := gateconf.Resume(cfg, name, true)
+func resume(cfg *gate.Config, ps gate.Pauses, name string, out *tui.Printer) int {
+	r, err := pausectl.Resume(cfg, ps, gateconf.SetPaused, name, true)
 	if err != nil {
 		out.Errorf("%v", err)
-		if ee, ok := errors.AsType[*gateconf.EditError](err); ok {
+		if ee, ok := errors.AsType[*pausectl.EditError](err); ok {
 			out.Hintf("%s", ee.Hint())
 		}
 		return runner.ExitFailure
@@ -208,7 +200,7 @@ func resume(cfg *gate.Config, name string, out *tui.Printer) int {
 	return 0
 }
 
-func status(cfg *gate.Config, c *StatusCmd, out *tui.Printer) int {
+func status(cfg *gate.Config, ps gate.Pauses, c *StatusCmd, out *tui.Printer) int {
 	var names []string
 	if c.Name != "" {
 		if err := gate.CheckName(c.Name); err != nil {
@@ -217,7 +209,7 @@ func status(cfg *gate.Config, c *StatusCmd, out *tui.Printer) int {
 		}
 		names = []string{c.Name}
 	}
-	rep, err := gate.Status(cfg, time.Now(), names...)
+	rep, err := gate.Status(cfg, ps, time.Now(), names...)
 	if err != nil {
 		out.Errorf("%v", err)
 		return runner.ExitFailure
@@ -236,7 +228,7 @@ func status(cfg *gate.Config, c *StatusCmd, out *tui.Printer) int {
 	if c.Name != "" {
 		printDetail(os.Stdout, rep.Gates[0])
 		if c.Output {
-			text, err := gate.LastOutputOf(gate.StateDirFor(cfg), c.Name)
+			text, err := journal.LastOutputOf(gate.StateDirFor(cfg), c.Name)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				out.Errorf("output of gate %s: %v", c.Name, err)
 				return runner.ExitFailure

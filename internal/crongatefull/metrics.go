@@ -13,8 +13,8 @@ import (
 // metrics is `cron-gate metrics`: the Prometheus text exposition of every
 // gate's status and of the watchdog's last check, on stdout. It only
 // reads.
-func metrics(cfg *gate.Config, out *tui.Printer) int {
-	rep, err := gate.Status(cfg, time.Now())
+func metrics(cfg *gate.Config, ps gate.Pauses, out *tui.Printer) int {
+	rep, err := gate.Status(cfg, ps, time.Now())
 	if err != nil {
 		out.Errorf("%v", err)
 		return runner.ExitFailure

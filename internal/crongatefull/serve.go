@@ -13,7 +13,9 @@ import (
 
 	"github.com/crongate/crongate/dashboard"
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/gateconf"
+	"github.com/crongate/crongate/internal/pausectl"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
@@ -23,7 +25,7 @@ import (
 // serve is `cron-gate serve` (README, "cron-gate serve"). It runs until
 // SIGTERM or SIGINT, then stops gracefully and exits 0; 125 when it cannot
 // start (address in use, no token off loopback, bad config).
-func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs <-chan os.Signal) int {
+func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *tui.Printer, sigs <-chan os.Signal) int {
 	listen := c.Listen
 	if listen == "" {
 		listen = cfg.Serve.Listen
@@ -49,6 +51,12 @@ func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs
 	if path == "" {
 		path = gate.DefaultConfigPath
 	}
+	// The shared store, if any, was opened for the config's [etcd] as it
+	// was at the start; a config re-read since must name the same.
+	var opened *gate.EtcdConfig
+	if ps.Shared != nil {
+		opened = &cfg.Etcd
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -63,20 +71,21 @@ func serve(cfgFlag string, cfg *gate.Config, c *ServeCmd, out *tui.Printer, sigs
 		Token:        token,
 		TimeZone:     loc,
 		CronTimeZone: cronLoc,
+		Pauses:       ps,
 		Load: func() (*gate.Config, error) {
 			cfg, err := gateconf.Load(path, missingOK)
-			if err == nil && !attachShared(cfg) {
+			if err == nil && !etcdUnchanged(cfg, opened) {
 				return nil, fmt.Errorf("config %s: [etcd] was added or changed while serving; restart cron-gate serve", path)
 			}
 			return cfg, err
 		},
 		// The typo rule applies here too (one implementation); the page's
 		// buttons only name gates it lists, which are all known ones.
-		Pause: func(cfg *gate.Config, name string, p gate.Pause) error {
-			return gateconf.Pause(cfg, name, p, false)
+		Pause: func(cfg *gate.Config, name string, p pauses.Pause) error {
+			return pausectl.Pause(cfg, ps, name, p, false)
 		},
 		Resume: func(cfg *gate.Config, name string, force bool) (string, error) {
-			r, err := gateconf.Resume(cfg, name, force)
+			r, err := pausectl.Resume(cfg, ps, gateconf.SetPaused, name, force)
 			if r.Warning != "" {
 				out.Warnf("%s", r.Warning)
 			}

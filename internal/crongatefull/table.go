@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -73,7 +74,7 @@ func stateText(g gate.GateStatus) string {
 	return g.State
 }
 
-func when(e *gate.Event, now time.Time) string {
+func when(e *journal.Event, now time.Time) string {
 	if e == nil {
 		return "-"
 	}
@@ -94,7 +95,7 @@ func ago(d time.Duration) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-func failureText(e *gate.Event, now time.Time) string {
+func failureText(e *journal.Event, now time.Time) string {
 	if e == nil {
 		return "-"
 	}
@@ -108,14 +109,14 @@ func failureText(e *gate.Event, now time.Time) string {
 	return s
 }
 
-func skipText(e *gate.Event, now time.Time) string {
+func skipText(e *journal.Event, now time.Time) string {
 	if e == nil {
 		return "-"
 	}
 	return when(e, now) + " " + e.Reason
 }
 
-func runningText(rs []gate.Running, now time.Time) string {
+func runningText(rs []journal.Running, now time.Time) string {
 	if len(rs) == 0 {
 		return "-"
 	}
@@ -158,7 +159,7 @@ func printDetail(w io.Writer, g gate.GateStatus) {
 		}
 		line("paused", s)
 	}
-	ev := func(k string, e *gate.Event) {
+	ev := func(k string, e *journal.Event) {
 		if e == nil {
 			return
 		}

@@ -75,7 +75,7 @@ func TestClockJumpErrorThenSuccess(t *testing.T) {
 	if code, out := runAt(t, cfg, "g", t0.Add(5*time.Minute), "true"); code != 0 {
 		t.Fatalf("run after the fix: exit %d: %s", code, out)
 	}
-	rep, err := gate.Status(cfg, t0.Add(6*time.Minute), "g")
+	rep, err := gate.Status(cfg, gate.Pauses{}, t0.Add(6*time.Minute), "g")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestClockJumpDuringRun(t *testing.T) {
 		t.Fatalf("exit %d, want 4; output %q", code, out.String())
 	}
 	for _, now := range []time.Time{t0.Add(-24 * time.Hour), t0, t0.Add(24 * time.Hour)} {
-		rep, err := gate.Status(cfg, now, "g")
+		rep, err := gate.Status(cfg, gate.Pauses{}, now, "g")
 		if err != nil {
 			t.Fatal(err)
 		}

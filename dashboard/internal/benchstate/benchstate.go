@@ -5,6 +5,7 @@ package benchstate
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 )
 
 // Write makes gates gates (worker-0000...) under stateDir, each with a
@@ -25,11 +28,11 @@ func Write(stateDir string, gates, records int, now time.Time) (*gate.Config, []
 		name := fmt.Sprintf("worker-%04d", i)
 		cfg.Gates[name] = &gate.GateConfig{Name: name, Interval: 30 * time.Minute, Paused: i%50 == 7, Reason: "quota"}
 		fmt.Fprintf(&tab, "%d/30 * * * * cron-gate %s -- python3 /srv/blog/scripts/%s.py\n", i%30, name, name)
-		if err := journal(stateDir, name, records, now, i%10 == 0); err != nil {
+		if err := writeJournal(stateDir, name, records, now, i%10 == 0); err != nil {
 			return nil, nil, err
 		}
 		if i%20 == 3 {
-			if err := gate.SetPause(stateDir, name, gate.Pause{Reason: "maintenance", Since: now, Until: now.Add(time.Hour), Who: "bench@host"}); err != nil {
+			if err := pauses.NewFile(stateDir).Set(context.Background(), name, pauses.Pause{Reason: "maintenance", Since: now, Until: now.Add(time.Hour), Who: "bench@host"}); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -37,9 +40,9 @@ func Write(stateDir string, gates, records int, now time.Time) (*gate.Config, []
 	return cfg, []byte(tab.String()), nil
 }
 
-// journal writes records-1 records directly, then one end record through
+// writeJournal writes records-1 records directly, then one end record through
 // Journal.Append, which writes the summary checkpoint as a real run does.
-func journal(stateDir, name string, records int, now time.Time, failing bool) error {
+func writeJournal(stateDir, name string, records int, now time.Time, failing bool) error {
 	gd := filepath.Join(stateDir, "gates", name)
 	if err := os.MkdirAll(gd, 0o755); err != nil {
 		return err
@@ -55,12 +58,12 @@ func journal(stateDir, name string, records int, now time.Time, failing bool) er
 		if i%2 == 0 {
 			run = fmt.Sprintf("%s-%d", t.UTC().Format("20060102T150405.000000Z"), 10000+i)
 		}
-		r := gate.Record{V: 1, Gate: name, Run: run, Pid: 10000 + i - i%2, PidStart: 123456, Host: "pi", Time: t}
+		r := journal.Record{V: 1, Gate: name, Run: run, Pid: 10000 + i - i%2, PidStart: 123456, Host: "pi", Time: t}
 		if i%2 == 0 {
-			r.Event, r.ChildPid, r.Argv = gate.EventStart, 10001+i, []string{"python3", "/srv/blog/scripts/" + name + ".py"}
+			r.Event, r.ChildPid, r.Argv = journal.EventStart, 10001+i, []string{"python3", "/srv/blog/scripts/" + name + ".py"}
 		} else {
 			exit := 0
-			r.Event, r.Outcome, r.Exit, r.Started, r.DurationMS = gate.EventEnd, gate.OutcomeSuccess, &exit, t.Add(-6*time.Second), 6000
+			r.Event, r.Outcome, r.Exit, r.Started, r.DurationMS = journal.EventEnd, journal.OutcomeSuccess, &exit, t.Add(-6*time.Second), 6000
 		}
 		line, _ := json.Marshal(r)
 		w.Write(append(line, '\n'))
@@ -70,14 +73,14 @@ func journal(stateDir, name string, records int, now time.Time, failing bool) er
 		return err
 	}
 	f.Close()
-	j, err := gate.OpenJournal(stateDir, name, 0)
+	j, err := journal.Open(stateDir, name, 0)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	exit, outcome := 0, gate.OutcomeSuccess
+	exit, outcome := 0, journal.OutcomeSuccess
 	if failing {
-		exit, outcome = 1, gate.OutcomeFailure
+		exit, outcome = 1, journal.OutcomeFailure
 	}
-	return j.Append(gate.Record{Run: run, Event: gate.EventEnd, Time: t, Outcome: outcome, Exit: &exit, Started: t.Add(-6 * time.Second), DurationMS: 6000})
+	return j.Append(journal.Record{Run: run, Event: journal.EventEnd, Time: t, Outcome: outcome, Exit: &exit, Started: t.Add(-6 * time.Second), DurationMS: 6000})
 }

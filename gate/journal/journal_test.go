@@ -1,4 +1,4 @@
-package gate
+package journal
 
 import (
 	"bytes"
@@ -8,11 +8,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crongate/crongate/internal/procstat"
 )
 
 func TestJournalSummaryAndRotation(t *testing.T) {
 	dir := t.TempDir()
-	j, err := OpenJournal(dir, "g", 10)
+	j, err := Open(dir, "g", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestJournalSummaryAndRotation(t *testing.T) {
 
 func TestJournalRebuildsLostSummary(t *testing.T) {
 	dir := t.TempDir()
-	j, _ := OpenJournal(dir, "g", 100)
+	j, _ := Open(dir, "g", 100)
 	defer j.Close()
 	now := time.Now()
 	j.Append(Record{Run: "a", Event: EventEnd, Time: now, Outcome: OutcomeSuccess, Exit: new(0)})
@@ -115,7 +117,7 @@ func TestConcurrentAppendsLoseNothing(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			j, err := OpenJournal(dir, "g", 1000)
+			j, err := Open(dir, "g", 1000)
 			if err != nil {
 				t.Error(err)
 				return
@@ -127,7 +129,7 @@ func TestConcurrentAppendsLoseNothing(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	j, _ := OpenJournal(dir, "g", 1000)
+	j, _ := Open(dir, "g", 1000)
 	s, _ := j.Summary()
 	recs, _ := j.Records()
 	if s.Runs != n || len(recs) != n || s.Records != n {
@@ -142,86 +144,21 @@ func TestVanishedRunIsAFailure(t *testing.T) {
 	if len(s.Running) != 1 {
 		t.Fatal("start not recorded as running")
 	}
-	s.reapVanished(time.Now())
+	s.ReapVanished(time.Now())
 	if len(s.Running) != 0 || s.LastFailure == nil || s.LastFailure.Outcome != OutcomeVanished || s.ConsecutiveFailures != 1 {
 		t.Fatalf("vanished run not judged a failure: %+v", s)
 	}
 	// Our own live process is not reaped.
-	s.apply(Record{Gate: "g", Run: "y", Event: EventStart, Time: time.Now(), Pid: os.Getpid(), PidStart: processStartTicks(os.Getpid())})
-	s.reapVanished(time.Now())
+	s.apply(Record{Gate: "g", Run: "y", Event: EventStart, Time: time.Now(), Pid: os.Getpid(), PidStart: procstat.StartTicks(os.Getpid())})
+	s.ReapVanished(time.Now())
 	if len(s.Running) != 1 {
 		t.Fatal("a live run was reaped")
 	}
 }
 
-func TestJudge(t *testing.T) {
-	now := time.Now()
-	ok := &Event{Time: now.Add(-time.Hour), Outcome: OutcomeSuccess}
-	bad := &Event{Time: now.Add(-time.Minute), Outcome: OutcomeFailure}
-	for _, c := range []struct {
-		st   GateStatus
-		want string
-	}{
-		{GateStatus{}, StateNeverRun},
-		{GateStatus{Digest: Digest{LastSkip: &Event{}}}, StateSkipped},
-		{GateStatus{Digest: Digest{LastEnd: ok}}, StateOK},
-		{GateStatus{Digest: Digest{LastEnd: bad}}, StateFailing},
-		{GateStatus{Digest: Digest{LastEnd: ok, LastError: &Event{Time: now}, ErrorIsLatest: true}}, StateError},
-		// An error recorded before the last end, even with a later timestamp
-		// (the clock was stepped back since), is not the state.
-		{GateStatus{Digest: Digest{LastEnd: ok, LastError: &Event{Time: now}}}, StateOK},
-		{GateStatus{Digest: Digest{LastEnd: bad}, Pause: &Pause{By: PausedByConfig}}, StatePaused},
-		{GateStatus{Digest: Digest{LastEnd: bad}, Pause: &Pause{}, Running: []Running{{}}}, StateRunning},
-	} {
-		if got := judge(&c.st); got != c.want {
-			t.Errorf("judge(%+v) = %s, want %s", c.st, got, c.want)
-		}
-	}
-}
-
-func TestPauseExpiresAndConcurrentPausesMerge(t *testing.T) {
-	dir := t.TempDir()
-	now := time.Now()
-	var wg sync.WaitGroup
-	for i := 0; i < 20; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			name := "g" + string(rune('a'+i))
-			if err := SetPause(dir, name, Pause{Reason: name, Since: now, Until: now.Add(time.Hour)}); err != nil {
-				t.Error(err)
-			}
-		}(i)
-	}
-	wg.Wait()
-	ps, err := ReadPauses(dir)
-	if err != nil || len(ps) != 20 {
-		t.Fatalf("pauses after 20 concurrent calls: %d, %v", len(ps), err)
-	}
-	g := &GateConfig{Name: "ga"}
-	if PauseOf(g, ps, now) == nil {
-		t.Fatal("pause not active")
-	}
-	if PauseOf(g, ps, now.Add(2*time.Hour)) != nil {
-		t.Fatal("pause did not expire by itself")
-	}
-	if had, _ := ClearPause(dir, "ga"); !had {
-		t.Fatal("resume found no pause")
-	}
-	ps, _ = ReadPauses(dir)
-	if _, ok := ps["ga"]; ok || len(ps) != 19 {
-		t.Fatalf("resume removed the wrong pauses: %v", ps)
-	}
-	// A corrupt pause file is an error, never "not paused".
-	os.WriteFile(filepath.Join(dir, pausesFile), []byte("{"), 0o644)
-	if _, err := ReadPauses(dir); err == nil {
-		t.Fatal("corrupt pause file read as no pauses")
-	}
-}
-
 func TestStaleCheckpointCatchesUp(t *testing.T) {
 	dir := t.TempDir()
-	j, _ := OpenJournal(dir, "g", 100)
+	j, _ := Open(dir, "g", 100)
 	defer j.Close()
 	now := time.Now()
 	j.Append(Record{Run: "a", Event: EventEnd, Time: now, Outcome: OutcomeSuccess, Exit: new(0)})
@@ -261,5 +198,29 @@ func TestReadRecordsLongLine(t *testing.T) {
 	if len(errs) != 2 || errs[0].Error() != "line 2: longer than 8 MiB, not a journal record" ||
 		errs[1].Error() != "line 4: longer than 8 MiB, not a journal record" {
 		t.Errorf("errors: %v", errs)
+	}
+}
+
+// The journal trusts its caller with the gate name's rules (gate.CheckName)
+// but never reaches outside gates/: a name that is not one path component
+// is refused, to write and to read.
+func TestOpenRefusesPathNames(t *testing.T) {
+	dir := t.TempDir()
+	r, err := NewReader(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{"", ".", "..", "../x", "a/b", "x\x00y"} {
+		if j, err := Open(dir, name, 0); err == nil {
+			j.Close()
+			t.Errorf("Open(%q) succeeded", name)
+		}
+		if j, err := r.Journal(name); j != nil || err != nil {
+			t.Errorf("Reader.Journal(%q) = %v, %v; want none", name, j, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("a journal was made outside gates/")
 	}
 }

@@ -1,4 +1,4 @@
-package gate
+package journal
 
 import (
 	"io"
@@ -13,27 +13,27 @@ import (
 // cut note, then the end marker; what is written after close passes
 // through but is not kept.
 func TestOutputLogCut(t *testing.T) {
-	j, err := OpenJournal(t.TempDir(), "g", 0)
+	j, err := Open(t.TempDir(), "g", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	l := newOutputLog(0)
+	l := NewOutputLog(0)
 	var passed strings.Builder
-	w := l.tee(&passed)
+	w := l.Tee(&passed)
 	io.WriteString(w, "before\n")
-	l.close(cutNote(runner.DefaultDrain))
+	l.End(CutNote(runner.DefaultDrain))
 	io.WriteString(w, "late\n")
 	code := 0
 	start := time.Date(2026, 11, 29, 9, 10, 0, 0, time.UTC)
-	if err := l.save(j, Record{Run: "r1", Started: start, Time: start.Add(time.Second), Outcome: OutcomeSuccess, Exit: &code}); err != nil {
+	if err := l.Save(j, Record{Run: "r1", Started: start, Time: start.Add(time.Second), Outcome: OutcomeSuccess, Exit: &code}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := j.LastOutput()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := runMarker + "r1 started 2026-11-29T09:10:00Z\nbefore\n" + cutNote(runner.DefaultDrain) + "\n" +
+	want := runMarker + "r1 started 2026-11-29T09:10:00Z\nbefore\n" + CutNote(runner.DefaultDrain) + "\n" +
 		runMarker + "r1 ended 2026-11-29T09:10:01Z: success, exit 0\n"
 	if got != want {
 		t.Errorf("section:\n%s\nwant:\n%s", got, want)
@@ -41,24 +41,24 @@ func TestOutputLogCut(t *testing.T) {
 	if passed.String() != "before\nlate\n" {
 		t.Errorf("passed through %q; want both writes", passed.String())
 	}
-	if strings.HasPrefix(cutNote(time.Second), runMarker) || !strings.HasPrefix(cutNote(time.Second), "[... output cut 1s after the command ended") {
-		t.Errorf("cut note %q must not look like a marker and must say the output was cut", cutNote(time.Second))
+	if strings.HasPrefix(CutNote(time.Second), runMarker) || !strings.HasPrefix(CutNote(time.Second), "[... output cut 1s after the command ended") {
+		t.Errorf("cut note %q must not look like a marker and must say the output was cut", CutNote(time.Second))
 	}
 }
 
 // Closed without a note (the drain completed): nothing is added.
 func TestOutputLogClosedNoNote(t *testing.T) {
-	j, err := OpenJournal(t.TempDir(), "g", 0)
+	j, err := Open(t.TempDir(), "g", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	l := newOutputLog(0)
-	io.WriteString(l.tee(io.Discard), "all\n")
-	l.close("")
+	l := NewOutputLog(0)
+	io.WriteString(l.Tee(io.Discard), "all\n")
+	l.End("")
 	code := 3
 	start := time.Date(2026, 11, 29, 9, 10, 0, 0, time.UTC)
-	if err := l.save(j, Record{Run: "r1", Started: start, Time: start, Outcome: OutcomeFailure, Exit: &code}); err != nil {
+	if err := l.Save(j, Record{Run: "r1", Started: start, Time: start, Outcome: OutcomeFailure, Exit: &code}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := j.LastOutput()

@@ -1,4 +1,18 @@
-package gate
+// Package journal keeps each gate's run journal under the state dir, the
+// digest of it that the status shows, and the optional output log:
+//
+//	gates/NAME/journal.jsonl    one JSON record per line, appended and fsynced
+//	gates/NAME/journal.1.jsonl  the previous journal after rotation
+//	gates/NAME/summary.json     the digest: last start/end/success/failure/skip
+//	gates/NAME/output.log       last runs' output, when log_output is on
+//	gates/NAME/output.1.log     the output log before its last rotation
+//	gates/NAME/.lock            the gate's short lock; never deleted
+//
+// A Journal is opened by gate name; the name is the caller's to check
+// (gate.CheckName, which package gate applies before anything reaches
+// here): Open refuses only a name that is not one path component, so
+// that nothing is ever reached outside gates/.
+package journal
 
 import (
 	"bufio"
@@ -11,11 +25,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/statedir"
 	"github.com/crongate/crongate/statefile"
 )
 
@@ -47,6 +64,9 @@ const (
 	ReasonConfig        = "config_error"
 	ReasonState         = "state_error"
 	ReasonStart         = "start_error" // the command could not be started (126, 127)
+	// ReasonCoordinatorDown: the shared pauses could not be read (fail
+	// closed; on_coordinator_down = "skip").
+	ReasonCoordinatorDown = "coordinator_down"
 )
 
 // Record is one line of a gate's journal (JSON Lines, schema version 1;
@@ -173,57 +193,38 @@ type Journal struct {
 	dir     *safeopen.Dir
 }
 
-// Limits on what is read of a state dir: more is refused (a summary is
-// rebuilt from the journal; pauses.json is an error), so that no file can
-// make a call slow or big.
+// Limits on what is read of a gate's directory: more is refused (a
+// summary is rebuilt from the journal), so that no file can make a call
+// slow or big.
 const (
 	maxSummaryBytes = 16 << 20
-	maxPausesBytes  = 16 << 20
 	// maxRecordBytes bounds one journal line: a record holds the command
 	// line, which Linux bounds at 2 MiB by default (ARG_MAX).
 	maxRecordBytes = 8 << 20
 )
 
-// stateDirOptions is how a state dir and its gate dirs are opened to be
-// written: as safe as a lock dir (package safeopen), created 0755 so that
-// a status view running as another user can read them. read is for
-// read-only views, which may be another user's (status, the dashboard).
-func stateDirOptions(create, read bool) safeopen.DirOptions {
-	o := safeopen.DirOptions{What: "state dir", Create: create, Mode: 0o755}
-	if read {
-		o.Trust = safeopen.TrustAny
-	}
-	return o
-}
-
-// OpenStateDir opens the state dir to write in it, creating it (0755) if
-// it is missing. Its errors wrap safeopen.ErrUnsafe when it, or a
-// directory or symlink above it, is another user's.
-func OpenStateDir(stateDir string) (*safeopen.Dir, error) {
-	sd, err := safeopen.OpenDir(stateDir, stateDirOptions(false, false))
-	if errors.Is(err, fs.ErrNotExist) {
-		sd, err = safeopen.OpenDir(stateDir, stateDirOptions(true, false))
-	}
-	return sd, err
-}
-
-// OpenJournal opens (creating it if needed) the gate's state directory.
-func OpenJournal(stateDir, gate string, history int) (*Journal, error) {
-	sd, err := OpenStateDir(stateDir)
+// Open opens the gate's journal under the state dir to write it,
+// creating the state dir and gates/NAME (0755) if needed. history is the
+// number of records kept before rotation; 0 or less is DefaultHistory.
+// Its errors wrap safeopen's ErrUnsafe when the state dir, or a directory
+// or symlink above it, is another user's: a journal is never written
+// there.
+func Open(stateDir, gate string, history int) (*Journal, error) {
+	sd, err := statedir.Open(stateDir)
 	if err != nil {
 		return nil, err
 	}
 	defer sd.Close()
-	return openJournalIn(sd, gate, history)
+	return openIn(sd, gate, history)
 }
 
-// openJournalIn opens (creating it if needed) gates/NAME under the open
-// state dir sd, which stays open.
-func openJournalIn(sd *safeopen.Dir, gate string, history int) (*Journal, error) {
-	if err := CheckName(gate); err != nil {
+// openIn opens (creating it if needed) gates/NAME under the open state dir
+// sd, which stays open.
+func openIn(sd *safeopen.Dir, gate string, history int) (*Journal, error) {
+	if err := checkName(gate); err != nil {
 		return nil, err
 	}
-	o := stateDirOptions(true, false)
+	o := statedir.Options(true, false)
 	o.NoFollowLast = true
 	dir, err := sd.OpenDir(filepath.Join("gates", gate), o)
 	if err != nil {
@@ -235,13 +236,22 @@ func openJournalIn(sd *safeopen.Dir, gate string, history int) (*Journal, error)
 	return &Journal{Gate: gate, Dir: dir.Path, History: history, dir: dir}, nil
 }
 
-// readJournalIn opens the gate's journal under sd to read it, as another
-// user may: nil and no error when the gate has no directory.
-func readJournalIn(sd *safeopen.Dir, gate string) (*Journal, error) {
-	if CheckName(gate) != nil {
+// checkName refuses a gate name that is not one path component.
+func checkName(gate string) error {
+	if gate == "" || gate == "." || gate == ".." || strings.ContainsAny(gate, "/\x00") {
+		return fmt.Errorf("journal: gate name %q is not a directory name", gate)
+	}
+	return nil
+}
+
+// readIn opens the gate's journal under sd to read it, as another user
+// may: nil and no error when the gate has no directory (or no name that
+// could have one).
+func readIn(sd *safeopen.Dir, gate string) (*Journal, error) {
+	if checkName(gate) != nil {
 		return nil, nil
 	}
-	o := stateDirOptions(false, true)
+	o := statedir.Options(false, true)
 	o.NoFollowLast = true
 	dir, err := sd.OpenDir(filepath.Join("gates", gate), o)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -253,10 +263,56 @@ func readJournalIn(sd *safeopen.Dir, gate string) (*Journal, error) {
 	return &Journal{Gate: gate, Dir: dir.Path, History: DefaultHistory, dir: dir}, nil
 }
 
-// readJournalAt opens the gate's journal under stateDir to read it, as
-// another user may: nil and no error when there is none.
-func readJournalAt(stateDir, gate string) (*Journal, error) {
-	sd, err := safeopen.OpenDir(stateDir, stateDirOptions(false, true))
+// A Reader reads the journals under one state dir, through one
+// descriptor of it, as another user may: it creates, locks and writes
+// nothing.
+type Reader struct {
+	sd *safeopen.Dir
+}
+
+// NewReader opens the state dir to read its journals, whoever owns it
+// (a status view may run as another user). errors.Is(err,
+// fs.ErrNotExist) when there is no state dir.
+func NewReader(stateDir string) (*Reader, error) {
+	sd, err := statedir.OpenToRead(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{sd: sd}, nil
+}
+
+// Close releases the state dir.
+func (r *Reader) Close() error { return r.sd.Close() }
+
+// Journal opens the gate's journal to read it: nil and no error when the
+// gate has no directory. Close it after use.
+func (r *Reader) Journal(gate string) (*Journal, error) { return readIn(r.sd, gate) }
+
+// Gates returns the names of the directories in gates/, in no particular
+// order; the caller checks that each is a gate name. No gates/ is none.
+func (r *Reader) Gates() ([]string, error) {
+	gd, err := r.sd.OpenDir("gates", statedir.Options(false, true))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer gd.Close()
+	names, err := gd.Names()
+	var out []string
+	for _, n := range names {
+		if st, err := gd.Stat(n); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && checkName(n) == nil {
+			out = append(out, n)
+		}
+	}
+	return out, err
+}
+
+// readAt opens the gate's journal under stateDir to read it, as another
+// user may: nil and no error when there is none.
+func readAt(stateDir, gate string) (*Journal, error) {
+	sd, err := statedir.OpenToRead(stateDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -264,13 +320,13 @@ func readJournalAt(stateDir, gate string) (*Journal, error) {
 		return nil, err
 	}
 	defer sd.Close()
-	return readJournalIn(sd, gate)
+	return readIn(sd, gate)
 }
 
 // openOutputLog opens the gate's output log under stateDir to read it;
 // errors.Is(err, fs.ErrNotExist) when there is none.
 func openOutputLog(stateDir, gate string) (*os.File, error) {
-	j, err := readJournalAt(stateDir, gate)
+	j, err := readAt(stateDir, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -292,11 +348,10 @@ func (j *Journal) openOutputAppend(n, max int64) (*os.File, error) {
 	}
 	f, err := j.dir.OpenFile(outputFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		var fe *safeopen.FileError
-		if errors.As(err, &fe) {
+		if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
 			return nil, fe
 		}
-		return nil, unwrapPathErr(err)
+		return nil, statedir.Cause(err)
 	}
 	return f, nil
 }
@@ -333,7 +388,7 @@ func (j *Journal) Append(rec Record) error {
 		s.JournalIno, s.JournalOffset = ino, end
 		s.Records++
 		s.apply(rec)
-		reaped := s.reapVanished(rec.Time)
+		reaped := s.ReapVanished(rec.Time)
 		if s.Records >= j.History {
 			if err := j.dir.Rename(journalFile, journalOldFile); err != nil {
 				return fmt.Errorf("rotate journal: %w", err)
@@ -376,19 +431,32 @@ func (j *Journal) appendLine(line []byte, durable bool) (uint64, int64, error) {
 		}
 	}
 	if _, err := f.Write(line); err != nil {
-		return 0, 0, fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
+		return 0, 0, fmt.Errorf("journal %s: %w", p, statedir.Cause(err))
 	}
 	if durable {
 		if err := journalSync(f); err != nil {
-			return 0, 0, fmt.Errorf("journal %s: fsync: %w", p, unwrapPathErr(err))
+			return 0, 0, fmt.Errorf("journal %s: fsync: %w", p, statedir.Cause(err))
 		}
 	}
 	return st.Ino, st.Size + int64(len(line)), nil
 }
 
 // Summary returns the gate's summary, brought up to date with the journal.
+// With an error (the checkpoint could not be read), the Summary is empty,
+// not nil. Records that could not be read are skipped and said by
+// Summary.Problem.
 func (j *Journal) Summary() (*Summary, error) {
 	return j.readSummary()
+}
+
+// Problem says what was wrong with the journal files when s was read:
+// the last unreadable record and how many were skipped, or a checkpoint
+// that could not be used; nil when nothing was.
+func (s *Summary) Problem() error {
+	if n := len(s.problems); n > 0 {
+		return fmt.Errorf("%v (%d unreadable record(s) skipped)", s.problems[n-1], n)
+	}
+	return s.checkpointErr
 }
 
 // readSummary reads the checkpoint and folds in the journal records past
@@ -402,7 +470,7 @@ func (j *Journal) readSummary() (*Summary, error) {
 	data, err := j.dir.ReadFile(summaryFile, maxSummaryBytes)
 	var fe *safeopen.FileError
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.As(err, &fe) {
-		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, unwrapPathErr(err))
+		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, statedir.Cause(err))
 	}
 	s := &Summary{}
 	if err == nil && json.Unmarshal(data, s) == nil && s.V == 1 &&
@@ -423,15 +491,8 @@ func (j *Journal) readSummary() (*Summary, error) {
 	return s, nil
 }
 
-// journalErr words an error opening a journal file: a *FileError names
-// the file itself.
-func journalErr(p string, err error) error {
-	var fe *safeopen.FileError
-	if errors.As(err, &fe) {
-		return fmt.Errorf("journal %w", fe)
-	}
-	return fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
-}
+// journalErr words an error opening a journal file.
+func journalErr(p string, err error) error { return statedir.FileErr("journal", p, err) }
 
 // replay folds the records of file (in the gate's directory) from offset
 // on into s.
@@ -537,10 +598,12 @@ func (s *Summary) skip(reason string, ev *Event) {
 	s.LastSkip = ev
 }
 
-// reapVanished turns runs whose cron-gate process is gone into failures
+// ReapVanished turns runs whose cron-gate process is gone into failures
 // with outcome "vanished": the run started and nobody recorded its end
-// (cron-gate was killed with SIGKILL, or the host crashed).
-func (s *Summary) reapVanished(now time.Time) bool {
+// (cron-gate was killed with SIGKILL, or the host crashed). It reports
+// whether it found any. It changes s only, not the files: the next Append
+// records the same.
+func (s *Summary) ReapVanished(now time.Time) bool {
 	var gone []string
 	for id, r := range s.Running {
 		if !r.alive() {
@@ -571,7 +634,7 @@ func (s *Summary) reapVanished(now time.Time) bool {
 // recorded, so once it is gone too the run is judged vanished.
 func (r Running) alive() bool {
 	same := func(pid int, ticks uint64) bool {
-		t := processStartTicks(pid)
+		t := procstat.StartTicks(pid)
 		return t != 0 && (ticks == 0 || t == ticks)
 	}
 	return same(r.Pid, r.StartTicks) || (r.ChildPid > 0 && r.ChildTicks != 0 && same(r.ChildPid, r.ChildTicks))
@@ -654,12 +717,4 @@ func (j *Journal) Records() ([]Record, []error) {
 		}
 	}
 	return all, errs
-}
-
-func unwrapPathErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

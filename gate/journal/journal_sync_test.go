@@ -1,4 +1,4 @@
-package gate
+package journal
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // and an fsync that fails fails the Append.
 func TestJournalFsync(t *testing.T) {
 	dir := t.TempDir()
-	j, err := OpenJournal(dir, "g", 100)
+	j, err := Open(dir, "g", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package gate
+package journal
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ const (
 	runMarker     = "=== cron-gate run "
 )
 
-// outputLog keeps the command's stdout and stderr, interleaved in the order
+// OutputLog keeps the command's stdout and stderr, interleaved in the order
 // they were written (one writer, one lock), while passing both through.
 // It holds at most max bytes of the run's output in memory, keeping the
 // last part (errors come last), and appends the run as one section to
@@ -34,8 +34,8 @@ const (
 // process the command left behind may hold them for ever. The runner
 // reads them for at most runner.DefaultDrain after the command's end
 // (Spec.Drain); if they are still open then, the section gets a line
-// saying so (cutNote) and nothing written later is kept.
-type outputLog struct {
+// saying so (CutNote) and nothing written later is kept.
+type OutputLog struct {
 	mu     sync.Mutex
 	max    int
 	buf    []byte
@@ -44,15 +44,17 @@ type outputLog struct {
 	cut    string // the note for a cut drain, or ""
 }
 
-func newOutputLog(max int64) *outputLog {
+// NewOutputLog returns an output log that keeps at most max bytes of a
+// run's output (0 or less: DefaultLogMaxBytes).
+func NewOutputLog(max int64) *OutputLog {
 	if max <= 0 {
 		max = DefaultLogMaxBytes
 	}
-	return &outputLog{max: int(max)}
+	return &OutputLog{max: int(max)}
 }
 
 type teeWriter struct {
-	l   *outputLog
+	l   *OutputLog
 	dst io.Writer
 }
 
@@ -69,28 +71,32 @@ func (t teeWriter) Write(p []byte) (int, error) {
 	return t.dst.Write(p)
 }
 
-func (l *outputLog) tee(dst io.Writer) io.Writer { return teeWriter{l: l, dst: dst} }
+// Tee returns a writer that passes everything to dst and keeps it in the
+// log until End. Writes through every Tee of one log are kept in order.
+func (l *OutputLog) Tee(dst io.Writer) io.Writer { return teeWriter{l: l, dst: dst} }
 
-// cutNote is the line a section gets when the output was cut: drain after
+// CutNote is the line a section gets when the output was cut: drain after
 // the command ended, its stdout or stderr was still open (a process it
 // started holds it) or not passed on yet (cron-gate's own stdout or stderr
 // not taking more).
-func cutNote(drain time.Duration) string {
+func CutNote(drain time.Duration) string {
 	return fmt.Sprintf("[... output cut %v after the command ended: a process it started still holds its stdout or stderr, or cron-gate's own output is not being read; nothing later is kept ...]", drain)
 }
 
-// close makes the section final: what is written from now on passes
+// End makes the section final: what is written from now on passes
 // through but is not kept. note, if not empty, is a line that says why
-// the output ends there (cutNote).
-func (l *outputLog) close(note string) {
+// the output ends there (CutNote).
+func (l *OutputLog) End(note string) {
 	l.mu.Lock()
 	l.closed, l.cut = true, note
 	l.mu.Unlock()
 }
 
-// save appends the run's section to the gate's output log, rotating the log
-// to output.1.log first when it is over the bound.
-func (l *outputLog) save(j *Journal, end Record) error {
+// Save appends the run's section to the gate's output log in j's
+// directory, under the gate's lock, rotating the log to output.1.log
+// first when it would grow past twice the bound; end is the run's end
+// record. The log is fsynced.
+func (l *OutputLog) Save(j *Journal, end Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var sec bytes.Buffer
@@ -175,7 +181,7 @@ func (j *Journal) LastOutput() (string, error) {
 // LastOutputOf returns the last run's output kept for gate under stateDir
 // (Journal.LastOutput).
 func LastOutputOf(stateDir, gate string) (string, error) {
-	j, err := readJournalAt(stateDir, gate)
+	j, err := readAt(stateDir, gate)
 	if j == nil || err != nil {
 		return "", err
 	}

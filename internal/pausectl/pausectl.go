@@ -1,4 +1,13 @@
-package gateconf
+// Package pausectl pauses and resumes gates: the one implementation shared
+// by `cron-gate pause/resume` and the dashboard's buttons. Both are safe
+// to call concurrently from any number of processes: the pauses file is
+// re-read and merged under a lock (pauses.File), a shared store's writes
+// are transactions (package etcdpause), and the config is edited in place
+// under its own lock, keeping its comments and layout. The config editor
+// is passed in (Editor; gateconf.SetPaused in the binaries), so pause
+// control links no TOML library, and the pause stores are passed in
+// (gate.Pauses), never taken from the config.
+package pausectl
 
 import (
 	"context"
@@ -10,19 +19,20 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/suggest"
 )
 
-// Pause and Resume are the one implementation of pausing and resuming a
-// gate, shared by `cron-gate pause/resume` and the dashboard's buttons.
-// Both are safe to call concurrently from any number of processes: the
-// pauses file is re-read and merged under a lock (gate.SetPause), and the
-// config is edited in place under its own lock, keeping its comments and
-// layout (SetPaused).
+// Editor sets `paused` of the gate name in the config file at path, in
+// place, holding the lock file lockPath; on error the file is as it was.
+// gateconf.SetPaused is the one the binaries pass.
+type Editor func(path, name string, paused bool, lockPath string) error
 
-// Pause pauses gate name from the command line (pauses.json in the state
-// dir), replacing an earlier command-line pause. p.Since and p.Who are
-// filled in when empty; a p.Until in the past and a reason that
+// Pause pauses gate name from the command line, replacing an earlier
+// command-line pause: in this host's pauses.json, or with [etcd] in the
+// shared store only, so that the pause has one home. p.Since and p.Who
+// are filled in when empty; a p.Until in the past and a reason that
 // gate.CheckReason refuses (control or bidirectional characters) are
 // refused, before anything is written.
 //
@@ -32,15 +42,16 @@ import (
 // a typo must not pause nothing while the real gate keeps running. Force
 // is for pausing a gate ahead of its first run. The dashboard passes
 // false: its buttons only name gates it lists, which are known ones.
-func Pause(cfg *gate.Config, name string, p gate.Pause, force bool) error {
+func Pause(cfg *gate.Config, ps gate.Pauses, name string, p pauses.Pause, force bool) error {
 	if err := gate.CheckName(name); err != nil {
 		return err
 	}
 	if err := gate.CheckReason(p.Reason); err != nil {
 		return fmt.Errorf("pause gate %s: %w", name, err)
 	}
+	ps = ps.For(cfg)
 	if !force {
-		if err := checkKnown(cfg, name); err != nil {
+		if err := checkKnown(cfg, ps, name); err != nil {
 			return err
 		}
 	}
@@ -49,25 +60,29 @@ func Pause(cfg *gate.Config, name string, p gate.Pause, force bool) error {
 		p.Since = now
 	}
 	if p.Who == "" {
-		p.Who = gate.Who()
+		p.Who = pauses.Who()
 	}
 	if !p.Until.IsZero() && !p.Until.After(now) {
 		return fmt.Errorf("pause gate %s: until %s is in the past", name, p.Until.Format(time.RFC3339))
 	}
-	if cfg.Shared != nil {
-		// Shared by every host ([etcd]); this host's pauses.json is not
-		// written, so the pause has one home.
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
-		defer cancel()
-		if err := cfg.Shared.Set(ctx, name, p); err != nil {
-			if errors.Is(err, gate.ErrCoordinatorDown) {
-				return fmt.Errorf("pause gate %s: %w; the pause may or may not have been set: check with cron-gate status once the cluster answers", name, err)
-			}
-			return fmt.Errorf("pause gate %s: %w", name, err)
-		}
-		return nil
+	if ps.Shared != nil {
+		return pauseShared(cfg, ps.Shared, name, p)
 	}
-	if err := gate.SetPause(gate.StateDirFor(cfg), name, p); err != nil {
+	if err := ps.Local.Set(context.Background(), name, p); err != nil {
+		return fmt.Errorf("pause gate %s: %w", name, err)
+	}
+	return nil
+}
+
+// pauseShared sets the pause in the store every host shares; this host's
+// pauses.json is not written.
+func pauseShared(cfg *gate.Config, shared pauses.Store, name string, p pauses.Pause) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
+	defer cancel()
+	if err := shared.Set(ctx, name, p); err != nil {
+		if errors.Is(err, pauses.ErrCoordinatorDown) {
+			return fmt.Errorf("pause gate %s: %w; the pause may or may not have been set: check with cron-gate status once the cluster answers", name, err)
+		}
 		return fmt.Errorf("pause gate %s: %w", name, err)
 	}
 	return nil
@@ -82,17 +97,17 @@ type Resumed struct {
 // Resume lifts gate name's command-line pause (with or without an expiry),
 // this host's and, with [etcd], the shared one. A pause set in the config
 // (`paused = true`) is lifted only with force, by setting paused = false in
-// the file, before anything else: if that fails nothing has changed.
-// Without force such a gate is refused before anything changes, with an
-// error that says so. This is
-// the dashboard's resume and force-resume; `cron-gate resume` is forced.
-// The resume time is recorded for the watchdog's resume grace; failing to
-// record it is a Warning, not an error.
-func Resume(cfg *gate.Config, name string, force bool) (Resumed, error) {
+// the file with edit, before anything else: if that fails nothing has
+// changed. Without force such a gate is refused before anything changes,
+// with an error that says so. This is the dashboard's resume and
+// force-resume; `cron-gate resume` is forced. The resume time is recorded
+// for the watchdog's resume grace; failing to record it is a Warning, not
+// an error.
+func Resume(cfg *gate.Config, ps gate.Pauses, edit Editor, name string, force bool) (Resumed, error) {
 	if err := gate.CheckName(name); err != nil {
 		return Resumed{}, err
 	}
-	stateDir := gate.StateDirFor(cfg)
+	ps = ps.For(cfg)
 	inConfig := cfg.Gate(name).Paused
 	if inConfig && !force {
 		return Resumed{}, fmt.Errorf("gate %s is paused in %s (paused = true); force-resume sets paused = false there", name, cfg.Path)
@@ -101,22 +116,13 @@ func Resume(cfg *gate.Config, name string, force bool) (Resumed, error) {
 	// nothing else has changed and the gate stays paused everywhere (the
 	// error says so); the command-line pauses are lifted only after.
 	if inConfig {
-		if err := SetPaused(cfg.Path, name, false, gate.ConfigLockPath(stateDir)); err != nil {
+		if err := edit(cfg.Path, name, false, gate.ConfigLockPath(gate.StateDirFor(cfg))); err != nil {
 			return Resumed{}, &EditError{Gate: name, Path: cfg.Path, Err: err}
 		}
 	}
-	had, err := gate.ClearPause(stateDir, name)
+	had, hadShared, err := clearPauses(cfg, ps, name)
 	if err != nil {
-		return Resumed{}, fmt.Errorf("resume gate %s: %w", name, err)
-	}
-	hadShared := false
-	if cfg.Shared != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
-		hadShared, err = cfg.Shared.Clear(ctx, name)
-		cancel()
-		if err != nil {
-			return Resumed{}, fmt.Errorf("resume gate %s: shared pause: %w", name, err)
-		}
+		return Resumed{}, err
 	}
 	var r Resumed
 	switch {
@@ -130,17 +136,41 @@ func Resume(cfg *gate.Config, name string, force bool) (Resumed, error) {
 	case had:
 		r.Msg = fmt.Sprintf("resumed gate %s: lifted its command-line pause", name)
 	default:
-		msg := fmt.Sprintf("gate %s was not paused", name)
-		var unknown *UnknownGateError
-		if errors.As(checkKnown(cfg, name), &unknown) {
-			msg += "; " + unknown.what()
-		}
-		return Resumed{Msg: msg}, nil
+		return Resumed{Msg: notPaused(cfg, ps, name)}, nil
 	}
-	if err := gate.NoteResumed(stateDir, name, time.Now()); err != nil {
+	if err := ps.Local.NoteResumed(name, time.Now()); err != nil {
 		r.Warning = fmt.Sprintf("gate %s: the resume time could not be recorded (the watchdog may call it stale until its next run): %v", name, err)
 	}
 	return r, nil
+}
+
+// clearPauses lifts the gate's command-line pauses: this host's, then the
+// shared one; had and hadShared say which there were.
+func clearPauses(cfg *gate.Config, ps gate.Pauses, name string) (had, hadShared bool, err error) {
+	had, err = ps.Local.Clear(context.Background(), name)
+	if err != nil {
+		return false, false, fmt.Errorf("resume gate %s: %w", name, err)
+	}
+	if ps.Shared == nil {
+		return had, false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
+	defer cancel()
+	hadShared, err = ps.Shared.Clear(ctx, name)
+	if err != nil {
+		return false, false, fmt.Errorf("resume gate %s: shared pause: %w", name, err)
+	}
+	return had, hadShared, nil
+}
+
+// notPaused says that a gate was not paused, and, for a name cron-gate
+// does not know, what was meant.
+func notPaused(cfg *gate.Config, ps gate.Pauses, name string) string {
+	msg := fmt.Sprintf("gate %s was not paused", name)
+	if unknown, ok := errors.AsType[*UnknownGateError](checkKnown(cfg, ps, name)); ok {
+		msg += "; " + unknown.what()
+	}
+	return msg
 }
 
 // EditError is Resume's error when the config's pause could not be
@@ -187,7 +217,7 @@ func (e *UnknownGateError) Error() string {
 // checkKnown returns an *UnknownGateError unless name is declared in cfg,
 // has a directory of records in the state dir, or is paused from the
 // command line (this host's pauses, or the shared ones).
-func checkKnown(cfg *gate.Config, name string) error {
+func checkKnown(cfg *gate.Config, ps gate.Pauses, name string) error {
 	if _, ok := cfg.Gates[name]; ok {
 		return nil
 	}
@@ -206,19 +236,8 @@ func checkKnown(cfg *gate.Config, name string) error {
 			}
 		}
 	}
-	// Unreadable pauses are not this check's business: Pause itself (or
-	// the next run) reports them.
-	pauses, _ := gate.ReadPauses(stateDir)
-	for n := range pauses {
+	for n := range pausedNames(cfg, ps) {
 		known[n] = true
-	}
-	if cfg.Shared != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
-		shared, _ := cfg.Shared.List(ctx)
-		cancel()
-		for n := range shared {
-			known[n] = true
-		}
 	}
 	if known[name] {
 		return nil
@@ -228,5 +247,19 @@ func checkKnown(cfg *gate.Config, name string) error {
 		names = append(names, n)
 	}
 	sort.Strings(names) // ties go to the first name in order
-	return &UnknownGateError{Name: name, Config: cfg.Path, Suggest: cfgSuggest(name, names)}
+	return &UnknownGateError{Name: name, Config: cfg.Path, Suggest: suggest.Closest(name, names)}
+}
+
+// pausedNames are the gates with a command-line pause, this host's or
+// shared. Pauses that cannot be read are not checkKnown's business: Pause
+// itself (or the next run) reports them.
+func pausedNames(cfg *gate.Config, ps gate.Pauses) map[string]pauses.Pause {
+	local, _ := ps.Local.List(context.Background())
+	if ps.Shared == nil {
+		return local
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
+	defer cancel()
+	shared, _ := ps.Shared.List(ctx)
+	return pauses.Merge(local, shared, time.Now())
 }

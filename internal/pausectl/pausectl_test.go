@@ -1,12 +1,15 @@
-package gateconf
+package pausectl
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/gateconf"
 )
 
 // A force-resume whose config edit fails changes nothing: the command-line
@@ -19,21 +22,21 @@ func TestResumeEditFailureKeepsPauses(t *testing.T) {
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(path, false)
+	cfg, err := gateconf.Load(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Pause(cfg, "x", gate.Pause{Reason: "quota"}, false); err != nil {
+	if err := Pause(cfg, gate.Pauses{}, "x", pauses.Pause{Reason: "quota"}, false); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Resume(cfg, "x", true)
+	_, err = Resume(cfg, gate.Pauses{}, gateconf.SetPaused, "x", true)
 	var ee *EditError
 	if !errors.As(err, &ee) {
 		t.Fatalf("Resume of an inline-table pause: %v, want an EditError", err)
 	}
-	pauses, err := gate.ReadPauses(gate.StateDirFor(cfg))
-	if err != nil || pauses["x"].Reason != "quota" {
-		t.Fatalf("the command-line pause was lifted by a failed resume: %+v %v", pauses, err)
+	ps, err := pauses.NewFile(gate.StateDirFor(cfg)).List(context.Background())
+	if err != nil || ps["x"].Reason != "quota" {
+		t.Fatalf("the command-line pause was lifted by a failed resume: %+v %v", ps, err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != src {
 		t.Fatalf("config changed: %q", b)
@@ -55,12 +58,12 @@ func TestPauseUnknownGate(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "state", "gates", "classifier"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(path, false)
+	cfg, err := gateconf.Load(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, suggest := range map[string]string{"tranlsate": "translate", "clasifier": "classifier", "zzz": ""} {
-		err := Pause(cfg, name, gate.Pause{}, false)
+		err := Pause(cfg, gate.Pauses{}, name, pauses.Pause{}, false)
 		var u *UnknownGateError
 		if !errors.As(err, &u) || u.Suggest != suggest {
 			t.Errorf("Pause(%s): %v, want an UnknownGateError suggesting %q", name, err, suggest)
@@ -74,29 +77,29 @@ func TestPauseUnknownGate(t *testing.T) {
 			t.Errorf("error %q, want %q", err, want)
 		}
 	}
-	if p, _ := gate.ReadPauses(gate.StateDirFor(cfg)); len(p) != 0 {
+	if p, _ := pauses.NewFile(gate.StateDirFor(cfg)).List(context.Background()); len(p) != 0 {
 		t.Fatalf("a refused pause was recorded: %v", p)
 	}
 	for _, name := range []string{"translate", "classifier"} {
-		if err := Pause(cfg, name, gate.Pause{}, false); err != nil {
+		if err := Pause(cfg, gate.Pauses{}, name, pauses.Pause{}, false); err != nil {
 			t.Errorf("Pause(%s) of a known gate: %v", name, err)
 		}
 	}
-	if err := Pause(cfg, "fresh", gate.Pause{}, true); err != nil {
+	if err := Pause(cfg, gate.Pauses{}, "fresh", pauses.Pause{}, true); err != nil {
 		t.Fatalf("forced: %v", err)
 	}
-	if err := Pause(cfg, "fresh", gate.Pause{Reason: "again"}, false); err != nil {
+	if err := Pause(cfg, gate.Pauses{}, "fresh", pauses.Pause{Reason: "again"}, false); err != nil {
 		t.Errorf("a paused gate is known: %v", err)
 	}
-	r, err := Resume(cfg, "tranlsate", true)
+	r, err := Resume(cfg, gate.Pauses{}, gateconf.SetPaused, "tranlsate", true)
 	if err != nil || r.Msg != "gate tranlsate was not paused; no gate tranlsate is declared in "+path+" or has records (did you mean translate?)" {
 		t.Errorf("Resume of a typo: %q %v", r.Msg, err)
 	}
-	r, err = Resume(cfg, "classifier", true)
+	r, err = Resume(cfg, gate.Pauses{}, gateconf.SetPaused, "classifier", true)
 	if err != nil || r.Msg != "resumed gate classifier: lifted its command-line pause" {
 		t.Errorf("Resume: %q %v", r.Msg, err)
 	}
-	r, err = Resume(cfg, "classifier", true)
+	r, err = Resume(cfg, gate.Pauses{}, gateconf.SetPaused, "classifier", true)
 	if err != nil || r.Msg != "gate classifier was not paused" {
 		t.Errorf("Resume of a gate that is not paused: %q %v", r.Msg, err)
 	}

@@ -1,4 +1,4 @@
-package gate
+package legacy
 
 import (
 	"errors"
@@ -15,12 +15,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/lockfile"
 )
 
 func TestPidfileAliveLive(t *testing.T) {
-	cmd := legacyTestStart(t, "sleep", "30")
-	p := legacyTestPidfile(t, strconv.Itoa(cmd.Process.Pid)+"\n")
+	cmd := startCmd(t, "sleep", "30")
+	p := newPidfile(t, strconv.Itoa(cmd.Process.Pid)+"\n")
 	alive, detail, err := PidfileAlive(p)
 	if err != nil || !alive {
 		t.Fatalf("PidfileAlive = %v, %q, %v; want alive", alive, detail, err)
@@ -30,7 +31,7 @@ func TestPidfileAliveLive(t *testing.T) {
 		t.Errorf("detail %q, want %q", detail, want)
 	}
 	// Surrounding white space is tolerated.
-	legacyTestWrite(t, p, fmt.Sprintf("  \t%d \r\n\n", cmd.Process.Pid))
+	writeFile(t, p, fmt.Sprintf("  \t%d \r\n\n", cmd.Process.Pid))
 	if alive, detail, err := PidfileAlive(p); err != nil || !alive {
 		t.Errorf("with white space: %v, %q, %v; want alive", alive, detail, err)
 	}
@@ -42,7 +43,7 @@ func TestPidfileAliveDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	p := legacyTestPidfile(t, strconv.Itoa(pid)+"\n")
+	p := newPidfile(t, strconv.Itoa(pid)+"\n")
 	alive, detail, err := PidfileAlive(p)
 	if err != nil || alive {
 		t.Fatalf("PidfileAlive = %v, %q, %v; want not alive", alive, detail, err)
@@ -76,7 +77,7 @@ func TestPidfileAliveBadContent(t *testing.T) {
 		{strings.Repeat("1", 65), "is longer than 64 bytes: not a pidfile"},
 		{"1" + strings.Repeat(" ", 100), "is longer than 64 bytes: not a pidfile"},
 	} {
-		p := legacyTestPidfile(t, c.content)
+		p := newPidfile(t, c.content)
 		alive, detail, err := PidfileAlive(p)
 		if err != nil || alive {
 			t.Errorf("%q: %v, %q, %v; want not alive, no error", c.content, alive, detail, err)
@@ -105,18 +106,18 @@ func TestPidfileAliveMissing(t *testing.T) {
 }
 
 func TestPidfileAliveRecycled(t *testing.T) {
-	cmd := legacyTestStart(t, "sleep", "30")
-	p := legacyTestPidfile(t, strconv.Itoa(cmd.Process.Pid))
+	cmd := startCmd(t, "sleep", "30")
+	p := newPidfile(t, strconv.Itoa(cmd.Process.Pid))
 	// The pidfile was written an hour before the process started, as the
 	// rule computes that start: the message gives exactly 1h0m0s on a
 	// machine booted at any fraction of a second (/proc/stat's btime is
 	// whole seconds, so the real start may be up to 1 s later than this).
-	boot, err := legacyBootTime()
+	boot, err := bootTime()
 	if err != nil {
 		t.Fatal(err)
 	}
-	started := legacyStartTime(boot, legacyTestStartTicks(t, cmd.Process.Pid))
-	legacyTestChtimes(t, p, started.Add(-time.Hour))
+	started := procstat.StartTime(boot, startTicksOf(t, cmd.Process.Pid))
+	setMtime(t, p, started.Add(-time.Hour))
 	alive, detail, err := PidfileAlive(p)
 	if err != nil || alive {
 		t.Fatalf("PidfileAlive = %v, %q, %v; want not alive (recycled pid)", alive, detail, err)
@@ -126,7 +127,7 @@ func TestPidfileAliveRecycled(t *testing.T) {
 	}
 	// Within the slack it is the same process: a pidfile whose mtime is a
 	// second before the process shows as started.
-	legacyTestChtimes(t, p, started.Add(-time.Second))
+	setMtime(t, p, started.Add(-time.Second))
 	if alive, detail, err := PidfileAlive(p); err != nil || !alive {
 		t.Errorf("mtime 1 s before start: %v, %q, %v; want alive", alive, detail, err)
 	}
@@ -142,18 +143,18 @@ func TestPidfileAliveRecycled(t *testing.T) {
 // stamps an mtime allows, a jiffy "before") is alive, and one that started
 // slack + 1 s after the pidfile was written is recycled.
 func TestPidfileAliveBootFraction(t *testing.T) {
-	cmd := legacyTestStart(t, "sleep", "30")
+	cmd := startCmd(t, "sleep", "30")
 	pid := cmd.Process.Pid
-	p := legacyTestPidfile(t, strconv.Itoa(pid))
-	ticks := legacyTestStartTicks(t, pid)
-	boot := legacyTestRealBoot(t)
+	p := newPidfile(t, strconv.Itoa(pid))
+	ticks := startTicksOf(t, pid)
+	boot := realBoot(t)
 	// The process really started in [earliest, earliest + 1 tick).
-	earliest := legacyStartTime(boot, ticks)
-	latest := earliest.Add(time.Second / legacyClockTicks)
-	saved := legacyBootTime
-	t.Cleanup(func() { legacyBootTime = saved })
+	earliest := procstat.StartTime(boot, ticks)
+	latest := earliest.Add(time.Second / procstat.ClockTicks)
+	saved := bootTime
+	t.Cleanup(func() { bootTime = saved })
 	for _, frac := range []time.Duration{0, time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, 999 * time.Millisecond, time.Second - 1} {
-		legacyBootTime = func() (time.Time, error) { return boot.Add(-frac), nil }
+		bootTime = func() (time.Time, error) { return boot.Add(-frac), nil }
 		for _, c := range []struct {
 			what    string
 			written time.Time
@@ -162,10 +163,10 @@ func TestPidfileAliveBootFraction(t *testing.T) {
 			{"written just after the start", latest, true},
 			{"written an hour after the start", latest.Add(time.Hour), true},
 			{"mtime a jiffy before the start", earliest.Add(-10 * time.Millisecond), true},
-			{"written slack + 1 s before the start", earliest.Add(-legacyRecycleSlack - time.Second - 20*time.Millisecond), false},
+			{"written slack + 1 s before the start", earliest.Add(-recycleSlack - time.Second - 20*time.Millisecond), false},
 			{"written an hour before the start", earliest.Add(-time.Hour), false},
 		} {
-			legacyTestChtimes(t, p, c.written)
+			setMtime(t, p, c.written)
 			alive, detail, err := PidfileAlive(p)
 			if err != nil || alive != c.alive {
 				t.Errorf("boot fraction %v, pidfile %s: PidfileAlive = %v, %q, %v; want alive=%v", frac, c.what, alive, detail, err, c.alive)
@@ -174,39 +175,23 @@ func TestPidfileAliveBootFraction(t *testing.T) {
 	}
 	// The boundary, with the exact boot time: recycled only when the
 	// computed start is after mtime + slack.
-	legacyBootTime = func() (time.Time, error) { return boot, nil }
+	bootTime = func() (time.Time, error) { return boot, nil }
 	for _, c := range []struct {
 		written time.Time
 		alive   bool
-	}{{earliest.Add(-legacyRecycleSlack), true}, {earliest.Add(-legacyRecycleSlack - time.Millisecond), false}} {
-		legacyTestChtimes(t, p, c.written)
+	}{{earliest.Add(-recycleSlack), true}, {earliest.Add(-recycleSlack - time.Millisecond), false}} {
+		setMtime(t, p, c.written)
 		if alive, detail, err := PidfileAlive(p); err != nil || alive != c.alive {
 			t.Errorf("start - mtime = %v: PidfileAlive = %v, %q, %v; want alive=%v", earliest.Sub(c.written), alive, detail, err, c.alive)
 		}
 	}
 }
 
-// TestLegacyProcBootTime checks the direction of /proc/stat's error: the
-// boot time read is never later than the real one, and less than a second
-// earlier (a boot time rounded up would make the rule take a process that
-// wrote its pidfile for a recycled PID).
-func TestLegacyProcBootTime(t *testing.T) {
-	got, err := legacyProcBootTime()
-	if err != nil {
-		t.Fatal(err)
-	}
-	real := legacyTestRealBoot(t)
-	// real is exact to the microseconds between two clock reads.
-	if got.After(real.Add(time.Millisecond)) || !got.After(real.Add(-time.Second-time.Millisecond)) {
-		t.Errorf("boot time from /proc/stat %v, real boot time %v: want at most 1 s earlier, never later", got, real)
-	}
-}
-
-// legacyTestRealBoot returns the real boot time, CLOCK_REALTIME minus
+// realBoot returns the real boot time, CLOCK_REALTIME minus
 // CLOCK_BOOTTIME (the kernel's own definition, of which btime is the whole
 // seconds). Realtime is read first, so each estimate is early by the time
 // between the reads; the latest of a few is kept.
-func legacyTestRealBoot(t *testing.T) time.Time {
+func realBoot(t *testing.T) time.Time {
 	t.Helper()
 	var best time.Time
 	for i := 0; i < 5; i++ {
@@ -222,21 +207,17 @@ func legacyTestRealBoot(t *testing.T) time.Time {
 	return best.Round(0)
 }
 
-// legacyTestStartTicks reads pid's starttime (clock ticks since boot).
-func legacyTestStartTicks(t *testing.T, pid int) uint64 {
+// startTicksOf reads pid's starttime (clock ticks since boot).
+func startTicksOf(t *testing.T, pid int) uint64 {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := procstat.Read(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := legacyParseStat(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.startTicks
+	return st.StartTicks
 }
 
-func legacyTestChtimes(t *testing.T, p string, mtime time.Time) {
+func setMtime(t *testing.T, p string, mtime time.Time) {
 	t.Helper()
 	if err := os.Chtimes(p, mtime, mtime); err != nil {
 		t.Fatal(err)
@@ -259,23 +240,19 @@ func TestPidfileAliveZombie(t *testing.T) {
 	pid := cmd.Process.Pid
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		st, err := procstat.Read(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := legacyParseStat(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.state == 'Z' {
+		if st.State == 'Z' {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pid %d not a zombie after 10 s (state %c)", pid, st.state)
+			t.Fatalf("pid %d not a zombie after 10 s (state %c)", pid, st.State)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	p := legacyTestPidfile(t, strconv.Itoa(pid))
+	p := newPidfile(t, strconv.Itoa(pid))
 	alive, detail, err := PidfileAlive(p)
 	if err != nil || alive {
 		t.Fatalf("PidfileAlive = %v, %q, %v; want not alive (zombie)", alive, detail, err)
@@ -287,7 +264,7 @@ func TestPidfileAliveZombie(t *testing.T) {
 }
 
 func TestPidfileAliveSelf(t *testing.T) {
-	p := legacyTestPidfile(t, strconv.Itoa(os.Getpid()))
+	p := newPidfile(t, strconv.Itoa(os.Getpid()))
 	alive, detail, err := PidfileAlive(p)
 	if err != nil || alive || !strings.Contains(detail, "is this process") {
 		t.Errorf("PidfileAlive = %v, %q, %v; want not alive (this process)", alive, detail, err)
@@ -297,8 +274,8 @@ func TestPidfileAliveSelf(t *testing.T) {
 // Symlinks are followed (pidfiles are only read); FIFOs, directories and
 // devices are refused without hanging.
 func TestPidfileAliveSymlinkAndNonRegular(t *testing.T) {
-	cmd := legacyTestStart(t, "sleep", "30")
-	target := legacyTestPidfile(t, strconv.Itoa(cmd.Process.Pid))
+	cmd := startCmd(t, "sleep", "30")
+	target := newPidfile(t, strconv.Itoa(cmd.Process.Pid))
 	dir := t.TempDir()
 	link := dir + "/link.pid"
 	if err := os.Symlink(target, link); err != nil {
@@ -344,13 +321,13 @@ func TestPidfileAliveOtherUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a check as another user")
 	}
-	cmd := legacyTestStart(t, "sleep", "30") // runs as root
+	cmd := startCmd(t, "sleep", "30") // runs as root
 	dir := t.TempDir()
 	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
 		os.Chmod(d, 0o755)
 	}
 	p := dir + "/x.pid"
-	legacyTestWrite(t, p, strconv.Itoa(cmd.Process.Pid))
+	writeFile(t, p, strconv.Itoa(cmd.Process.Pid))
 	os.Chmod(p, 0o644)
 
 	type result struct {
@@ -388,7 +365,7 @@ func TestPidfileAliveOtherUser(t *testing.T) {
 	}
 }
 
-func TestCheckLegacyFlockHolder(t *testing.T) {
+func TestCheckFlockHolder(t *testing.T) {
 	flockBin, err := exec.LookPath("flock")
 	if err != nil {
 		t.Skip("flock(1) from util-linux not found")
@@ -397,37 +374,45 @@ func TestCheckLegacyFlockHolder(t *testing.T) {
 	lock := dir + "/dependency-classifier.lock"
 	free := dir + "/free.lock"
 	for _, p := range []string{lock, free} {
-		legacyTestWrite(t, p, "")
+		writeFile(t, p, "")
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(lock, &st); err != nil {
 		t.Fatal(err)
 	}
-	cmd := legacyTestStart(t, flockBin, lock, "sleep", "30")
-	legacyTestWaitFlock(t, st.Ino)
+	cmd := startCmd(t, flockBin, lock, "sleep", "30")
+	waitFlock(t, st.Ino)
 
-	reason, err := CheckLegacy([]string{dir + "/missing.lock", free, lock}, nil)
+	found, err := Check([]string{dir + "/missing.lock", free, lock}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if found == nil || found.Kind != Lock || found.Path != lock || len(found.Holders) == 0 || found.Holders[0].Pid != cmd.Process.Pid {
+		t.Fatalf("Check = %+v; want lock %s held by pid %d", found, lock, cmd.Process.Pid)
+	}
+	reason := found.String()
 	want := fmt.Sprintf("legacy lock %s is held by pid %d (", lock, cmd.Process.Pid)
 	if !strings.HasPrefix(reason, want) || !strings.Contains(reason, "flock") {
 		t.Errorf("reason %q, want it to start with %q", reason, want)
 	}
 	t.Log(reason)
+	// Without /proc/locks' answer, the lock is still held, by someone.
+	if s := (&Found{Kind: Lock, Path: lock}).String(); s != "legacy lock "+lock+" is held by another process" {
+		t.Errorf("no holders: %q", s)
+	}
 
 	// A lock that cannot be checked does not hide a held one...
 	link := dir + "/link.lock"
 	if err := os.Symlink(free, link); err != nil {
 		t.Fatal(err)
 	}
-	if reason, err := CheckLegacy([]string{link, lock}, nil); err != nil || !strings.HasPrefix(reason, want) {
-		t.Errorf("symlink then held: %q, %v", reason, err)
+	if found, err := Check([]string{link, lock}, nil); err != nil || found == nil || !strings.HasPrefix(found.String(), want) {
+		t.Errorf("symlink then held: %+v, %v", found, err)
 	}
 	// ...and is an error when nothing is held.
-	reason, err = CheckLegacy([]string{free, link}, []string{dir + "/none.pid"})
-	if reason != "" || !errors.Is(err, lockfile.ErrUnsafe) {
-		t.Errorf("symlink alone: %q, %v; want an ErrUnsafe error", reason, err)
+	found, err = Check([]string{free, link}, []string{dir + "/none.pid"})
+	if found != nil || !errors.Is(err, lockfile.ErrUnsafe) {
+		t.Errorf("symlink alone: %+v, %v; want an ErrUnsafe error", found, err)
 	}
 	// The files were not changed.
 	for _, p := range []string{lock, free} {
@@ -437,95 +422,39 @@ func TestCheckLegacyFlockHolder(t *testing.T) {
 	}
 }
 
-func TestCheckLegacyPidfiles(t *testing.T) {
-	if reason, err := CheckLegacy(nil, nil); reason != "" || err != nil {
-		t.Errorf("nothing to check: %q, %v", reason, err)
+func TestCheckPidfiles(t *testing.T) {
+	if found, err := Check(nil, nil); found != nil || err != nil {
+		t.Errorf("nothing to check: %+v, %v", found, err)
 	}
 	dir := t.TempDir()
-	cmd := legacyTestStart(t, "sleep", "30")
+	cmd := startCmd(t, "sleep", "30")
 	live := dir + "/translate-worker.pid"
-	legacyTestWrite(t, live, strconv.Itoa(cmd.Process.Pid)+"\n")
+	writeFile(t, live, strconv.Itoa(cmd.Process.Pid)+"\n")
 	garbage := dir + "/garbage.pid"
-	legacyTestWrite(t, garbage, "garbage")
+	writeFile(t, garbage, "garbage")
 
-	reason, err := CheckLegacy([]string{dir + "/free.lock"}, []string{dir + "/missing.pid", garbage, live})
-	want := fmt.Sprintf("pidfile %s names live pid %d (sleep 30)", live, cmd.Process.Pid)
-	if err != nil || reason != want {
-		t.Errorf("CheckLegacy = %q, %v; want %q", reason, err, want)
+	found, err := Check([]string{dir + "/free.lock"}, []string{dir + "/missing.pid", garbage, live})
+	if err != nil || found == nil || found.Kind != Pidfile || found.Path != live || found.Pid != cmd.Process.Pid || found.Command != "sleep 30" {
+		t.Fatalf("Check = %+v, %v; want pidfile %s naming pid %d (sleep 30)", found, err, live, cmd.Process.Pid)
 	}
-	if reason, err := CheckLegacy(nil, []string{dir + "/missing.pid", garbage}); reason != "" || err != nil {
-		t.Errorf("no live pidfile: %q, %v", reason, err)
+	want := fmt.Sprintf("pidfile %s names live pid %d (sleep 30)", live, cmd.Process.Pid)
+	if reason := found.String(); reason != want {
+		t.Errorf("reason %q; want %q", reason, want)
+	}
+	if s := (&Found{Kind: Pidfile, Path: live, Pid: 7}).String(); s != "pidfile "+live+" names live pid 7" {
+		t.Errorf("no command: %q", s)
+	}
+	if found, err := Check(nil, []string{dir + "/missing.pid", garbage}); found != nil || err != nil {
+		t.Errorf("no live pidfile: %+v, %v", found, err)
 	}
 	if _, err := os.Lstat(dir + "/free.lock"); err == nil {
 		t.Error("the missing legacy lock was created")
 	}
 }
 
-func TestLegacyParseStat(t *testing.T) {
-	tail := " S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 123456 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
-	for _, comm := range []string{"sleep", "", "a b", "x) S 1 2 3 (y", ")", "((", "a\nb", "python3 w.py) Z 9"} {
-		data := []byte("4242 (" + comm + ")" + tail)
-		st, err := legacyParseStat(data)
-		if err != nil {
-			t.Errorf("comm %q: %v", comm, err)
-			continue
-		}
-		if st.pid != 4242 || st.comm != comm || st.state != 'S' || st.startTicks != 123456 {
-			t.Errorf("comm %q: got %+v", comm, st)
-		}
-	}
-	for _, bad := range []string{
-		"", "4242", "4242 (x", "4242 x)", "(x)" + tail, "-1 (x)" + tail, "4242 (x)", "4242 (x) S 1 2",
-		"4242 (x)S" + tail[2:], "4242 (x) SS" + tail[2:], "4242 (x) S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 -5 1",
-		"99999999999999999999 (x)" + tail,
-	} {
-		if st, err := legacyParseStat([]byte(bad)); err == nil {
-			t.Errorf("%q parsed as %+v", bad, st)
-		}
-	}
-	data, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		t.Skip(err)
-	}
-	st, err := legacyParseStat(data)
-	if err != nil || st.pid != os.Getpid() || st.startTicks == 0 {
-		t.Errorf("/proc/self/stat: %+v, %v", st, err)
-	}
-	boot, err := legacyBootTime()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if started := legacyStartTime(boot, st.startTicks); started.After(time.Now().Add(legacyRecycleSlack)) || time.Since(started) > time.Hour {
-		t.Errorf("this test process started at %v?", started)
-	}
-}
-
-func FuzzParseStat(f *testing.F) {
-	if data, err := os.ReadFile("/proc/self/stat"); err == nil {
-		f.Add(data)
-	}
-	f.Add([]byte("1 (systemd) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 4 5 6 7\n"))
-	f.Add([]byte("7 (a) b) Z 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0\n"))
-	f.Add([]byte("7 ()"))
-	f.Add([]byte(")(("))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		st, err := legacyParseStat(data)
-		if err != nil {
-			return
-		}
-		if st.pid < 0 || st.state == ' ' || st.state == '\n' || strings.Contains(st.comm, "\x00") && !strings.Contains(string(data), "\x00") {
-			t.Errorf("%q parsed as %+v", data, st)
-		}
-		// The comm found is delimited as the kernel writes it.
-		if !strings.Contains(string(data), "("+st.comm+") "+string(st.state)) {
-			t.Errorf("%q: comm %q, state %c not found as written", data, st.comm, st.state)
-		}
-	})
-}
-
-// legacyTestStart starts a command in its own process group, killed (with
+// startCmd starts a command in its own process group, killed (with
 // its children) when the test ends.
-func legacyTestStart(t *testing.T, name string, args ...string) *exec.Cmd {
+func startCmd(t *testing.T, name string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -554,23 +483,23 @@ func legacyTestStart(t *testing.T, name string, args ...string) *exec.Cmd {
 	}
 }
 
-func legacyTestPidfile(t *testing.T, content string) string {
+func newPidfile(t *testing.T, content string) string {
 	t.Helper()
 	p := t.TempDir() + "/x.pid"
-	legacyTestWrite(t, p, content)
+	writeFile(t, p, content)
 	return p
 }
 
-func legacyTestWrite(t *testing.T, p, content string) {
+func writeFile(t *testing.T, p, content string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// legacyTestWaitFlock polls /proc/locks until an exclusive flock on inode
+// waitFlock polls /proc/locks until an exclusive flock on inode
 // ino is held.
-func legacyTestWaitFlock(t *testing.T, ino uint64) {
+func waitFlock(t *testing.T, ino uint64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -597,12 +526,12 @@ func FuzzParsePid(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		pid, why := legacyParsePid(b)
+		pid, why := parsePid(b)
 		if why == "" && (pid <= 0 || pid > 4194304) {
-			t.Fatalf("legacyParsePid(%q) = %d with no reason", b, pid)
+			t.Fatalf("parsePid(%q) = %d with no reason", b, pid)
 		}
 		if why != "" && pid != 0 {
-			t.Fatalf("legacyParsePid(%q) = %d and reason %q", b, pid, why)
+			t.Fatalf("parsePid(%q) = %d and reason %q", b, pid, why)
 		}
 	})
 }

@@ -1,0 +1,208 @@
+package gate
+
+// The recording half of Run: the journal, the output log and the
+// observer. Each record is one line of the gate's journal (package
+// journal); a record that cannot be written is reported on stderr and the
+// run goes on.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/internal/procstat"
+	"github.com/crongate/crongate/runner"
+)
+
+// refuseConfig refuses a run whose config cannot be used, and records it
+// where the journal can be found without the config.
+func (r *run) refuseConfig() int {
+	r.out.Errorf("%v", r.inv.ConfigErr)
+	r.out.Hintf("gate %s did not run; fix the config, then check it with: cron-gate status", r.inv.Gate)
+	j, err := journal.Open(StateDirFor(nil), r.inv.Gate, 0)
+	if err != nil {
+		return runner.ExitFailure
+	}
+	defer j.Close()
+	if err := j.Append(r.record(journal.EventError, journal.OutcomeError, journal.ReasonConfig, r.inv.ConfigErr.Error())); err != nil {
+		r.out.Warnf("journal of gate %s: %v; this failure is not recorded", r.inv.Gate, err)
+	}
+	return runner.ExitFailure
+}
+
+// openState reads this host's pauses and opens the journal. A state dir
+// that another user could have made or redirected (the /var/tmp
+// fallback, a symlink planted in /tmp) is not this user's state: a pause
+// found there was not set by this user, so it is neither obeyed nor
+// allowed to stop the job, and nothing is written there. The run goes
+// on, as with an unwritable state dir, and says so.
+func (r *run) openState() {
+	r.local, r.localErr = r.pauses.Local.Get(context.Background(), r.inv.Gate)
+	if errors.Is(r.localErr, pauses.ErrUntrusted) {
+		r.out.Warnf("%v", r.localErr)
+		r.local, r.localErr = nil, nil
+	}
+	j, err := journal.Open(StateDirFor(r.cfg), r.inv.Gate, r.cfg.HistoryFor(r.inv.Gate))
+	if err != nil {
+		r.out.Warnf("journal of gate %s unavailable: %v; this run is not recorded", r.inv.Gate, err)
+		return
+	}
+	r.j = j
+}
+
+// record returns a record of the run, timed now.
+func (r *run) record(event, outcome, reason, detail string) journal.Record {
+	rec := r.base
+	rec.Event, rec.Time, rec.Outcome, rec.Reason, rec.Detail = event, r.now(), outcome, reason, detail
+	return rec
+}
+
+// append writes rec to the journal, if there is one.
+func (r *run) append(rec journal.Record) {
+	if r.j == nil {
+		return
+	}
+	if err := r.j.Append(rec); err != nil {
+		r.out.Warnf("journal of gate %s: %v; the %s record of run %s is lost", r.inv.Gate, err, rec.Event, rec.Run)
+	}
+}
+
+// fail refuses the run: cron-gate's own failure (125), recorded.
+func (r *run) fail(reason string, err error) int {
+	r.out.Errorf("%v", err)
+	r.append(r.record(journal.EventError, journal.OutcomeError, reason, err.Error()))
+	return runner.ExitFailure
+}
+
+// skip skips the run with the gate's skip code, recorded.
+func (r *run) skip(reason, detail string) int {
+	r.out.Skipf("skipped gate %s: %s", r.inv.Gate, detail)
+	r.append(r.record(journal.EventSkip, journal.OutcomeSkipped, reason, detail))
+	return r.cfg.SkipCodeFor(r.inv.Gate)
+}
+
+// execute runs the command and records its start and its end.
+func (r *run) execute() int {
+	spec := runner.Spec{Argv: r.inv.Argv, Timeout: r.inv.Timeout, KillAfter: r.inv.KillAfter,
+		Env: []string{"CRON_GATE_NAME=" + r.inv.Gate, "CRON_GATE_RUN=" + r.id}}
+	olog := r.outputLog(&spec)
+	// Optional healthchecks.io pings (package hcping): none, and no cost,
+	// unless the gate has a healthchecks_url; never more than ~2 s.
+	var obs RunObserver
+	if r.inv.Observer != nil {
+		obs = r.inv.Observer(r.g, r.id, r.out)
+	}
+	child, err := runner.Prepare(spec)
+	start := r.now()
+	if err == nil {
+		err = child.Start()
+	}
+	if err != nil {
+		return r.startFailed(err, start, obs)
+	}
+	if obs != nil {
+		obs.Started()
+	}
+	r.recordStart(child.Pid(), start)
+	// The run ends when the command does (runner.Child.Wait): the end
+	// record gets the command's own end time and outcome, and is written
+	// at once; the output that processes it left behind may keep open is
+	// drained afterwards, for a bounded time (Child.Drain).
+	res := child.Wait(r.inv.Sigs, start)
+	end := r.endRecord(res, start)
+	r.append(end)
+	if obs != nil {
+		obs.Finished(end)
+	}
+	if olog != nil {
+		r.saveOutput(olog, child.Drain(), end)
+	}
+	return res.Code
+}
+
+// outputLog tees the command's output into an output log when the gate
+// keeps one (log_output) and the run is recorded.
+func (r *run) outputLog(spec *runner.Spec) *journal.OutputLog {
+	if !r.g.LogOutput || r.j == nil {
+		return nil
+	}
+	olog := journal.NewOutputLog(r.g.LogMaxBytes)
+	spec.Stdout = olog.Tee(os.Stdout)
+	spec.Stderr = olog.Tee(os.Stderr)
+	return olog
+}
+
+// startFailed records a command that could not be started (126, 127 or
+// 125) as the run's end.
+func (r *run) startFailed(err error, start time.Time, obs RunObserver) int {
+	r.out.Errorf("gate %s: %v", r.inv.Gate, err)
+	code := runner.ExitCode(err)
+	rec := r.record(journal.EventEnd, journal.OutcomeError, journal.ReasonStart, err.Error())
+	rec.Exit, rec.Argv, rec.Started = &code, r.inv.Argv, start
+	r.append(rec)
+	if obs != nil {
+		obs.Finished(rec)
+	}
+	return code
+}
+
+// recordStart records the start of the command, pid.
+func (r *run) recordStart(pid int, start time.Time) {
+	rec := r.base
+	rec.Event, rec.Time, rec.ChildPid, rec.Argv, rec.Detail = journal.EventStart, start, pid, r.inv.Argv, r.note
+	rec.ChildStart = procstat.StartTicks(pid)
+	r.append(rec)
+}
+
+// endRecord is the end record of a command that ran: its exit and how it
+// ended, timed at its own end.
+func (r *run) endRecord(res runner.Result, start time.Time) journal.Record {
+	end := r.now().Add(-time.Since(res.End))
+	rec := r.base
+	rec.Event, rec.Time, rec.Started, rec.ChildPid = journal.EventEnd, end, start, res.Pid
+	rec.DurationMS = end.Sub(start).Milliseconds()
+	code := res.Code
+	rec.Exit = &code
+	switch {
+	case res.TimedOut:
+		rec.Outcome, rec.Detail = journal.OutcomeTimeout, fmt.Sprintf("ran past %v", r.inv.Timeout)
+		r.out.Errorf("gate %s: command timed out after %v", r.inv.Gate, r.inv.Timeout)
+	case res.Signal != 0:
+		rec.Outcome, rec.Signal = journal.OutcomeSignal, signalName(res.Signal)
+	case code == 0:
+		rec.Outcome = journal.OutcomeSuccess
+	case code == r.cfg.SkipCodeFor(r.inv.Gate):
+		rec.Outcome, rec.Reason, rec.Detail = journal.OutcomeSkipped, journal.ReasonBusy, fmt.Sprintf("the command exited with the skip code %d", code)
+	default:
+		rec.Outcome = journal.OutcomeFailure
+	}
+	return rec
+}
+
+// saveOutput keeps the run's output in the gate's output log; cut says
+// that the drain was cut short (journal.CutNote).
+func (r *run) saveOutput(olog *journal.OutputLog, cut bool, end journal.Record) {
+	note := ""
+	if cut {
+		note = journal.CutNote(runner.DefaultDrain)
+	}
+	olog.End(note)
+	if err := olog.Save(r.j, end); err != nil {
+		r.out.Warnf("output log of gate %s: %v; the output of run %s is not kept", r.inv.Gate, err, r.id)
+	}
+}
+
+func signalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
+	}
+	return "signal " + strconv.Itoa(int(s))
+}

@@ -1,0 +1,120 @@
+// Package procstat reads what cron-gate needs of /proc: a process's state
+// and start time (/proc/PID/stat) and the boot time (/proc/stat). A PID
+// and its start time identify a process: a recycled PID has another start
+// time. It is Linux-only.
+package procstat
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// procRoot is where /proc is.
+const procRoot = "/proc"
+
+// ClockTicks is USER_HZ, the unit of /proc/PID/stat's starttime. It is 100
+// on every Linux architecture (sysconf(_SC_CLK_TCK), fixed by the ABI,
+// whatever the kernel's internal HZ).
+const ClockTicks = 100
+
+// Stat is what cron-gate reads of /proc/PID/stat.
+type Stat struct {
+	Pid        int
+	Comm       string // raw, unsanitized: any byte but NUL, chosen by the process
+	State      byte
+	StartTicks uint64 // field 22: start time, clock ticks since boot
+}
+
+// Parse parses /proc/PID/stat: "PID (COMM) STATE PPID ...". COMM may
+// contain spaces, parentheses, newlines and any other byte but NUL, so it
+// runs from the first '(' to the LAST ')': the fields after it are all
+// numbers or a one-letter state. It never panics.
+func Parse(data []byte) (Stat, error) {
+	var st Stat
+	open := bytes.IndexByte(data, '(')
+	end := bytes.LastIndexByte(data, ')')
+	if open < 0 || end < open {
+		return st, errors.New("no (comm) field")
+	}
+	if open == 0 || data[open-1] != ' ' {
+		return st, errors.New("bad pid field")
+	}
+	pidField := data[:open-1]
+	if len(pidField) == 0 || len(pidField) > 10 || len(bytes.TrimLeft(pidField, "0123456789")) != 0 {
+		return st, errors.New("bad pid field")
+	}
+	pid, err := strconv.Atoi(string(pidField))
+	if err != nil {
+		return st, errors.New("bad pid field")
+	}
+	// ") S 1 ...": the kernel separates fields with one space.
+	rest := data[end+1:]
+	if len(rest) < 3 || rest[0] != ' ' || rest[2] != ' ' || rest[1] < 'A' || rest[1] > 'z' {
+		return st, errors.New("bad state field")
+	}
+	f := bytes.FieldsFunc(rest[3:], func(r rune) bool { return r == ' ' || r == '\n' })
+	// f[0] is field 4 (ppid), so field 22 (starttime) is f[18].
+	if len(f) < 19 {
+		return st, fmt.Errorf("%d fields after the state, want at least 19", len(f))
+	}
+	start, err := strconv.ParseUint(string(f[18]), 10, 64)
+	if err != nil {
+		return st, errors.New("bad starttime field")
+	}
+	st.Pid, st.Comm, st.State, st.StartTicks = pid, string(data[open+1:end]), rest[1], start
+	return st, nil
+}
+
+// Read reads and parses /proc/PID/stat.
+func Read(pid int) (Stat, error) {
+	data, err := os.ReadFile(procRoot + "/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Stat{}, err
+	}
+	return Parse(data)
+}
+
+// StartTicks returns the start time of a live process in clock ticks since
+// boot, or 0 if there is no such process or it is a zombie.
+func StartTicks(pid int) uint64 {
+	if pid <= 0 {
+		return 0
+	}
+	st, err := Read(pid)
+	if err != nil || st.State == 'Z' || st.State == 'X' {
+		return 0
+	}
+	return st.StartTicks
+}
+
+// StartTime converts a starttime in clock ticks since boot to a time.
+func StartTime(boot time.Time, ticks uint64) time.Time {
+	return boot.Add(time.Duration(ticks/ClockTicks)*time.Second +
+		time.Duration(ticks%ClockTicks)*(time.Second/ClockTicks))
+}
+
+// BootTime reads btime (boot time, whole seconds since the epoch) from
+// /proc/stat. It is never later than the real boot and less than a second
+// earlier: the kernel cuts the fraction off. The file is read whole: its
+// "intr" line can be longer than a scanner's default buffer on machines
+// with many interrupts.
+func BootTime() (time.Time, error) {
+	data, err := os.ReadFile(procRoot + "/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for line := range bytes.Lines(data) {
+		if v, ok := bytes.CutPrefix(line, []byte("btime ")); ok {
+			n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("btime in %s/stat: %w", procRoot, err)
+			}
+			return time.Unix(n, 0), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("no btime in %s/stat", procRoot)
+}

@@ -1,0 +1,110 @@
+package procstat
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestParse(t *testing.T) {
+	tail := " S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 123456 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+	for _, comm := range []string{"sleep", "", "a b", "x) S 1 2 3 (y", ")", "((", "a\nb", "python3 w.py) Z 9"} {
+		data := []byte("4242 (" + comm + ")" + tail)
+		st, err := Parse(data)
+		if err != nil {
+			t.Errorf("comm %q: %v", comm, err)
+			continue
+		}
+		if st.Pid != 4242 || st.Comm != comm || st.State != 'S' || st.StartTicks != 123456 {
+			t.Errorf("comm %q: got %+v", comm, st)
+		}
+	}
+	for _, bad := range []string{
+		"", "4242", "4242 (x", "4242 x)", "(x)" + tail, "-1 (x)" + tail, "4242 (x)", "4242 (x) S 1 2",
+		"4242 (x)S" + tail[2:], "4242 (x) SS" + tail[2:], "4242 (x) S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 -5 1",
+		"99999999999999999999 (x)" + tail,
+	} {
+		if st, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("%q parsed as %+v", bad, st)
+		}
+	}
+	st, err := Read(os.Getpid())
+	if err != nil || st.Pid != os.Getpid() || st.StartTicks == 0 {
+		t.Fatalf("/proc/self/stat: %+v, %v", st, err)
+	}
+	if got := StartTicks(os.Getpid()); got != st.StartTicks {
+		t.Errorf("StartTicks = %d, want %d", got, st.StartTicks)
+	}
+	boot, err := BootTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started := StartTime(boot, st.StartTicks); started.After(time.Now().Add(2*time.Second)) || time.Since(started) > time.Hour {
+		t.Errorf("this test process started at %v?", started)
+	}
+}
+
+// TestBootTime checks the direction of /proc/stat's error: the boot time
+// read is never later than the real one, and less than a second earlier
+// (a boot time rounded up would make package legacy take a process that
+// wrote its pidfile for a recycled PID).
+func TestBootTime(t *testing.T) {
+	got, err := BootTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := realBoot(t)
+	// real is exact to the microseconds between two clock reads.
+	if got.After(real.Add(time.Millisecond)) || !got.After(real.Add(-time.Second-time.Millisecond)) {
+		t.Errorf("boot time from /proc/stat %v, real boot time %v: want at most 1 s earlier, never later", got, real)
+	}
+}
+
+// realBoot returns the real boot time, CLOCK_REALTIME minus
+// CLOCK_BOOTTIME (the kernel's own definition, of which btime is the whole
+// seconds). Realtime is read first, so each estimate is early by the time
+// between the reads; the latest of a few is kept.
+func realBoot(t *testing.T) time.Time {
+	t.Helper()
+	var best time.Time
+	for i := 0; i < 5; i++ {
+		now := time.Now()
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+			t.Fatal(err)
+		}
+		if b := now.Add(-time.Duration(ts.Nano())); b.After(best) {
+			best = b
+		}
+	}
+	return best.Round(0)
+}
+
+// FuzzParse: /proc/PID/stat's comm is chosen by the process, so the
+// parser meets hostile bytes; it never panics and finds the comm and the
+// state where the kernel writes them.
+func FuzzParse(f *testing.F) {
+	if data, err := os.ReadFile("/proc/self/stat"); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte("1 (systemd) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 4 5 6 7\n"))
+	f.Add([]byte("7 (a) b) Z 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0\n"))
+	f.Add([]byte("7 ()"))
+	f.Add([]byte(")(("))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := Parse(data)
+		if err != nil {
+			return
+		}
+		if st.Pid < 0 || st.State == ' ' || st.State == '\n' || strings.Contains(st.Comm, "\x00") && !strings.Contains(string(data), "\x00") {
+			t.Errorf("%q parsed as %+v", data, st)
+		}
+		// The comm found is delimited as the kernel writes it.
+		if !strings.Contains(string(data), "("+st.Comm+") "+string(st.State)) {
+			t.Errorf("%q: comm %q, state %c not found as written", data, st.Comm, st.State)
+		}
+	})
+}
