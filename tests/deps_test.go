@@ -46,3 +46,22 @@ func TestLeanBinariesDeps(t *testing.T) {
 		}
 	}
 }
+
+// TestPackageDocs fails when a package's doc comment is not one go doc
+// shows: it must sit directly above the package clause of one file (a
+// blank line between them, or a comment after the clause, hides it).
+func TestPackageDocs(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{len .GoFiles}} {{if .Doc}}doc{{end}}", "./...")
+	cmd.Dir = testbin.Module()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		// Packages of test files only have their doc in a _test.go file.
+		if len(f) == 2 && f[1] != "0" {
+			t.Errorf("package %s has no doc comment go doc shows", f[0])
+		}
+	}
+}
