@@ -296,7 +296,7 @@ func (j *Journal) openOutputAppend(n, max int64) (*os.File, error) {
 		if errors.As(err, &fe) {
 			return nil, fe
 		}
-		return nil, unwrapPathErr(err)
+		return nil, safeopen.Cause(err)
 	}
 	return f, nil
 }
@@ -376,11 +376,11 @@ func (j *Journal) appendLine(line []byte, durable bool) (uint64, int64, error) {
 		}
 	}
 	if _, err := f.Write(line); err != nil {
-		return 0, 0, fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
+		return 0, 0, fmt.Errorf("journal %s: %w", p, safeopen.Cause(err))
 	}
 	if durable {
 		if err := journalSync(f); err != nil {
-			return 0, 0, fmt.Errorf("journal %s: fsync: %w", p, unwrapPathErr(err))
+			return 0, 0, fmt.Errorf("journal %s: fsync: %w", p, safeopen.Cause(err))
 		}
 	}
 	return st.Ino, st.Size + int64(len(line)), nil
@@ -402,7 +402,7 @@ func (j *Journal) readSummary() (*Summary, error) {
 	data, err := j.dir.ReadFile(summaryFile, maxSummaryBytes)
 	var fe *safeopen.FileError
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.As(err, &fe) {
-		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, unwrapPathErr(err))
+		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, safeopen.Cause(err))
 	}
 	s := &Summary{}
 	if err == nil && json.Unmarshal(data, s) == nil && s.V == 1 &&
@@ -430,7 +430,7 @@ func journalErr(p string, err error) error {
 	if errors.As(err, &fe) {
 		return fmt.Errorf("journal %w", fe)
 	}
-	return fmt.Errorf("journal %s: %w", p, unwrapPathErr(err))
+	return fmt.Errorf("journal %s: %w", p, safeopen.Cause(err))
 }
 
 // replay folds the records of file (in the gate's directory) from offset
@@ -654,12 +654,4 @@ func (j *Journal) Records() ([]Record, []error) {
 		}
 	}
 	return all, errs
-}
-
-func unwrapPathErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

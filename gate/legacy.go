@@ -202,7 +202,7 @@ func legacyReadPidfile(path string) (legacyPidfileResult, error) {
 		}
 		r.alive = true
 		r.detail = fmt.Sprintf("%s from %s (its /proc/%d/stat cannot be used, so it was not checked for a zombie or a reused pid: %v)",
-			r.who(), path, pid, legacyErrText(err))
+			r.who(), path, pid, safeopen.Cause(err))
 		return r, nil
 	}
 	r.cmd = legacyCommand(pid, st.comm)
@@ -215,7 +215,7 @@ func legacyReadPidfile(path string) (legacyPidfileResult, error) {
 	boot, err := legacyBootTime()
 	if err != nil {
 		r.alive = true
-		r.detail = fmt.Sprintf("%s from %s (boot time unknown, so it was not checked for a reused pid: %v)", r.who(), path, legacyErrText(err))
+		r.detail = fmt.Sprintf("%s from %s (boot time unknown, so it was not checked for a reused pid: %v)", r.who(), path, safeopen.Cause(err))
 		return r, nil
 	}
 	started := legacyStartTime(boot, st.startTicks)
@@ -248,11 +248,7 @@ func legacyReadSmall(path string) ([]byte, time.Time, error) {
 		case errors.As(err, &fe):
 			return nil, time.Time{}, fmt.Errorf("pidfile %w", fe)
 		}
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, time.Time{}, fmt.Errorf("pidfile %s: %w", path, err)
+		return nil, time.Time{}, fmt.Errorf("pidfile %s: %w", path, safeopen.Cause(err))
 	}
 	return data, time.Unix(st.Mtim.Unix()), nil
 }
@@ -399,14 +395,4 @@ func legacyCommand(pid int, comm string) string {
 		return c
 	}
 	return comm
-}
-
-// legacyErrText drops the path from a *PathError, which the message gives
-// already.
-func legacyErrText(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }

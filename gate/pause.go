@@ -90,7 +90,7 @@ func readPauseDocIn(sd *safeopen.Dir) (*pauseDoc, error) {
 		if errors.As(err, &fe) {
 			return nil, fmt.Errorf("pause state %w", fe)
 		}
-		return nil, fmt.Errorf("pause state %s: %w", p, unwrapPathErr(err))
+		return nil, fmt.Errorf("pause state %s: %w", p, safeopen.Cause(err))
 	}
 	var d pauseDoc
 	if err := json.Unmarshal(data, &d); err != nil || d.V != 1 {

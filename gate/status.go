@@ -106,7 +106,7 @@ func Status(cfg *Config, now time.Time, names ...string) (*Report, error) {
 		}
 		gates, err := gateDirs(sd, sdErr)
 		if err != nil {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", stateDir, unwrapPathErr(err)))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", stateDir, safeopen.Cause(err)))
 		}
 		for _, n := range gates {
 			seen[n] = true

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Probe answers the watchdog's questions about the world outside the state
@@ -115,14 +117,14 @@ func cronFiles(path string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cron_d %s: %v", path, unwrap(err))
+		return nil, fmt.Errorf("cron_d %s: %v", path, safeopen.Cause(err))
 	}
 	if !fi.IsDir() {
 		return []string{path}, nil
 	}
 	ents, err := os.ReadDir(path)
 	if err != nil {
-		return nil, fmt.Errorf("cron_d %s: %v", path, unwrap(err))
+		return nil, fmt.Errorf("cron_d %s: %v", path, safeopen.Cause(err))
 	}
 	var out []string
 	for _, e := range ents {
@@ -287,10 +289,7 @@ func firstLine(b []byte) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return strings.TrimSpace(s)
+	return safetext.Cut(strings.TrimSpace(s), 200)
 }
 
 func readSmall(path string, max int64) ([]byte, error) {
@@ -307,12 +306,4 @@ func readSmall(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", max)
 	}
 	return data, nil
-}
-
-func unwrap(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -5,9 +5,7 @@
 package cfgtext
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -162,10 +161,4 @@ func OneLine(s string) string { return safetext.Line(s) }
 
 // UnwrapPath strips the *fs.PathError wrapper, whose op and path the
 // caller's message already gives.
-func UnwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
+func UnwrapPath(err error) error { return safeopen.Cause(err) }
