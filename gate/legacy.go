@@ -1,3 +1,5 @@
+//go:build linux
+
 package gate
 
 // Legacy locks and pidfiles: the old, pre-cron-gate workers either flock a

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package gateconf is cron-gate's TOML config on disk: it decodes and
 // validates a config file into a gate.Config (Load, Parse), with the
 // line of every bad key in its errors; fills the config cache the lean

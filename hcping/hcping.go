@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package hcping sends healthchecks.io pings around a gate's runs.
 //
 // Healthchecks pings: a gate with `healthchecks_url` tells a

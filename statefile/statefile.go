@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package statefile writes small state files so that nothing is lost and
 // nothing is left behind:
 //   - Write replaces a file atomically: the new content is written to an

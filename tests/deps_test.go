@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -62,6 +63,50 @@ func TestPackageDocs(t *testing.T) {
 		// Packages of test files only have their doc in a _test.go file.
 		if len(f) == 2 && f[1] != "0" {
 			t.Errorf("package %s has no doc comment go doc shows", f[0])
+		}
+	}
+}
+
+// linuxOnly is the identifier cmd/*/other_os.go refers to and no file
+// defines: a build for another OS stops at it.
+const linuxOnly = "undefined: cron_gate_and_withlock_build_on_linux_only"
+
+// TestOtherOSBuildFails: the code is Linux-only, and a build for another
+// OS says so in one line per binary instead of pages of type errors: the
+// Linux-only packages carry //go:build linux, the binaries a !linux file
+// that names the reason. Building ./... for darwin also catches a new
+// file or package that lacks the constraint (an import of a Linux-only
+// package, or a type error, from a file built there).
+func TestOtherOSBuildFails(t *testing.T) {
+	for _, c := range []struct {
+		goos string
+		pkgs []string
+		n    int // binaries that must fail
+	}{
+		{"darwin", []string{"./cmd/withlock"}, 1},
+		{"darwin", []string{"./..."}, 6},
+	} {
+		cmd := exec.Command("go", "build", "-o", t.TempDir(), "--")
+		cmd.Args = append(cmd.Args, c.pkgs...)
+		cmd.Dir = testbin.Module()
+		cmd.Env = append(os.Environ(), "GOOS="+c.goos, "GOARCH=amd64", "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("GOOS=%s go build %s succeeded", c.goos, strings.Join(c.pkgs, " "))
+			continue
+		}
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			switch {
+			case strings.HasPrefix(line, "# github.com/crongate/crongate/cmd/"):
+			case strings.HasSuffix(line, linuxOnly) && strings.HasPrefix(line, "cmd/"):
+				n++
+			default:
+				t.Errorf("GOOS=%s go build %s: unexpected line %q", c.goos, strings.Join(c.pkgs, " "), line)
+			}
+		}
+		if n != c.n {
+			t.Errorf("GOOS=%s go build %s: %d binaries refused with %q, want %d:\n%s", c.goos, strings.Join(c.pkgs, " "), n, linuxOnly, c.n, out)
 		}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package cfgtext words the config's error messages: the "config PATH
 // line N" prefix, quoting that keeps a message on one line (package
 // safetext does the escaping), and the checks of values that both the

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package crongatefull is cron-gate with every subcommand, kong's parser
 // and the TOML decoder: the binaries cron-gate-full, and cron-gate-etcd
 // (the same with the etcd client, for configs with shared pauses).

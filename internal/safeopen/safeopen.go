@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package safeopen opens the directories and files that another local user
 // may be able to tamper with — lock dirs, slot-file dirs, the state dir
 // and the config cache (any of which may sit in world-writable /tmp or

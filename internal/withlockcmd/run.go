@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package withlockcmd is the withlock command: its options, the fast
 // parser, and Run. Two binaries share it: withlock, the one cron runs on
 // every tick, which parses the common command lines itself and links no
