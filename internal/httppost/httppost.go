@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -72,6 +73,10 @@ func newClient(cfg *tls.Config) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = http.ProxyFromEnvironment
 	t.DisableKeepAlives = true
+	// The caller's context is the one bound (a webhook's timeout may be
+	// longer than these defaults).
+	t.DialContext = (&net.Dialer{}).DialContext
+	t.TLSHandshakeTimeout = 0
 	if cfg != nil {
 		t.TLSClientConfig = cfg.Clone()
 	}
