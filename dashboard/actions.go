@@ -1,3 +1,5 @@
+//go:build linux
+
 package dashboard
 
 import (
@@ -16,6 +18,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 type actionKind int
@@ -96,12 +99,12 @@ func ParseAction(contentType string, body []byte, now time.Time) (Action, error)
 		}
 		for k, vs := range v {
 			if len(vs) > 1 {
-				return Action{}, bad("field %q is given %d times", short(k, 40), len(vs))
+				return Action{}, bad("field %s is given %d times", safetext.Quote(k), len(vs))
 			}
 		}
 		b = actionBody{Gate: v.Get("gate"), Reason: v.Get("reason"), Duration: v.Get("duration"), Until: v.Get("until")}
 	default:
-		return Action{}, &badRequest{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not accepted; send application/json or application/x-www-form-urlencoded", short(contentType, 60))}
+		return Action{}, &badRequest{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %s is not accepted; send application/json or application/x-www-form-urlencoded", safetext.Quote(contentType))}
 	}
 	a := Action{Gate: b.Gate, Reason: strings.TrimSpace(b.Reason)}
 	if err := gate.CheckName(a.Gate); err != nil {
@@ -124,7 +127,7 @@ func ParseAction(contentType string, body []byte, now time.Time) (Action, error)
 		}
 		t, err := time.Parse(time.RFC3339, u)
 		if err != nil {
-			return Action{}, bad("until %q is not an RFC 3339 time like 2026-12-01T09:00:00+09:00", short(u, 60))
+			return Action{}, bad("until %s is not an RFC 3339 time like 2026-12-01T09:00:00+09:00", safetext.Quote(u))
 		}
 		if !t.After(now) {
 			return Action{}, bad("until %s is in the past", u)
@@ -152,7 +155,7 @@ func parseDuration(s string) (time.Duration, error) {
 		d, err = time.ParseDuration(s)
 	}
 	if err != nil {
-		return 0, bad("duration %q is not a duration like 30m, 2h or 3d", short(s, 40))
+		return 0, bad("duration %s is not a duration like 30m, 2h or 3d", safetext.Quote(s))
 	}
 	if d <= 0 {
 		return 0, bad("duration %q is not positive", s)

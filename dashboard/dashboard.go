@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package dashboard is `cron-gate serve`: a web page with one row per
 // gate, its JSON API (/api/summary, which the watchdog and other tools
 // read), the Prometheus exposition (/metrics), a health check (/healthz),

@@ -341,11 +341,11 @@ func TestBadRequests(t *testing.T) {
 		}
 		code, _, body := do(t, "POST", srv.URL+c.path, strings.NewReader(c.body), hdr)
 		if code != c.code || !strings.Contains(body, c.want) {
-			t.Errorf("POST %s %q: %d %s, want %d with %q", c.path, short(c.body, 60), code, strings.TrimSpace(body), c.code, c.want)
+			t.Errorf("POST %s %q: %d %s, want %d with %q", c.path, safetext.Cut(c.body, 60), code, strings.TrimSpace(body), c.code, c.want)
 		}
 		var msg struct{ Error string }
 		if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.Error == "" || strings.ContainsAny(msg.Error, "\n\r") {
-			t.Errorf("POST %s %q: the error is not one JSON line: %q", c.path, short(c.body, 60), body)
+			t.Errorf("POST %s %q: the error is not one JSON line: %q", c.path, safetext.Cut(c.body, 60), body)
 		}
 	}
 	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
@@ -738,7 +738,7 @@ func TestOutputTail(t *testing.T) {
 	code, _, body := do(t, "GET", srv.URL+"/api/output?gate=big", nil, nil)
 	runtime.ReadMemStats(&after)
 	if code != 200 {
-		t.Fatalf("output: %d %s", code, short(body, 200))
+		t.Fatalf("output: %d %s", code, safetext.Cut(body, 200))
 	}
 	// The JSON escapes the zero bytes (\u0000: 6 bytes each) and the
 	// client reads it: a few times the 64 KiB, nothing like 128 MiB.
@@ -862,7 +862,7 @@ func TestActionToken(t *testing.T) {
 	// Reads need nothing.
 	for _, p := range []string{"/", "/api/summary", "/metrics", "/api/output?gate=translate"} {
 		if code, _, body := do(t, "GET", srv.URL+p, nil, nil); code != 200 {
-			t.Errorf("GET %s without a token: %d %s", p, code, short(body, 200))
+			t.Errorf("GET %s without a token: %d %s", p, code, safetext.Cut(body, 200))
 		}
 	}
 	// The page says this browser cannot act, and how to.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package dashboard
 
 import (
@@ -75,7 +77,7 @@ func (h *handler) routes() {
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
-	fail(w, r, http.StatusNotFound, fmt.Sprintf("no such page: %s", short(r.URL.Path, 100)))
+	fail(w, r, http.StatusNotFound, fmt.Sprintf("no such page: %s", safetext.Cut(r.URL.Path, 100)))
 }
 
 // cleanPath is the path the mux would redirect to: path.Clean, keeping a
@@ -296,7 +298,7 @@ func sameOrigin(r *http.Request, proof bool) error {
 	check := func(hdr, v string) error {
 		u, err := url.Parse(v)
 		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) || (u.Scheme != "http" && u.Scheme != "https") {
-			return fmt.Errorf("cross-origin request refused (%s %q is not this site, %s)", hdr, short(v, 100), r.Host)
+			return fmt.Errorf("cross-origin request refused (%s %s is not this site, %s)", hdr, safetext.Quote(v), r.Host)
 		}
 		return nil
 	}
@@ -363,13 +365,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // escaped (safetext.Line).
 func oneLine(s string) string {
 	return safetext.Line(strings.Join(strings.Fields(s), " "))
-}
-
-func short(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 func (h *handler) page(w http.ResponseWriter, r *http.Request) {

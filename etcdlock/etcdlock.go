@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package etcdlock is the etcd backend of lockset: the same requests as the
 // local flock backend (path locks and slots from pools, all or nothing), held
 // as keys in an etcd cluster so that withlock processes on several hosts

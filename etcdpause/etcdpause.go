@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package etcdpause keeps cron-gate's command-line pauses in an etcd
 // cluster, so that `cron-gate pause NAME` on one host pauses the gate on
 // every host that names the same cluster and prefix. Only the binary that

@@ -1,3 +1,5 @@
+//go:build linux
+
 package gate
 
 // The configuration: its types, defaults and invariants (Validate). The

@@ -1,3 +1,5 @@
+//go:build linux
+
 package gate
 
 // Reading the config file: without blocking on a special file, bounded in

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package gate holds cron-gate's gates: the config's types, defaults and
 // invariants (config.go; the TOML is decoded and edited by package
 // gateconf, and the validated gate comes from a cache, configcache.go, so

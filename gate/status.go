@@ -10,7 +10,7 @@ import (
 
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/statedir"
+	"github.com/crongate/crongate/internal/safeopen"
 )
 
 // Gate states, from most to least pressing. The status view, the watchdog
@@ -151,7 +151,7 @@ func (r *Report) gateNames(cfg *Config, paused map[string]pauses.Pause, jr *jour
 	}
 	gates, err := gateDirs(jr, jrErr)
 	if err != nil {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", r.StateDir, statedir.Cause(err)))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("state dir %s: %v", r.StateDir, safeopen.Cause(err)))
 	}
 	for _, n := range gates {
 		seen[n] = true

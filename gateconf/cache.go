@@ -1,3 +1,5 @@
+//go:build linux
+
 package gateconf
 
 import "github.com/crongate/crongate/gate"

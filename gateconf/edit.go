@@ -1,3 +1,5 @@
+//go:build linux
+
 package gateconf
 
 // Editing `paused` in a hand-written config without disturbing it.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package gateconf
 
 // A whole-file edit of the config by a person (`cron-gate edit`, visudo's

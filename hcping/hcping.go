@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package hcping sends healthchecks.io pings around a gate's runs.
 //
 // Healthchecks pings: a gate with `healthchecks_url` tells a
@@ -16,8 +18,9 @@
 // command with hcTimeout, and after the command has ended cron-gate waits
 // at most hcTimeout for the start ping and hcTimeout for the end ping (so
 // at most about 2 s). A failed ping is a warning on stderr (cron mails
-// it); the URL, which holds the check's secret, is not printed.
-
+// it); the URL, which holds the check's secret, is not printed. Pings go
+// through the proxy the environment names (HTTPS_PROXY, HTTP_PROXY,
+// NO_PROXY; package httppost) and follow no redirect.
 package hcping
 
 import (
@@ -30,8 +33,8 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/internal/httppost"
 	"github.com/crongate/crongate/tui"
-	"github.com/crongate/crongate/watch/minihttp"
 )
 
 // hcTimeout bounds one ping.
@@ -114,7 +117,7 @@ func (p *hcPinger) ping(suffix, body string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hcTimeout)
 	defer cancel()
-	resp, err := minihttp.Post(ctx, target, "text/plain; charset=utf-8", []byte(body), nil)
+	resp, err := httppost.Post(ctx, target, "text/plain; charset=utf-8", []byte(body), nil)
 	if err != nil {
 		return err
 	}

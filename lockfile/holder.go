@@ -1,3 +1,5 @@
+//go:build linux
+
 package lockfile
 
 // Finding who holds a flock, for error messages. Everything here is

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package lockfile opens lock files safely and takes flock(2) locks on them.
 //
 // It is the one place that touches lock files, for path locks, slot pools

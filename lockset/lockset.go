@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package lockset takes everything one command needs — a set of path locks
 // and one slot from each of several pools — all or nothing, through a
 // Backend. The CLI talks only to this package, so a distributed backend can

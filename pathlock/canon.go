@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package pathlock computes lock-file names that are byte-for-byte identical
 // to the ones computed by the Python 3.11 workers, which use the rule
 //

@@ -1,3 +1,5 @@
+//go:build linux
+
 package runner
 
 // Exit codes shared by withlock and cron-gate. They follow coreutils

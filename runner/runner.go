@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package runner runs the wrapped command for withlock and cron-gate: one
 // place that decides the child's process group, forwards signals, enforces a
 // timeout, reads the command's output when the wrapper keeps it, and turns

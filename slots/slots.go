@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package slots caps how many commands run at once with a pool of N slot
 // lock files, the way the Python workers do: slot files are tried in index
 // order and the first free one wins.

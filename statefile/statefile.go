@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package statefile writes small state files so that nothing is lost and
 // nothing is left behind:
 //   - Write replaces a file atomically: the new content is written to an
@@ -81,7 +83,7 @@ func tempName(name string) string {
 
 // writeTmpfile writes data to an O_TMPFILE file and renames it over name.
 func writeTmpfile(d *safeopen.Dir, name string, data []byte, o Options) error {
-	fd, err := retryFd(func() (int, error) {
+	fd, err := safeopen.IgnoringEINTRFd(func() (int, error) {
 		return unix.Openat(d.Fd(), ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(o.Perm.Perm()))
 	})
 	switch err {
@@ -99,7 +101,7 @@ func writeTmpfile(d *safeopen.Dir, name string, data []byte, o Options) error {
 	proc := "/proc/self/fd/" + strconv.Itoa(fd)
 	for try := 0; ; try++ {
 		tmp := tempName(name)
-		err := retry(func() error { return unix.Linkat(unix.AT_FDCWD, proc, d.Fd(), tmp, unix.AT_SYMLINK_FOLLOW) })
+		err := safeopen.IgnoringEINTR(func() error { return unix.Linkat(unix.AT_FDCWD, proc, d.Fd(), tmp, unix.AT_SYMLINK_FOLLOW) })
 		switch {
 		case err == unix.EEXIST && try < 8:
 			continue
@@ -113,7 +115,7 @@ func writeTmpfile(d *safeopen.Dir, name string, data []byte, o Options) error {
 		}
 		if err := d.Rename(tmp, name); err != nil {
 			d.Remove(tmp)
-			return unwrap(err)
+			return safeopen.Cause(err)
 		}
 		return nil
 	}
@@ -126,7 +128,7 @@ func writeNamed(d *safeopen.Dir, name string, data []byte, o Options) error {
 	var err error
 	for try := 0; ; try++ {
 		tmp = tempName(name)
-		fd, err = retryFd(func() (int, error) {
+		fd, err = safeopen.IgnoringEINTRFd(func() (int, error) {
 			return unix.Openat(d.Fd(), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(o.Perm.Perm()))
 		})
 		if err != unix.EEXIST || try >= 8 {
@@ -141,7 +143,7 @@ func writeNamed(d *safeopen.Dir, name string, data []byte, o Options) error {
 		err = cerr
 	}
 	if err == nil {
-		err = unwrap(d.Rename(tmp, name))
+		err = safeopen.Cause(d.Rename(tmp, name))
 	}
 	if err != nil {
 		d.Remove(tmp)
@@ -151,7 +153,7 @@ func writeNamed(d *safeopen.Dir, name string, data []byte, o Options) error {
 
 // fill sets the mode, writes data and fsyncs unless told not to.
 func fill(fd int, data []byte, o Options) error {
-	if err := retry(func() error { return unix.Fchmod(fd, uint32(o.Perm.Perm())) }); err != nil {
+	if err := safeopen.IgnoringEINTR(func() error { return unix.Fchmod(fd, uint32(o.Perm.Perm())) }); err != nil {
 		return err
 	}
 	for len(data) > 0 {
@@ -167,7 +169,7 @@ func fill(fd int, data []byte, o Options) error {
 	if o.NoSync {
 		return nil
 	}
-	if err := retry(func() error { return unix.Fsync(fd) }); err != nil {
+	if err := safeopen.IgnoringEINTR(func() error { return unix.Fsync(fd) }); err != nil {
 		return fmt.Errorf("fsync: %w", err)
 	}
 	return nil
@@ -253,7 +255,7 @@ func Update(d *safeopen.Dir, lockName, name string, max int64, o Options, fn fun
 			if errors.As(err, &fe) {
 				return err
 			}
-			return fmt.Errorf("read %s: %w", d.Join(name), unwrap(err))
+			return fmt.Errorf("read %s: %w", d.Join(name), safeopen.Cause(err))
 		}
 		data, err := fn(old)
 		if err != nil || data == nil {
@@ -261,33 +263,4 @@ func Update(d *safeopen.Dir, lockName, name string, max int64, o Options, fn fun
 		}
 		return Write(d, name, data, o)
 	})
-}
-
-func unwrap(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
-
-func retry(fn func() error) error {
-	for {
-		if err := fn(); err != unix.EINTR {
-			return err
-		}
-	}
-}
-
-func retryFd(fn func() (int, error)) (int, error) {
-	for {
-		fd, err := fn()
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
 }

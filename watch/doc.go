@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package watch is cron-gate's watchdog, `cron-gate check`: run from cron
 // every few minutes, it alerts once when a gate goes stale, fails or is no
 // longer scheduled, and once more when that clears (README, "cron-gate

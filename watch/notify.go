@@ -1,3 +1,5 @@
+//go:build linux
+
 package watch
 
 import (
@@ -15,8 +17,8 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/httppost"
 	"github.com/crongate/crongate/internal/safetext"
-	"github.com/crongate/crongate/watch/minihttp"
 )
 
 // Message is what a notifier sends: one alert or recovery. It is also the
@@ -186,16 +188,18 @@ func (c *CommandNotifier) once(ctx context.Context, argv []string, m Message) er
 }
 
 // WebhookNotifier POSTs the Message as JSON (Content-Type
-// application/json) to URL. A 2xx answer is delivered. A connection
-// error, a timeout, 408, 429 or 5xx is tried again, Retries times, after
-// Backoff, 2×Backoff...; any other answer is final.
+// application/json) to URL, through the proxy the environment names
+// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY; package httppost). A 2xx answer is
+// delivered. A connection error, a timeout, 408, 429 or 5xx is tried
+// again, Retries times, after Backoff, 2×Backoff...; any other answer is
+// final, a redirect (3xx) too: it is not followed, and the error names
+// where it points.
 type WebhookNotifier struct {
 	Name    string
 	URL     string
 	Timeout time.Duration
 	Retries int
 	Backoff time.Duration
-	Options *minihttp.Options // tests: TLS roots
 }
 
 // ID implements Notifier.
@@ -238,7 +242,7 @@ func (w *WebhookNotifier) Notify(ctx context.Context, m Message) error {
 func (w *WebhookNotifier) once(ctx context.Context, body []byte) (retry bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout())
 	defer cancel()
-	resp, err := minihttp.Post(ctx, w.URL, "application/json", body, w.Options)
+	resp, err := httppost.Post(ctx, w.URL, "application/json", body, nil)
 	if err != nil {
 		return true, fmt.Errorf("webhook %s: %v", redact(w.URL), err)
 	}

@@ -181,6 +181,30 @@ func TestWebhookRetries(t *testing.T) {
 	}
 }
 
+// A redirect is not followed: the webhook that moved gets nothing, the
+// answer is final (not retried, whatever Retries says), and the error
+// says where it pointed, so the operator can fix the URL. The alert stays
+// undelivered and is sent again at the next check.
+func TestWebhookRedirectNotFollowed(t *testing.T) {
+	moved := newHook(t)
+	var calls atomic.Int32
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.Copy(io.Discard, r.Body)
+		http.Redirect(w, r, moved.URL+"/new", http.StatusPermanentRedirect)
+	}))
+	t.Cleanup(s.Close)
+	n := &WebhookNotifier{URL: s.URL + "/old?token=x", Timeout: 5 * time.Second, Retries: 2}
+	err := n.Notify(context.Background(), testMsg)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 308 Permanent Redirect (redirect to "+moved.URL+"/new; redirects are not followed)") ||
+		strings.Contains(err.Error(), "token=x") {
+		t.Fatalf("got %v", err)
+	}
+	if calls.Load() != 1 || moved.calls.Load() != 0 {
+		t.Fatalf("%d calls, %d to where it pointed", calls.Load(), moved.calls.Load())
+	}
+}
+
 // A webhook that never answers costs its timeout per attempt, no more.
 func TestWebhookTimeout(t *testing.T) {
 	h := newHook(t, -1, -1)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package watch
 
 import (
@@ -17,6 +19,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Probe answers the watchdog's questions about the world outside the state
@@ -115,14 +118,14 @@ func cronFiles(path string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cron_d %s: %v", path, unwrap(err))
+		return nil, fmt.Errorf("cron_d %s: %v", path, safeopen.Cause(err))
 	}
 	if !fi.IsDir() {
 		return []string{path}, nil
 	}
 	ents, err := os.ReadDir(path)
 	if err != nil {
-		return nil, fmt.Errorf("cron_d %s: %v", path, unwrap(err))
+		return nil, fmt.Errorf("cron_d %s: %v", path, safeopen.Cause(err))
 	}
 	var out []string
 	for _, e := range ents {
@@ -287,10 +290,7 @@ func firstLine(b []byte) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return strings.TrimSpace(s)
+	return safetext.Cut(strings.TrimSpace(s), 200)
 }
 
 // readSmall reads a file another program keeps (a crontab in cron_d, a
@@ -306,12 +306,4 @@ func readSmall(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("is %s, not a regular file", fe.Kind)
 	}
 	return data, err
-}
-
-func unwrap(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command cron-gate-etcd is cron-gate-full with the etcd client linked in:
 // for a config with an [etcd] section, the command-line pauses live in the
 // cluster and apply to every host (package etcdpause). cron-gate and

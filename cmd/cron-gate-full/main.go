@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command cron-gate-full is cron-gate with every subcommand, kong's parser
 // and the TOML decoder (package crongatefull). cron-gate execs it for every
 // line but a run whose config is cached; it execs cron-gate-etcd in turn

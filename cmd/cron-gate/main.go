@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command cron-gate runs a cron job's command unless its gate is paused or
 // a legacy lock is held, and journals every run. See README.md.
 //

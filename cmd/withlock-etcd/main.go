@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command withlock-etcd is withlock's etcd backend: the same command line
 // and the same guarantees as withlock, with the locks held as keys in an
 // etcd cluster so that several hosts exclude each other. withlock execs it

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command withlock-full is withlock with kong's full command-line parser:
 // help, error messages and every form of the command line. withlock hands
 // it any line its fast parser declines; it can also be run directly.

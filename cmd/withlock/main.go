@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command withlock runs a command while holding per-path flock locks that
 // are byte-compatible with the user's Python workers, plus concurrency
 // slots, all or nothing. See README.md for the contract.

@@ -351,7 +351,7 @@ func (j *Journal) openOutputAppend(n, max int64) (*os.File, error) {
 		if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
 			return nil, fe
 		}
-		return nil, statedir.Cause(err)
+		return nil, safeopen.Cause(err)
 	}
 	return f, nil
 }
@@ -431,11 +431,11 @@ func (j *Journal) appendLine(line []byte, durable bool) (uint64, int64, error) {
 		}
 	}
 	if _, err := f.Write(line); err != nil {
-		return 0, 0, fmt.Errorf("journal %s: %w", p, statedir.Cause(err))
+		return 0, 0, fmt.Errorf("journal %s: %w", p, safeopen.Cause(err))
 	}
 	if durable {
 		if err := journalSync(f); err != nil {
-			return 0, 0, fmt.Errorf("journal %s: fsync: %w", p, statedir.Cause(err))
+			return 0, 0, fmt.Errorf("journal %s: fsync: %w", p, safeopen.Cause(err))
 		}
 	}
 	return st.Ino, st.Size + int64(len(line)), nil
@@ -470,7 +470,7 @@ func (j *Journal) readSummary() (*Summary, error) {
 	data, err := j.dir.ReadFile(summaryFile, maxSummaryBytes)
 	var fe *safeopen.FileError
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.As(err, &fe) {
-		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, statedir.Cause(err))
+		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, safeopen.Cause(err))
 	}
 	s := &Summary{}
 	if err == nil && json.Unmarshal(data, s) == nil && s.V == 1 &&

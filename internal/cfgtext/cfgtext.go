@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package cfgtext words the config's error messages: the "config PATH
 // line N" prefix, quoting that keeps a message on one line (package
 // safetext does the escaping), and the checks of values that both the
@@ -5,9 +7,7 @@
 package cfgtext
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -162,10 +163,4 @@ func OneLine(s string) string { return safetext.Line(s) }
 
 // UnwrapPath strips the *fs.PathError wrapper, whose op and path the
 // caller's message already gives.
-func UnwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
+func UnwrapPath(err error) error { return safeopen.Cause(err) }

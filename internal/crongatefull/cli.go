@@ -1,3 +1,5 @@
+//go:build linux
+
 package crongatefull
 
 import (
@@ -104,12 +106,17 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-// parsed is the outcome of parsing: the kong command path and the CLI.
+// parsed is the outcome of parsing: the CLI, the command after "--", and
+// how to run the selected command: kong's ctx.Run, which calls its Run
+// method (commands.go), or on the fast path RunCmd.Run itself.
 type parsed struct {
 	CLI
-	cmd     string // "run", "pause", "resume", "status", "edit", ...
 	command []string
+	run     func(e *env) error
 }
+
+// checker is a command whose arguments need a check kong cannot make.
+type checker interface{ check(command []string) error }
 
 // parse parses args. A command line with "--" is a run; the common run
 // forms are parsed without kong (see fastParse), the rest by kong.
@@ -119,8 +126,8 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 	if isRun {
 		p.command = command
 		if fastParse(flagArgs, &p.CLI) {
-			p.cmd = "run"
-			return &p, p.validate()
+			p.run = p.CLI.Run.Run
+			return &p, p.Run.check(p.command)
 		}
 		flagArgs = append([]string{"run"}, flagArgs...)
 	}
@@ -152,21 +159,28 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 		}
 		return nil, err
 	}
-	p.cmd = strings.Fields(ctx.Command())[0]
-	return &p, p.validate()
+	p.run = func(e *env) error { return ctx.Run(e) }
+	if sel := ctx.Selected(); sel != nil {
+		if c, ok := sel.Target.Addr().Interface().(checker); ok {
+			return &p, c.check(p.command)
+		}
+	}
+	return &p, nil
 }
 
-func (p *parsed) validate() error {
-	switch p.cmd {
-	case "run":
-		ra := crongatecli.RunArgs{Timeout: p.Run.Timeout, KillAfter: p.Run.KillAfter}
-		if msg := ra.Check(p.command); msg != "" {
-			return usageError{msg}
-		}
-	case "pause":
-		if p.Pause.For < 0 {
-			return usageError{fmt.Sprintf("--for %v is negative", p.Pause.For)}
-		}
+// check checks the command after "--" and the durations.
+func (c *RunCmd) check(command []string) error {
+	ra := crongatecli.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter}
+	if msg := ra.Check(command); msg != "" {
+		return usageError{msg}
+	}
+	return nil
+}
+
+// check refuses a negative --for.
+func (c *PauseCmd) check([]string) error {
+	if c.For < 0 {
+		return usageError{fmt.Sprintf("--for %v is negative", c.For)}
 	}
 	return nil
 }

@@ -117,3 +117,21 @@ func FuzzParseUntil(f *testing.F) {
 		}
 	})
 }
+
+// Every subcommand is run by kong's ctx.Run through its Run method: one
+// without would fail only when someone types it.
+func TestEveryCommandRuns(t *testing.T) {
+	var c CLI
+	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars{"config": "/c.toml", "version": "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Model.Children) < 8 {
+		t.Fatalf("%d commands", len(k.Model.Children))
+	}
+	for _, n := range k.Model.Children {
+		if _, ok := n.Target.Addr().Interface().(interface{ Run(*env) error }); !ok {
+			t.Errorf("command %s has no Run(*env) error method", n.Name)
+		}
+	}
+}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package crongatefull
 
 // `cron-gate edit`: visudo for the config. The file handling (lock, stable

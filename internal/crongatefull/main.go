@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package crongatefull is cron-gate with every subcommand, kong's parser
 // and the TOML decoder: the binaries cron-gate-full, and cron-gate-etcd
 // (the same with the etcd client, for configs with shared pauses).
@@ -17,7 +19,6 @@ import (
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/gateconf"
-	"github.com/crongate/crongate/hcping"
 	"github.com/crongate/crongate/internal/crongatecli"
 	"github.com/crongate/crongate/internal/pausectl"
 	"github.com/crongate/crongate/internal/sibling"
@@ -75,60 +76,20 @@ func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) 
 		return runner.ExitFailure, true
 	}
 	out.Quiet, out.Verbose = p.Quiet, p.Verbose
-	if p.cmd == "edit" {
-		// Before the config is loaded for the others: a broken config is
-		// edited to be fixed, and an [etcd] section needs no cluster here.
-		return editConfig(p.Config, out, sigs), true
+	e := &env{cli: &p.CLI, command: p.command, open: open, out: out, sigs: sigs}
+	defer e.close()
+	err = p.run(e)
+	if ec, ok := errors.AsType[exitCode](err); ok {
+		return int(ec), true
 	}
-	name := ""
-	if p.cmd == "run" {
-		name = p.Run.Name
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, errHandOff):
+		return 0, false
 	}
-	cfg, cfgErr := loadConfig(p.Config, name)
-	var ps gate.Pauses // the shared store, with [etcd], for every subcommand
-	if cfg != nil && cfg.Etcd.Set() {
-		if open == nil {
-			return 0, false
-		}
-		s, closeFn, err := open(cfg)
-		if err != nil {
-			cfg, cfgErr = nil, fmt.Errorf("config %s: [etcd]: %v", cfg.Path, err)
-		} else {
-			defer closeFn()
-			ps.Shared = s
-		}
-	}
-	if p.cmd == "run" {
-		return gate.Run(gate.Invocation{
-			Gate: p.Run.Name, Argv: p.command, Config: cfg, ConfigErr: cfgErr, Pauses: ps,
-			Timeout: p.Run.Timeout, KillAfter: p.Run.KillAfter, Out: out, Sigs: sigs,
-			Observer: hcping.New,
-		}), true
-	}
-	if cfgErr != nil {
-		out.Errorf("%v", cfgErr)
-		return runner.ExitFailure, true
-	}
-	switch p.cmd {
-	case "pause":
-		code = pause(cfg, ps, &p.Pause, out)
-	case "resume":
-		code = resume(cfg, ps, p.Resume.Name, out)
-	case "status":
-		code = status(cfg, ps, &p.Status, out)
-	case "check":
-		// check and serve handle signals themselves (check saves what it
-		// delivered and exits 128+N, serve stops gracefully and exits 0):
-		// signals go to sigs from now on, not to runner's guard.
-		runner.Disarm()
-		code = check(cfg, ps, &p.Check, out, sigs)
-	case "metrics":
-		code = metrics(cfg, ps, out)
-	case "serve":
-		runner.Disarm()
-		code = serve(p.Config, cfg, ps, &p.Serve, out, sigs)
-	}
-	return code, true
+	out.Errorf("%v", err)
+	return runner.ExitFailure, true
 }
 
 // loadConfig loads --config, else $CRON_GATE_CONFIG (kong or fastParse put

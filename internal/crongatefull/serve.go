@@ -1,3 +1,5 @@
+//go:build linux
+
 package crongatefull
 
 import (
@@ -148,10 +150,7 @@ func serveToken(cfg *gate.Config) (string, error) {
 		if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
 			return "", fmt.Errorf("token_file %w", fe)
 		}
-		if pe, ok := errors.AsType[*fs.PathError](err); ok {
-			err = pe.Err
-		}
-		return "", fmt.Errorf("token_file %s: %v", f, err)
+		return "", fmt.Errorf("token_file %s: %v", f, safeopen.Cause(err))
 	}
 	if st.Mode&0o077 != 0 {
 		return "", fmt.Errorf("token_file %s has mode %04o: a token others can read is no secret; chmod 600 it", f, st.Mode&0o777)

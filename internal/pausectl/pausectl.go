@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package pausectl pauses and resumes gates: the one implementation shared
 // by `cron-gate pause/resume` and the dashboard's buttons. Both are safe
 // to call concurrently from any number of processes: the pauses file is

@@ -1,3 +1,5 @@
+//go:build linux
+
 package safeopen
 
 import (
@@ -73,20 +75,20 @@ const openFlags = unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLO
 func (d *Dir) openIn(name string, flag int, perm uint32) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
 	shown := d.Join(name)
-	fd, err := retryFd(func() (int, error) { return unix.Openat(d.fd, name, flag|openFlags, perm) })
+	fd, err := IgnoringEINTRFd(func() (int, error) { return unix.Openat(d.fd, name, flag|openFlags, perm) })
 	if err != nil {
 		switch err {
 		case unix.ELOOP, unix.ENXIO, unix.EISDIR, unix.ENODEV, unix.ETXTBSY:
 			// A symlink (O_NOFOLLOW), a socket, a directory opened
 			// for writing, a device without a driver: say which.
-			if retry(func() error { return unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }) == nil &&
+			if IgnoringEINTR(func() error { return unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }) == nil &&
 				st.Mode&unix.S_IFMT != unix.S_IFREG {
 				return -1, st, notRegular(shown, st.Mode)
 			}
 		}
 		return -1, st, &fs.PathError{Op: "open", Path: shown, Err: err}
 	}
-	if err := retry(func() error { return unix.Fstat(fd, &st) }); err != nil {
+	if err := IgnoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		unix.Close(fd)
 		return -1, st, &fs.PathError{Op: "fstat", Path: shown, Err: err}
 	}
@@ -172,20 +174,20 @@ func openOutside(path string, follow, fifo bool) (int, unix.Stat_t, error) {
 		stat = func() error { return unix.Lstat(path, &st) }
 		flags |= unix.O_NOFOLLOW
 	}
-	if err := retry(stat); err != nil {
+	if err := IgnoringEINTR(stat); err != nil {
 		return -1, st, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if !ok(st.Mode) {
 		return -1, st, notRegular(path, st.Mode)
 	}
-	fd, err := retryFd(func() (int, error) { return unix.Open(path, flags, 0) })
+	fd, err := IgnoringEINTRFd(func() (int, error) { return unix.Open(path, flags, 0) })
 	if err != nil {
 		if err == unix.ELOOP && !follow {
 			return -1, st, notRegular(path, unix.S_IFLNK)
 		}
 		return -1, st, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	if err := retry(func() error { return unix.Fstat(fd, &st) }); err != nil {
+	if err := IgnoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		unix.Close(fd)
 		return -1, st, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}

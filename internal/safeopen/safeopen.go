@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package safeopen opens the directories and files that another local user
 // may be able to tamper with — lock dirs, slot-file dirs, the state dir
 // and the config cache (any of which may sit in world-writable /tmp or
@@ -157,7 +159,7 @@ func OpenDir(path string, o DirOptions) (*Dir, error) {
 	if abs {
 		start, shown = "/", "/"
 	}
-	fd, err := retryFd(func() (int, error) { return unix.Open(start, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	fd, err := IgnoringEINTRFd(func() (int, error) { return unix.Open(start, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
 	if err != nil {
 		return nil, w.errorf(err, "%s %s: cannot open %s: %v", o.what(), path, start, err)
 	}
@@ -186,7 +188,7 @@ func (d *Dir) OpenDir(sub string, o DirOptions) (*Dir, error) {
 	if sub == "" || strings.IndexByte(sub, 0) >= 0 || sub[0] == '/' {
 		return nil, fmt.Errorf("%s %q: not a relative path", o.what(), path)
 	}
-	fd, err := retryFd(func() (int, error) { return unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0) })
+	fd, err := IgnoringEINTRFd(func() (int, error) { return unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0) })
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", o.what(), path, err)
 	}
@@ -232,7 +234,7 @@ func (w *walker) walk(cur int, shown, rel string) (int, error) {
 		comps = comps[1:]
 		last := len(comps) == 0
 		if c == ".." {
-			up, err := retryFd(func() (int, error) {
+			up, err := IgnoringEINTRFd(func() (int, error) {
 				return unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			})
 			if err != nil {
@@ -270,7 +272,7 @@ func (w *walker) walk(cur int, shown, rel string) (int, error) {
 			}
 			comps = append(split(target), comps...)
 			if target[0] == '/' {
-				root, err := retryFd(func() (int, error) { return unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+				root, err := IgnoringEINTRFd(func() (int, error) { return unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
 				unix.Close(cur)
 				if err != nil {
 					return -1, w.errorf(err, "%s %s: cannot open /: %v", w.o.what(), w.path, err)
@@ -305,13 +307,13 @@ func (w *walker) walk(cur int, shown, rel string) (int, error) {
 func (w *walker) component(cur int, name, shown string) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
 	open := func() (int, error) {
-		return retryFd(func() (int, error) {
+		return IgnoringEINTRFd(func() (int, error) {
 			return unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		})
 	}
 	fd, err := open()
 	if err == unix.ENOENT && w.o.Create {
-		mkErr := retry(func() error { return unix.Mkdirat(cur, name, w.o.Mode) })
+		mkErr := IgnoringEINTR(func() error { return unix.Mkdirat(cur, name, w.o.Mode) })
 		if mkErr != nil && mkErr != unix.EEXIST {
 			return -1, st, w.errorf(mkErr, "%s %s: cannot create %s: %v", w.o.what(), w.path, shown, mkErr)
 		}
@@ -324,7 +326,7 @@ func (w *walker) component(cur int, name, shown string) (int, unix.Stat_t, error
 		}
 		return -1, st, w.errorf(err, "%s %s: %v", w.o.what(), w.path, err)
 	}
-	if err := retry(func() error { return unix.Fstat(fd, &st) }); err != nil {
+	if err := IgnoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		unix.Close(fd)
 		return -1, st, w.errorf(err, "%s %s: %s: %v", w.o.what(), w.path, shown, err)
 	}
@@ -372,7 +374,7 @@ func (w *walker) trusted(uid uint32) bool { return uid == 0 || uid == w.uid }
 
 func (w *walker) checkFd(fd int, shown string, final bool) error {
 	var st unix.Stat_t
-	if err := retry(func() error { return unix.Fstat(fd, &st) }); err != nil {
+	if err := IgnoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		return w.errorf(err, "%s %s: %s: %v", w.o.what(), w.path, shown, err)
 	}
 	return w.check(&st, shown, final)
@@ -412,7 +414,7 @@ func (w *walker) check(st *unix.Stat_t, shown string, final bool) error {
 // up to the root: a relative path is only as safe as they are.
 func (w *walker) checkUpward(fd int) error {
 	var st unix.Stat_t
-	if err := retry(func() error { return unix.Fstat(fd, &st) }); err != nil {
+	if err := IgnoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		return w.errorf(err, "%s %s: working directory: %v", w.o.what(), w.path, err)
 	}
 	cur := fd
@@ -422,14 +424,14 @@ func (w *walker) checkUpward(fd int) error {
 		}
 	}()
 	for level := 1; level < 4096; level++ {
-		up, err := retryFd(func() (int, error) {
+		up, err := IgnoringEINTRFd(func() (int, error) {
 			return unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		})
 		if err != nil {
 			return w.errorf(err, "%s %s: an ancestor of the working directory: %v", w.o.what(), w.path, err)
 		}
 		var ust unix.Stat_t
-		if err := retry(func() error { return unix.Fstat(up, &ust) }); err != nil {
+		if err := IgnoringEINTR(func() error { return unix.Fstat(up, &ust) }); err != nil {
 			unix.Close(up)
 			return w.errorf(err, "%s %s: an ancestor of the working directory: %v", w.o.what(), w.path, err)
 		}
@@ -471,7 +473,11 @@ func split(p string) []string {
 	return out
 }
 
-func retry(fn func() error) error {
+// IgnoringEINTR calls fn until it fails with something other than EINTR
+// (a signal arriving during a blocking system call; Go installs its
+// handlers with SA_RESTART, but not every call is restarted) and returns
+// that.
+func IgnoringEINTR(fn func() error) error {
 	for {
 		if err := fn(); err != unix.EINTR {
 			return err
@@ -479,7 +485,8 @@ func retry(fn func() error) error {
 	}
 }
 
-func retryFd(fn func() (int, error)) (int, error) {
+// IgnoringEINTRFd is IgnoringEINTR for a call that returns a descriptor.
+func IgnoringEINTRFd(fn func() (int, error)) (int, error) {
 	for {
 		fd, err := fn()
 		if err != unix.EINTR {
@@ -491,7 +498,7 @@ func retryFd(fn func() (int, error)) (int, error) {
 // Stat returns what name in d is, without following a symlink.
 func (d *Dir) Stat(name string) (unix.Stat_t, error) {
 	var st unix.Stat_t
-	err := retry(func() error { return unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
+	err := IgnoringEINTR(func() error { return unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
 	if err != nil {
 		return st, &fs.PathError{Op: "stat", Path: d.Join(name), Err: err}
 	}
@@ -500,7 +507,7 @@ func (d *Dir) Stat(name string) (unix.Stat_t, error) {
 
 // Rename renames old to new, both in d (renameat).
 func (d *Dir) Rename(old, new string) error {
-	if err := retry(func() error { return unix.Renameat(d.fd, old, d.fd, new) }); err != nil {
+	if err := IgnoringEINTR(func() error { return unix.Renameat(d.fd, old, d.fd, new) }); err != nil {
 		return &os.LinkError{Op: "rename", Old: d.Join(old), New: d.Join(new), Err: err}
 	}
 	return nil
@@ -509,7 +516,7 @@ func (d *Dir) Rename(old, new string) error {
 // Remove removes the file name from d (unlinkat). It never removes a
 // directory.
 func (d *Dir) Remove(name string) error {
-	if err := retry(func() error { return unix.Unlinkat(d.fd, name, 0) }); err != nil {
+	if err := IgnoringEINTR(func() error { return unix.Unlinkat(d.fd, name, 0) }); err != nil {
 		return &fs.PathError{Op: "remove", Path: d.Join(name), Err: err}
 	}
 	return nil
@@ -518,7 +525,7 @@ func (d *Dir) Remove(name string) error {
 // readable opens d itself for reading (getdents, fsync need a real
 // descriptor); the caller closes it.
 func (d *Dir) readable() (int, error) {
-	return retryFd(func() (int, error) {
+	return IgnoringEINTRFd(func() (int, error) {
 		return unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	})
 }
@@ -530,7 +537,7 @@ func (d *Dir) Sync() error {
 		return &fs.PathError{Op: "fsync", Path: d.Path, Err: err}
 	}
 	defer unix.Close(fd)
-	if err := retry(func() error { return unix.Fsync(fd) }); err != nil && err != unix.EINVAL {
+	if err := IgnoringEINTR(func() error { return unix.Fsync(fd) }); err != nil && err != unix.EINVAL {
 		return &fs.PathError{Op: "fsync", Path: d.Path, Err: err}
 	}
 	return nil

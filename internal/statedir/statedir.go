@@ -48,15 +48,6 @@ func OpenToRead(path string) (*safeopen.Dir, error) {
 	return safeopen.OpenDir(path, Options(false, true))
 }
 
-// Cause is err without the path a *fs.PathError adds: for messages that
-// name the file already.
-func Cause(err error) error {
-	if pe, ok := errors.AsType[*fs.PathError](err); ok {
-		return pe.Err
-	}
-	return err
-}
-
 // FileErr words an error about the state file at path, "WHAT PATH: cause"
 // (what is, e.g., "journal"); a *safeopen.FileError (not a regular file,
 // too large) names the file itself.
@@ -64,5 +55,5 @@ func FileErr(what, path string, err error) error {
 	if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
 		return fmt.Errorf("%s %w", what, fe)
 	}
-	return fmt.Errorf("%s %s: %w", what, path, Cause(err))
+	return fmt.Errorf("%s %s: %w", what, path, safeopen.Cause(err))
 }

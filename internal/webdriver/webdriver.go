@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // The Debian packages' paths.
@@ -229,19 +231,12 @@ func (d *Driver) Try(method, path string, body any, out any) error {
 		return fmt.Errorf("webdriver %s %s: %d %s", method, path, res.StatusCode, tail(data, 500))
 	}
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("webdriver %s %s: %d %s", method, path, res.StatusCode, short(string(env.Value), 500))
+		return fmt.Errorf("webdriver %s %s: %d %s", method, path, res.StatusCode, safetext.Cut(string(env.Value), 500))
 	}
 	if out != nil {
 		return json.Unmarshal(env.Value, out)
 	}
 	return nil
-}
-
-func short(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // Open navigates to url and returns when the page has loaded.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package withlockcmd is the withlock command: its options, the fast
 // parser, and Run. Two binaries share it: withlock, the one cron runs on
 // every tick, which parses the common command lines itself and links no
@@ -12,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -214,10 +215,7 @@ func readPaths(name string, null bool) ([]string, error) {
 			if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
 				return nil, fmt.Errorf("--paths-from: %s is %s; give a regular file, a pipe, or - for stdin", name, fe.Kind)
 			}
-			if pe, ok := errors.AsType[*fs.PathError](err); ok {
-				err = pe.Err
-			}
-			return nil, fmt.Errorf("--paths-from: %s: %w", name, err)
+			return nil, fmt.Errorf("--paths-from: %s: %w", name, safeopen.Cause(err))
 		}
 		defer f.Close()
 		r = f

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package withlockkong parses withlock's command line with kong: help,
 // error messages and every form of the line. withlock-full and
 // withlock-etcd use it; the per-tick withlock binary does not link it

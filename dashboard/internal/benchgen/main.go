@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command benchgen writes what dashboard/bench.sh serves with the real
 // `cron-gate serve`: a state dir of many declared gates with journals
 // (package benchstate), their config file and their crontab. It prints the

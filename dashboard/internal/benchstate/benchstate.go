@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package benchstate writes a realistic state dir for the dashboard's
 // benchmarks: many declared gates, each with a journal of start and end
 // records checkpointed as cron-gate leaves it, and a crontab running them.

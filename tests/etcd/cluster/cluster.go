@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package cluster runs a real etcd cluster on loopback for the etcd tests
 // and benchmarks: one etcd process per member (so that a member can be
 // killed with SIGKILL or frozen with SIGSTOP like a crashed or partitioned

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command etcdbench measures the etcd backend against a 3-member loopback
 // cluster it starts itself, next to the two usual ways of locking with
 // etcd, in the same run: `etcdctl lock` and the client's concurrency.Mutex

@@ -1,0 +1,112 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/crongate/crongate/tests/testbin"
+)
+
+// forbiddenDeps is what each binary must not link, by import path or
+// import path prefix (ending in "/"). The lean binaries are what cron and
+// the workers run on every call: what they leave out is start-up time
+// saved on each one (README, "cron-gate: start-up cost").
+var forbiddenDeps = map[string][]string{
+	// No CLI library, no TOML decoder, no network code at all, no etcd.
+	"./cmd/cron-gate": {"net", "net/http", "crypto/tls", "github.com/alecthomas/kong", "github.com/BurntSushi/toml", "go.etcd.io/", "google.golang.org/grpc"},
+	"./cmd/withlock":  {"net", "net/http", "crypto/tls", "github.com/alecthomas/kong", "github.com/BurntSushi/toml", "go.etcd.io/", "google.golang.org/grpc"},
+	// The full binaries link their libraries but no etcd client: a config
+	// or a backend that needs one is handed to the -etcd binary.
+	"./cmd/withlock-full":  {"net/http", "go.etcd.io/", "google.golang.org/grpc"},
+	"./cmd/cron-gate-full": {"go.etcd.io/", "google.golang.org/grpc"},
+}
+
+// TestLeanBinariesDeps fails when a binary links what it must not (go list
+// -deps: every package linked into it).
+func TestLeanBinariesDeps(t *testing.T) {
+	for pkg, bad := range forbiddenDeps {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = testbin.Module()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		for _, b := range bad {
+			var hits []string
+			for _, dep := range deps {
+				if dep == b || strings.HasSuffix(b, "/") && strings.HasPrefix(dep, b) {
+					hits = append(hits, dep)
+				}
+			}
+			if len(hits) > 0 {
+				t.Errorf("%s links %s (%d packages: %s); see go list -deps %s", pkg, b, len(hits), strings.Join(hits[:min(3, len(hits))], " "), pkg)
+			}
+		}
+	}
+}
+
+// TestPackageDocs fails when a package's doc comment is not one go doc
+// shows: it must sit directly above the package clause of one file (a
+// blank line between them, or a comment after the clause, hides it).
+func TestPackageDocs(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{len .GoFiles}} {{if .Doc}}doc{{end}}", "./...")
+	cmd.Dir = testbin.Module()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		// Packages of test files only have their doc in a _test.go file.
+		if len(f) == 2 && f[1] != "0" {
+			t.Errorf("package %s has no doc comment go doc shows", f[0])
+		}
+	}
+}
+
+// linuxOnly is the identifier cmd/*/other_os.go refers to and no file
+// defines: a build for another OS stops at it.
+const linuxOnly = "undefined: cron_gate_and_withlock_build_on_linux_only"
+
+// TestOtherOSBuildFails: the code is Linux-only, and a build for another
+// OS says so in one line per binary instead of pages of type errors: the
+// Linux-only packages carry //go:build linux, the binaries a !linux file
+// that names the reason. Building ./... for darwin also catches a new
+// file or package that lacks the constraint (an import of a Linux-only
+// package, or a type error, from a file built there).
+func TestOtherOSBuildFails(t *testing.T) {
+	for _, c := range []struct {
+		goos string
+		pkgs []string
+		n    int // binaries that must fail
+	}{
+		{"darwin", []string{"./cmd/withlock"}, 1},
+		{"darwin", []string{"./..."}, 6},
+	} {
+		cmd := exec.Command("go", "build", "-o", t.TempDir(), "--")
+		cmd.Args = append(cmd.Args, c.pkgs...)
+		cmd.Dir = testbin.Module()
+		cmd.Env = append(os.Environ(), "GOOS="+c.goos, "GOARCH=amd64", "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("GOOS=%s go build %s succeeded", c.goos, strings.Join(c.pkgs, " "))
+			continue
+		}
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			switch {
+			case strings.HasPrefix(line, "# github.com/crongate/crongate/cmd/"):
+			case strings.HasSuffix(line, linuxOnly) && strings.HasPrefix(line, "cmd/"):
+				n++
+			default:
+				t.Errorf("GOOS=%s go build %s: unexpected line %q", c.goos, strings.Join(c.pkgs, " "), line)
+			}
+		}
+		if n != c.n {
+			t.Errorf("GOOS=%s go build %s: %d binaries refused with %q, want %d:\n%s", c.goos, strings.Join(c.pkgs, " "), n, linuxOnly, c.n, out)
+		}
+	}
+}
