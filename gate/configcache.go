@@ -135,7 +135,7 @@ func readCacheEntry(d *safeopen.Dir, file, key, path string) *Config {
 		return nil
 	}
 	cfg := e.config(path)
-	if cfg.Validate() != nil {
+	if cfg.validateRun() != nil { // Validate, for what an entry holds
 		return nil
 	}
 	return cfg
