@@ -1,7 +1,9 @@
 package gate
 
 import (
+	"flag"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -10,6 +12,65 @@ import (
 	"testing"
 	"time"
 )
+
+var update = flag.Bool("update", false, "rewrite the README's generated config key tables")
+
+const (
+	readmeKeysBegin = "<!-- config keys: generated from gate/keys.go by `go test ./gate -run TestREADMEConfigKeys -update`; do not edit -->"
+	readmeKeysEnd   = "<!-- end of config keys -->"
+)
+
+// readmeKeys renders KeyDocs as the README's key tables, one per table.
+func readmeKeys() string {
+	var b strings.Builder
+	table := "-"
+	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	for _, k := range KeyDocs() {
+		if k.Table != table {
+			table = k.Table
+			switch table {
+			case "":
+				b.WriteString("\nTop level:\n")
+			default:
+				b.WriteString("\n`[" + table + "]`:\n")
+			}
+			b.WriteString("\n| key | type | default | meaning |\n|---|---|---|---|\n")
+		}
+		def := k.Note
+		if k.Default != "" {
+			def = strings.TrimSpace("`" + k.Default + "` " + k.Note)
+		}
+		b.WriteString("| `" + k.Name + "` | " + cell(k.Type) + " | " + cell(def) + " | " + cell(k.Doc) + " |\n")
+	}
+	return b.String()
+}
+
+// The README's key tables are the table of keys: every key, its type and
+// range, its default and its meaning, written once in keys.go. Run with
+// -update after changing a key.
+func TestREADMEConfigKeys(t *testing.T) {
+	const path = "../README.md"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	i, j := strings.Index(s, readmeKeysBegin), strings.Index(s, readmeKeysEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s: no block between %q and %q", path, readmeKeysBegin, readmeKeysEnd)
+	}
+	i += len(readmeKeysBegin)
+	want := readmeKeys() + "\n"
+	if s[i:j] == want {
+		return
+	}
+	if !*update {
+		t.Fatalf("%s: the config key tables differ from gate/keys.go; run go test ./gate -run TestREADMEConfigKeys -update\n--- want\n%s", path, want)
+	}
+	if err := os.WriteFile(path, []byte(s[:i]+want+s[j:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // Every key of every table is in the docs, with a line of doc; every
 // table's keys are unique.
