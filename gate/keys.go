@@ -52,15 +52,14 @@ const (
 // Value is a key's value in the one form the checks read: the field of
 // its kind is set (S for the string kinds and, for a duration, the text
 // it was written as; N for KindInt; F for KindNumber; B; D; L for the
-// array kinds). Line is the key's line in the file (0 when built in code).
+// array kinds).
 type Value struct {
-	S    string
-	N    int64
-	F    float64
-	B    bool
-	D    time.Duration
-	L    []string
-	Line int
+	S string
+	N int64
+	F float64
+	B bool
+	D time.Duration
+	L []string
 }
 
 // Spec is what is known of a key apart from where it lives in a Config.
@@ -402,7 +401,7 @@ var GateTable = Table[GateConfig]{
 	Keys: []Key[GateConfig]{
 		{Spec: Spec{Name: "paused", Kind: KindBool, Doc: "the gate does not run its command; only `cron-gate resume` or an edit lifts it"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{B: g.Paused}, g.Paused },
-			Set: func(g *GateConfig, v Value) { g.Paused, g.PausedLine = v.B, v.Line }},
+			Set: func(g *GateConfig, v Value) { g.Paused = v.B }}, // the decoder sets PausedLine
 		{Spec: Spec{Name: "reason", Kind: KindString, Check: reasonCheck, Doc: "why it is paused, for people (one line)"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.Reason}, g.Reason != "" },
 			Set: func(g *GateConfig, v Value) { g.Reason = v.S }},
