@@ -42,8 +42,8 @@ import (
 )
 
 // DefaultListen is the address Serve listens on when Options.Listen is
-// empty: loopback only.
-const DefaultListen = "127.0.0.1:8371"
+// empty: loopback only ([serve] listen's default, gate's table of keys).
+const DefaultListen = gate.DefaultServeListen
 
 // MinTokenLen is the shortest auth token accepted, in bytes.
 const MinTokenLen = 16

@@ -67,14 +67,14 @@ import (
 
 // Defaults.
 const (
-	DefaultPrefix      = "/cron-gate"
+	DefaultPrefix      = gate.DefaultEtcdPrefix
 	DefaultEndpoint    = "http://127.0.0.1:2379"
 	DefaultDialTimeout = 2 * time.Second
 	// DefaultTimeout bounds one call, retries included. A run that cannot
 	// read its pause within it is skipped (coordinator_down): a leader
 	// election (1-2 s with etcd's defaults) fits, a dead cluster does not
 	// hold a cron tick for long.
-	DefaultTimeout = 5 * time.Second
+	DefaultTimeout = gate.DefaultEtcdTimeout
 	// AttemptTimeout bounds one request, so that a request stuck on a dead
 	// or frozen member is sent again (to another member) in time.
 	AttemptTimeout = 1500 * time.Millisecond

@@ -2,15 +2,17 @@
 
 package gate
 
-// The configuration: its types, defaults and invariants (Validate). The
-// TOML file is decoded by package gateconf, which links the TOML library;
-// this package does not, so that cron-gate's per-tick binary stays lean.
+// The configuration: its types, defaults and invariants (Validate, which
+// applies the table of keys in keys.go). The TOML file is decoded by
+// package gateconf, which links the TOML library; this package does not,
+// so that cron-gate's per-tick binary stays lean.
 
 import (
 	"errors"
 	"fmt"
-	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/crongate/crongate/internal/cfgtext"
@@ -141,19 +143,26 @@ func (c CheckConfig) ResumeGraceOr() time.Duration {
 	return c.ResumeGrace
 }
 
-// CrontabCommandOr returns crontab_command or its default; an empty result
-// means the crontab is not read.
+// The defaults of crontab_command and systemctl_command; the accessors
+// return copies.
+var (
+	defaultCrontabCommand   = []string{"crontab", "-l"}
+	defaultSystemctlCommand = []string{"systemctl"}
+)
+
+// CrontabCommandOr returns crontab_command or (a copy of) its default; an
+// empty result means the crontab is not read.
 func (c CheckConfig) CrontabCommandOr() []string {
 	if c.CrontabCommand == nil {
-		return []string{"crontab", "-l"}
+		return slices.Clone(defaultCrontabCommand)
 	}
 	return c.CrontabCommand
 }
 
-// SystemctlCommandOr returns systemctl_command or its default.
+// SystemctlCommandOr returns systemctl_command or (a copy of) its default.
 func (c CheckConfig) SystemctlCommandOr() []string {
 	if c.SystemctlCommand == nil {
-		return []string{"systemctl"}
+		return slices.Clone(defaultSystemctlCommand)
 	}
 	return c.SystemctlCommand
 }
@@ -195,24 +204,39 @@ func DefaultConfig() *Config {
 	}
 }
 
-// Validate checks the invariants that gateconf.Load and gateconf.Parse guarantee (see Config
-// and GateConfig), for a Config built or changed in code. Its error is a
-// single line starting with "config ".
+// Validate checks the invariants that gateconf.Load and gateconf.Parse
+// guarantee (see Config and GateConfig), for a Config built or changed in
+// code: every set key passes the checks of the table of keys (keys.go) that
+// the decoder applies, as do the rules between keys; gate names pass
+// CheckName. Its error is a single line starting with "config ".
 func (c *Config) Validate() error {
+	if err := c.validateRun(); err != nil {
+		return err
+	}
+	if key, msg, isBad := CheckTable.check(&c.Check); isBad {
+		return c.bad(CheckTable.Name, key, msg)
+	}
+	for i := range c.Notify {
+		if key, msg, isBad := NotifyTable.check(&c.Notify[i]); isBad {
+			return c.bad("notify["+strconv.Itoa(i)+"]", key, msg)
+		}
+	}
+	if key, msg, isBad := ServeTable.check(&c.Serve); isBad {
+		return c.bad(ServeTable.Name, key, msg)
+	}
+	return nil
+}
+
+// validateRun is Validate for what a run reads, and all that a cache entry
+// holds: the top level, the gates and [etcd]. The run path (a cache hit)
+// calls it instead of Validate, so that cron-gate's lean binary does not
+// link the checks of the other tables.
+func (c *Config) validateRun() error {
 	if c == nil {
 		return errors.New("config: no configuration (nil); load one with gateconf.Load")
 	}
-	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("%s: %s: %s", cfgtext.Where(c.Path, 0), key, fmt.Sprintf(format, args...))
-	}
-	if msg := cfgtext.CheckAbs(c.StateDir); c.StateDir != "" && msg != "" {
-		return bad("state_dir", "%s", msg)
-	}
-	if c.SkipCode < 0 || c.SkipCode > 255 {
-		return bad("skip_code", "%d is out of range; use 0 to 255", c.SkipCode)
-	}
-	if c.History < MinHistory || c.History > MaxHistory {
-		return bad("history", "%d is out of range; use %d to %d", c.History, MinHistory, MaxHistory)
+	if key, msg, isBad := TopTable.check(c); isBad {
+		return c.bad("", key, msg)
 	}
 	if c.Gates == nil {
 		return fmt.Errorf("%s: Gates is nil; use an empty map", cfgtext.Where(c.Path, 0))
@@ -223,135 +247,34 @@ func (c *Config) Validate() error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		g := c.Gates[name]
-		k := cfgtext.Key("gates", name)
-		if err := CheckName(name); err != nil {
-			return bad(k, "%s", err)
+		g, k := c.Gates[name], cfgtext.Key("gates", name)
+		switch err := CheckName(name); {
+		case err != nil:
+			return c.bad(k, "", err.Error())
+		case g == nil:
+			return c.bad(k, "", "is nil; remove it or give it a GateConfig")
+		case g.Name != name:
+			return c.bad(k, "", fmt.Sprintf("Name is %q, want %q", g.Name, name))
 		}
-		if g == nil {
-			return bad(k, "is nil; remove it or give it a GateConfig")
-		}
-		if g.Name != name {
-			return bad(k, "Name is %q, want %q", g.Name, name)
-		}
-		for i, l := range g.LegacyLocks {
-			if msg := cfgtext.CheckAbs(l); msg != "" {
-				return bad(fmt.Sprintf("%s.legacy_locks[%d]", k, i), "%s", msg)
-			}
-		}
-		for i, l := range g.LegacyPidfiles {
-			if msg := cfgtext.CheckAbs(l); msg != "" {
-				return bad(fmt.Sprintf("%s.legacy_pidfiles[%d]", k, i), "%s", msg)
-			}
-		}
-		if g.Interval < 0 {
-			return bad(k+".interval", "%s is negative; use a positive duration or 0 for none", g.Interval)
-		}
-		if g.SkipCode != nil && (*g.SkipCode < 0 || *g.SkipCode > 255) {
-			return bad(k+".skip_code", "%d is out of range; use 0 to 255", *g.SkipCode)
-		}
-		if g.History != 0 && (g.History < MinHistory || g.History > MaxHistory) {
-			return bad(k+".history", "%d is out of range; use %d to %d, or 0 for the global history", g.History, MinHistory, MaxHistory)
-		}
-		if g.LogMaxBytes != 0 && g.LogMaxBytes < MinLogMaxBytes {
-			return bad(k+".log_max_bytes", "%d is too small; use at least %d", g.LogMaxBytes, MinLogMaxBytes)
-		}
-		if g.LogOutput && g.LogMaxBytes == 0 {
-			return bad(k+".log_max_bytes", "is 0 while log_output is true; use at least %d", MinLogMaxBytes)
-		}
-		if err := CheckReason(g.Reason); err != nil {
-			return bad(k+".reason", "%s", err)
-		}
-		if g.PausedLine < 0 {
-			return bad(k+".paused", "PausedLine %d is negative", g.PausedLine)
-		}
-		if msg := cfgtext.CheckUnit(g.SystemdTimer); g.SystemdTimer != "" && msg != "" {
-			return bad(k+".systemd_timer", "%s", msg)
-		}
-		if msg := cfgtext.CheckAbs(g.FailureStateFile); g.FailureStateFile != "" && msg != "" {
-			return bad(k+".failure_state_file", "%s", msg)
-		}
-		if g.FailureStateFile != "" && g.FailureStateKey == "" {
-			return bad(k+".failure_state_key", "is empty while failure_state_file is set")
-		}
-		if g.FailureStateFile == "" && g.FailureStateKey != "" {
-			return bad(k+".failure_state_key", "is set without failure_state_file")
-		}
-		if msg := cfgtext.CheckURL(g.HealthchecksURL); g.HealthchecksURL != "" && msg != "" {
-			return bad(k+".healthchecks_url", "%s", msg)
+		if key, msg, isBad := GateTable.check(g); isBad {
+			return c.bad(k, key, msg)
 		}
 	}
-	for i, e := range c.Etcd.Endpoints {
-		if msg := cfgtext.CheckURL(e); msg != "" {
-			return bad(fmt.Sprintf("etcd.endpoints[%d]", i), "%s", msg)
-		}
-	}
-	if c.Etcd.Timeout < 0 {
-		return bad("etcd.timeout", "%s is negative", c.Etcd.Timeout)
-	}
-	if msg := cfgtext.CheckAbs(c.Serve.TokenFile); c.Serve.TokenFile != "" && msg != "" {
-		return bad("serve.token_file", "%s", msg)
-	}
-	return c.validateCheck(bad)
-}
-
-// validateCheck checks the [check] and [[notify]] settings.
-func (c *Config) validateCheck(bad func(key, format string, args ...any) error) error {
-	ck := c.Check
-	if ck.StaleFactor != 0 && (ck.StaleFactor < 1 || ck.StaleFactor > 1000 || math.IsNaN(ck.StaleFactor)) {
-		return bad("check.stale_factor", "%v is out of range; use 1 to 1000", ck.StaleFactor)
-	}
-	if ck.AlertAfter < 0 || ck.AlertAfter > 100 {
-		return bad("check.alert_after", "%d is out of range; use 1 to 100", ck.AlertAfter)
-	}
-	if ck.ResumeGrace < 0 {
-		return bad("check.resume_grace", "%s is negative", ck.ResumeGrace)
-	}
-	if msg := cfgtext.CheckArgv(ck.CrontabCommand, true); msg != "" {
-		return bad("check.crontab_command", "%s", msg)
-	}
-	if msg := cfgtext.CheckArgv(ck.SystemctlCommand, false); msg != "" {
-		return bad("check.systemctl_command", "%s", msg)
-	}
-	for i, d := range ck.CronD {
-		if msg := cfgtext.CheckAbs(d); msg != "" {
-			return bad(fmt.Sprintf("check.cron_d[%d]", i), "%s", msg)
-		}
-	}
-	if msg := cfgtext.CheckAbs(ck.MetricsFile); ck.MetricsFile != "" && msg != "" {
-		return bad("check.metrics_file", "%s", msg)
-	}
-	for i, n := range c.Notify {
-		k := fmt.Sprintf("notify[%d]", i)
-		switch n.Type {
-		case NotifyCommand:
-			if len(n.Argv) == 0 {
-				return bad(k+".argv", "is empty; a command notifier needs its command")
-			}
-			if msg := cfgtext.CheckArgv(n.Argv, false); msg != "" {
-				return bad(k+".argv", "%s", msg)
-			}
-			if n.URL != "" {
-				return bad(k+".url", "is for type = \"webhook\"")
-			}
-		case NotifyWebhook:
-			if msg := cfgtext.CheckURL(n.URL); msg != "" {
-				return bad(k+".url", "%s", msg)
-			}
-			if n.Argv != nil {
-				return bad(k+".argv", "is for type = \"command\"")
-			}
-		default:
-			return bad(k+".type", "%q is not a notifier type; use \"command\" or \"webhook\"", n.Type)
-		}
-		if n.Timeout < 0 {
-			return bad(k+".timeout", "%s is negative", n.Timeout)
-		}
-		if n.Retries < 0 || n.Retries > MaxNotifyRetries {
-			return bad(k+".retries", "%d is out of range; use 0 to %d", n.Retries, MaxNotifyRetries)
-		}
+	if key, msg, isBad := EtcdTable.check(&c.Etcd); isBad {
+		return c.bad(EtcdTable.Name, key, msg)
 	}
 	return nil
+}
+
+// bad is Validate's error about key of table (either may be "").
+func (c *Config) bad(table, key, msg string) error {
+	if key != "" {
+		if table != "" {
+			table += "."
+		}
+		table += key
+	}
+	return fmt.Errorf("%s: %s: %s", cfgtext.Where(c.Path, 0), table, msg)
 }
 
 // Gate returns the configuration of the named gate: the declared one, or,

@@ -17,9 +17,16 @@ import (
 	"github.com/crongate/crongate/statefile"
 )
 
-// cacheSchema changes whenever Config, GateConfig or their validation
-// change meaning, so that no binary reads another's cache entries.
-const cacheSchema = "3"
+// cacheSchema is hashed into every entry's key, so that no binary reads
+// entries written for another layout or meaning: cacheShape, the
+// fingerprint of cacheEntry's types (GateConfig, EtcdConfig and what they
+// hold), which TestCacheSchema recomputes and fails on when they change
+// shape without it; and a revision, to bump by hand when a field's meaning
+// or its validation changes without its shape changing.
+const (
+	cacheShape  = "2jffef1gs1t3z"
+	cacheSchema = "3/" + cacheShape
+)
 
 // cacheEntry is what the run path needs of a validated config: the global
 // settings and one gate.
@@ -137,7 +144,7 @@ func readCacheEntry(d *safeopen.Dir, file, key, path string) *Config {
 		return nil
 	}
 	cfg := e.config(path)
-	if cfg.Validate() != nil {
+	if cfg.validateRun() != nil { // Validate, for what an entry holds
 		return nil
 	}
 	return cfg

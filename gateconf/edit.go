@@ -130,7 +130,7 @@ func setPausedLocked(path, name string, paused bool) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%s: file does not exist; create it (cron-gate only edits an existing config)", where)
 		}
-		return fmt.Errorf("%s: cannot resolve the path: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
+		return fmt.Errorf("%s: cannot resolve the path: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
 	}
 	data, st, err := gate.ReadConfigVersion(target)
 	if err != nil {
@@ -353,7 +353,7 @@ func editLock(lockPath string, wait time.Duration) (func(), error) {
 		case errors.Is(err, fs.ErrPermission):
 			return nil, fmt.Errorf("%s: permission denied; run as the user that owns the state directory", where)
 		}
-		return nil, fmt.Errorf("%s: cannot open: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
+		return nil, fmt.Errorf("%s: cannot open: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
 	}
 	fd := int(f.Fd())
 	// Polled rather than blocking, so that the wait is bounded: the
@@ -394,7 +394,7 @@ func editReplace(where, target string, orig, data []byte, v gate.FileVersion) (e
 		if errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("%s: cannot create a file in %s (permission denied); run as a user who can write there", where, cfgtext.QuotePath(dir))
 		}
-		return fmt.Errorf("%s: cannot create a temporary file: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
+		return fmt.Errorf("%s: cannot create a temporary file: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
 	}
 	tmpName := tmp.Name()
 	defer func() {
@@ -405,7 +405,7 @@ func editReplace(where, target string, orig, data []byte, v gate.FileVersion) (e
 	}()
 	fail := func(what string, e error) error {
 		return fmt.Errorf("%s: cannot %s the temporary file %s: %s; the config was not changed",
-			where, what, cfgtext.QuotePath(tmpName), cfgtext.OneLine(cfgtext.UnwrapPath(e).Error()))
+			where, what, cfgtext.QuotePath(tmpName), cfgtext.OneLine(safeopen.Cause(e).Error()))
 	}
 	// Owner first: chown may clear set-id bits, which the chmod restores.
 	// Only root (or the owner, for its own groups) may do it; otherwise the
@@ -445,7 +445,7 @@ func editReplace(where, target string, orig, data []byte, v gate.FileVersion) (e
 	}
 	if err := os.Rename(tmpName, target); err != nil {
 		return fmt.Errorf("%s: cannot replace %s: %s; the config was not changed",
-			where, cfgtext.QuotePath(target), cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
+			where, cfgtext.QuotePath(target), cfgtext.OneLine(safeopen.Cause(err).Error()))
 	}
 	d, err := os.Open(dir)
 	if err == nil {
@@ -457,7 +457,7 @@ func editReplace(where, target string, orig, data []byte, v gate.FileVersion) (e
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: changed, but cannot fsync its directory %s: %s; check the file system",
-			where, cfgtext.QuotePath(dir), cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
+			where, cfgtext.QuotePath(dir), cfgtext.OneLine(safeopen.Cause(err).Error()))
 		return err
 	}
 	return nil

@@ -5,11 +5,14 @@ package gateconf
 // The TOML configuration file.
 //
 // Decoding. The file is decoded by github.com/BurntSushi/toml into
-// map[string]toml.Primitive and then walked by hand, one key at a time:
-// every leaf is decoded into an `any` and type-checked here, so a value of
-// the wrong type is reported with its key and line in our own words instead
-// of the library's "incompatible types" message, and unknown keys are found
-// at every level without relying on MetaData.Undecoded.
+// map[string]toml.Primitive and then walked one key at a time, each table
+// with its table of keys from package gate (gate/keys.go), which says what
+// every key is, how it is checked and where it goes (decodeTable): every
+// leaf is decoded into an `any` and type-checked here, so a value of the
+// wrong type is reported with its key and line in our own words instead of
+// the library's "incompatible types" message; its value is then checked by
+// the same code as Config.Validate's; and unknown keys are found at every
+// level without relying on MetaData.Undecoded.
 //
 // Line numbers. The library (v1.6.0) records the position of every key it
 // parses but exposes no key -> position lookup: MetaData.Keys, Undecoded,
@@ -39,8 +42,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,21 +51,6 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/cfgtext"
-	"github.com/crongate/crongate/internal/suggest"
-)
-
-// Keys accepted at the top level and in a gate table, in documentation
-// order (used in "unknown key" messages).
-var (
-	cfgTopKeys  = []string{"state_dir", "skip_code", "history", "gates", "check", "notify", "serve", "etcd"}
-	cfgGateKeys = []string{"paused", "reason", "interval", "legacy_locks", "legacy_pidfiles",
-		"skip_code", "history", "log_output", "log_max_bytes",
-		"systemd_timer", "failure_state_file", "failure_state_key", "healthchecks_url"}
-	cfgCheckKeys = []string{"stale_factor", "alert_after", "resume_grace", "crontab_command", "cron_d",
-		"systemctl_command", "metrics_file"}
-	cfgServeKeys  = []string{"listen", "time_zone", "token_file"}
-	cfgEtcdKeys   = []string{"endpoints", "prefix", "timeout", "on_coordinator_down"}
-	cfgNotifyKeys = []string{"type", "name", "argv", "url", "timeout", "retries"}
 )
 
 // Load reads and validates the config at path.
@@ -134,8 +120,9 @@ func Parse(path string, data []byte) (cfg *gate.Config, err error) {
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
-		// Cannot happen: the walk checks more than Validate does. Kept so
-		// that Parse's guarantee does not rest on that reasoning alone.
+		// Cannot happen: the walk applies Validate's table of keys, and
+		// more. Kept so that Parse's guarantee does not rest on that
+		// reasoning alone.
 		return nil, err
 	}
 	return cfg, nil
@@ -300,40 +287,174 @@ func cfgSortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// keyLines are where a table's keys are, for messages.
+type keyLines struct {
+	key   func(k string) int // the line of key k
+	deep  func(k string) int // the same for an unknown key, which may be an implicit table
+	table func() int         // the table's line, for its rule's problems about no key in particular
+}
+
+// linesOf is keyLines for a table whose keys have the library's positions.
+func (p *cfgParser) linesOf(keys map[string]toml.Primitive, table func() int) keyLines {
+	return keyLines{
+		key:   func(k string) int { return p.lineOf(keys[k]) },
+		deep:  func(k string) int { return p.lineOfDeep(keys[k]) },
+		table: table,
+	}
+}
+
+// given is gate.Given for a table of the file: the keys written in it.
+type given map[string]toml.Primitive
+
+func (g given) Has(k string) bool { _, ok := g[k]; return ok }
+func (g given) Any() bool         { return len(g) > 0 }
+
+// decodeTable walks one table of the file with its table of keys (package
+// gate, keys.go): each key's value is type-checked (decodeValue), checked
+// by the key's own checks and set in dst; then the table's Defaults and
+// Rule are applied. name prefixes the keys in messages ("" at the top
+// level). Keys that are tables themselves (no Set) are handed to sub.
+func decodeTable[T any](p *cfgParser, tb *gate.Table[T], keys map[string]toml.Primitive, dst *T,
+	name string, lines keyLines, sub func(k string, prim toml.Primitive)) {
+	full := func(k string) string {
+		if name == "" {
+			return cfgtext.Key(k)
+		}
+		return name + "." + cfgtext.Key(k)
+	}
+	for _, k := range cfgSortedKeys(keys) {
+		key := tb.Key(k)
+		switch {
+		case key == nil:
+			msg := tb.Unknown(full(k), k)
+			if name == "" && k == "gate" {
+				msg = "unknown key gate; gates are declared as [gates.NAME]"
+			}
+			p.addf(lines.deep(k), "%s", msg)
+		case key.Set == nil:
+			sub(k, keys[k])
+		default:
+			line := func() int { return lines.key(k) }
+			v, ok := p.decodeValue(keys[k], &key.Spec, full(k), line)
+			if !ok {
+				continue
+			}
+			probs := key.Problems(v)
+			for _, pr := range probs {
+				p.addf(line(), "%s%s: %s", full(k), pr.Key, pr.Msg)
+			}
+			if len(probs) == 0 {
+				key.Set(dst, v)
+			}
+		}
+	}
+	if tb.Defaults != nil {
+		tb.Defaults(dst, given(keys))
+	}
+	if tb.Rule == nil {
+		return
+	}
+	for _, pr := range tb.Rule(dst, given(keys)) {
+		if _, ok := keys[pr.Key]; ok && pr.Key != "" {
+			p.addf(lines.key(pr.Key), "%s: %s", full(pr.Key), pr.Msg)
+		} else {
+			p.addf(lines.table(), "%s: %s", name, pr.Msg)
+		}
+	}
+}
+
+// decodeValue reads a key's value as its kind asks: the TOML type, and for
+// a duration its syntax. A value of another type is reported in our own
+// words, with the key and its line.
+func (p *cfgParser) decodeValue(prim toml.Primitive, s *gate.Spec, key string, line func() int) (gate.Value, bool) {
+	v := p.value(prim)
+	bad := func(format string, args ...any) (gate.Value, bool) {
+		p.addf(line(), format, args...)
+		return gate.Value{}, false
+	}
+	switch s.Kind {
+	case gate.KindBool:
+		if b, ok := v.(bool); ok {
+			return gate.Value{B: b}, true
+		}
+		return bad("%s: must be true or false, not %s", key, cfgDescribe(v))
+	case gate.KindInt:
+		if n, ok := v.(int64); ok {
+			return gate.Value{N: n}, true
+		}
+		return bad("%s: must be an integer, not %s", key, cfgDescribe(v))
+	case gate.KindNumber:
+		switch v := v.(type) {
+		case int64:
+			return gate.Value{F: float64(v)}, true
+		case float64:
+			return gate.Value{F: v}, true
+		}
+		return bad("%s: must be a number like %s, not %s", key, s.Example, cfgDescribe(v))
+	case gate.KindDuration:
+		str, ok := v.(string)
+		if !ok {
+			return bad("%s: must be a duration string like %s, not %s", key, s.Example, cfgDescribe(v))
+		}
+		d, err := time.ParseDuration(str)
+		if err != nil {
+			return bad("%s: %s is not a duration (e.g. %s)", key, cfgtext.ShortQuote(str), s.Example)
+		}
+		return gate.Value{S: str, D: d}, true
+	case gate.KindPaths, gate.KindURLs, gate.KindArgv:
+		what, elem := "an array of strings", "a string"
+		switch s.Kind {
+		case gate.KindPaths:
+			what, elem = "an array of absolute paths", "a path"
+		case gate.KindURLs:
+			what = "an array of URLs"
+		}
+		arr, ok := v.([]any)
+		if !ok {
+			return bad("%s: must be %s like %s, not %s", key, what, s.Example, cfgDescribe(v))
+		}
+		out := make([]string, 0, len(arr))
+		for i, e := range arr {
+			if str, ok := e.(string); ok {
+				out = append(out, str)
+			} else {
+				bad("%s[%d]: must be %s in quotes, not %s", key, i, elem, cfgDescribe(e))
+			}
+		}
+		return gate.Value{L: out}, len(out) == len(arr)
+	}
+	if str, ok := v.(string); ok {
+		return gate.Value{S: str}, true
+	}
+	return bad("%s: must be a string in quotes, not %s", key, cfgDescribe(v))
+}
+
 func (p *cfgParser) top(cfg *gate.Config, top map[string]toml.Primitive) {
-	for _, k := range cfgSortedKeys(top) {
-		prim := top[k]
+	decodeTable(p, &gate.TopTable, top, cfg, "", p.linesOf(top, nil), func(k string, prim toml.Primitive) {
 		switch k {
-		case "state_dir":
-			if s, ok := p.str(prim, k); ok {
-				if msg := cfgtext.CheckAbs(s); msg != "" {
-					p.addf(p.lineOf(prim), "state_dir: %s", msg)
-				} else {
-					cfg.StateDir = s
-				}
-			}
-		case "skip_code":
-			if n, ok := p.skipCode(prim, k); ok {
-				cfg.SkipCode = n
-			}
-		case "history":
-			if n, ok := p.history(prim, k); ok {
-				cfg.History = n
-			}
 		case "gates":
 			p.gates(cfg, prim)
 		case "check":
-			p.check(cfg, prim)
+			subTable(p, prim, &gate.CheckTable, &cfg.Check)
 		case "notify":
 			p.notify(cfg, prim)
 		case "serve":
-			p.serve(cfg, prim)
+			subTable(p, prim, &gate.ServeTable, &cfg.Serve)
 		case "etcd":
-			p.etcd(cfg, prim)
-		default:
-			p.unknown(prim, nil, k, cfgTopKeys)
+			subTable(p, prim, &gate.EtcdTable, &cfg.Etcd)
+		default: // a table added to gate.TopTable without a decoder here (TestConfigTablesDecoded)
+			p.addf(p.lineOfDeep(prim), "%s: cron-gate cannot decode this table; please report this", cfgtext.Key(k))
 		}
+	})
+}
+
+// subTable decodes a [name] table into dst.
+func subTable[T any](p *cfgParser, prim toml.Primitive, tb *gate.Table[T], dst *T) {
+	keys, ok := p.table(prim, tb.Name, "["+tb.Name+"]")
+	if !ok {
+		return
 	}
+	decodeTable(p, tb, keys, dst, tb.Name, p.linesOf(keys, func() int { return p.lineOf(prim) }), nil)
 }
 
 func (p *cfgParser) gates(cfg *gate.Config, prim toml.Primitive) {
@@ -353,399 +474,11 @@ func (p *cfgParser) gates(cfg *gate.Config, prim toml.Primitive) {
 			continue
 		}
 		g := &gate.GateConfig{Name: name}
-		logMaxSet := false
-		for _, k := range cfgSortedKeys(keys) {
-			kp := keys[k]
-			key := gk + "." + cfgtext.Key(k)
-			switch k {
-			case "paused":
-				if b, ok := p.boolean(kp, key); ok {
-					g.Paused = b
-				}
-				g.PausedLine = p.lineOf(kp)
-			case "reason":
-				if s, ok := p.str(kp, key); ok {
-					if err := gate.CheckReason(s); err != nil {
-						p.addf(p.lineOf(kp), "%s: %s", key, err)
-					}
-					g.Reason = s
-				}
-			case "interval":
-				if d, ok := p.interval(kp, key); ok {
-					g.Interval = d
-				}
-			case "legacy_locks":
-				g.LegacyLocks = p.paths(kp, key, "/run/NAME.lock")
-			case "legacy_pidfiles":
-				g.LegacyPidfiles = p.paths(kp, key, "/run/NAME.pid")
-			case "skip_code":
-				if n, ok := p.skipCode(kp, key); ok {
-					g.SkipCode = &n
-				}
-			case "history":
-				if n, ok := p.history(kp, key); ok {
-					g.History = n
-				}
-			case "log_output":
-				if b, ok := p.boolean(kp, key); ok {
-					g.LogOutput = b
-				}
-			case "log_max_bytes":
-				if n, ok := p.integer(kp, key); ok {
-					if n < gate.MinLogMaxBytes {
-						p.addf(p.lineOf(kp), "%s: %d is too small; use at least %d", key, n, gate.MinLogMaxBytes)
-					} else {
-						g.LogMaxBytes = n
-						logMaxSet = true
-					}
-				}
-			case "systemd_timer":
-				if s, ok := p.str(kp, key); ok {
-					if msg := cfgtext.CheckUnit(s); msg != "" {
-						p.addf(p.lineOf(kp), "%s: %s", key, msg)
-					} else {
-						g.SystemdTimer = s
-					}
-				}
-			case "failure_state_file":
-				if s, ok := p.str(kp, key); ok {
-					if msg := cfgtext.CheckAbs(s); msg != "" {
-						p.addf(p.lineOf(kp), "%s: %s", key, msg)
-					} else {
-						g.FailureStateFile = s
-					}
-				}
-			case "failure_state_key":
-				if s, ok := p.str(kp, key); ok {
-					if s == "" {
-						p.addf(p.lineOf(kp), "%s: is empty; name the key of the worker's state file, e.g. %q", key, gate.DefaultFailureStateKey)
-					} else {
-						g.FailureStateKey = s
-					}
-				}
-			case "healthchecks_url":
-				if s, ok := p.str(kp, key); ok {
-					if msg := cfgtext.CheckURL(s); msg != "" {
-						p.addf(p.lineOf(kp), "%s: %s", key, msg)
-					} else {
-						g.HealthchecksURL = s
-					}
-				}
-			default:
-				p.unknown(kp, []string{"gates", name}, k, cfgGateKeys)
-			}
-		}
-		if g.LogOutput && !logMaxSet {
-			g.LogMaxBytes = gate.DefaultLogMaxBytes
-		}
-		switch {
-		case g.FailureStateFile != "" && g.FailureStateKey == "":
-			g.FailureStateKey = gate.DefaultFailureStateKey
-		case g.FailureStateFile == "" && g.FailureStateKey != "":
-			if kp, ok := keys["failure_state_key"]; ok {
-				p.addf(p.lineOf(kp), "%s.failure_state_key: is set without failure_state_file; name the worker's JSON state file too", gk)
-			}
-			g.FailureStateKey = ""
+		decodeTable(p, &gate.GateTable, keys, g, gk, p.linesOf(keys, func() int { return p.lineOfDeep(gprim) }), nil)
+		if kp, ok := keys["paused"]; ok {
+			g.PausedLine = p.lineOf(kp)
 		}
 		cfg.Gates[name] = g
-	}
-}
-
-func (p *cfgParser) unknown(prim toml.Primitive, parent []string, k string, known []string) {
-	full := cfgtext.Key(append(slices.Clone(parent), k)...)
-	msg := "unknown key " + full
-	if s := cfgSuggest(k, known); s != "" {
-		msg += "; did you mean " + s + "?"
-	} else {
-		msg += "; the keys allowed here are " + strings.Join(known, ", ")
-	}
-	if len(parent) == 0 && k == "gate" {
-		msg = "unknown key gate; gates are declared as [gates.NAME]"
-	}
-	p.addf(p.lineOfDeep(prim), "%s", msg)
-}
-
-func (p *cfgParser) str(prim toml.Primitive, key string) (string, bool) {
-	v := p.value(prim)
-	s, ok := v.(string)
-	if !ok {
-		p.addf(p.lineOf(prim), "%s: must be a string in quotes, not %s", key, cfgDescribe(v))
-	}
-	return s, ok
-}
-
-func (p *cfgParser) boolean(prim toml.Primitive, key string) (bool, bool) {
-	v := p.value(prim)
-	b, ok := v.(bool)
-	if !ok {
-		p.addf(p.lineOf(prim), "%s: must be true or false, not %s", key, cfgDescribe(v))
-	}
-	return b, ok
-}
-
-func (p *cfgParser) integer(prim toml.Primitive, key string) (int64, bool) {
-	v := p.value(prim)
-	n, ok := v.(int64)
-	if !ok {
-		p.addf(p.lineOf(prim), "%s: must be an integer, not %s", key, cfgDescribe(v))
-	}
-	return n, ok
-}
-
-func (p *cfgParser) skipCode(prim toml.Primitive, key string) (int, bool) {
-	n, ok := p.integer(prim, key)
-	if !ok {
-		return 0, false
-	}
-	if n < 0 || n > 255 {
-		p.addf(p.lineOf(prim), "%s: %d is out of range; use an exit status from 0 to 255", key, n)
-		return 0, false
-	}
-	return int(n), true
-}
-
-func (p *cfgParser) history(prim toml.Primitive, key string) (int, bool) {
-	n, ok := p.integer(prim, key)
-	if !ok {
-		return 0, false
-	}
-	if n < gate.MinHistory {
-		p.addf(p.lineOf(prim), "%s: %d is too small; keep at least %d records", key, n, gate.MinHistory)
-		return 0, false
-	}
-	if n > gate.MaxHistory {
-		p.addf(p.lineOf(prim), "%s: %d is too large; keep at most %d records", key, n, gate.MaxHistory)
-		return 0, false
-	}
-	return int(n), true
-}
-
-func (p *cfgParser) interval(prim toml.Primitive, key string) (time.Duration, bool) {
-	v := p.value(prim)
-	s, ok := v.(string)
-	if !ok {
-		p.addf(p.lineOf(prim), "%s: must be a duration string like \"30m\", not %s", key, cfgDescribe(v))
-		return 0, false
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		p.addf(p.lineOf(prim), "%s: %s is not a duration (e.g. \"30m\")", key, cfgtext.ShortQuote(s))
-		return 0, false
-	}
-	if d <= 0 {
-		p.addf(p.lineOf(prim), "%s: %s is not positive; use a duration like \"30m\", or remove the key", key, cfgtext.ShortQuote(s))
-		return 0, false
-	}
-	return d, true
-}
-
-func (p *cfgParser) paths(prim toml.Primitive, key, example string) []string {
-	v := p.value(prim)
-	arr, ok := v.([]any)
-	if !ok {
-		p.addf(p.lineOf(prim), "%s: must be an array of absolute paths like [%q], not %s", key, example, cfgDescribe(v))
-		return nil
-	}
-	out := make([]string, 0, len(arr))
-	for i, e := range arr {
-		s, ok := e.(string)
-		if !ok {
-			p.addf(p.lineOf(prim), "%s[%d]: must be a path in quotes, not %s", key, i, cfgDescribe(e))
-			continue
-		}
-		if msg := cfgtext.CheckAbs(s); msg != "" {
-			p.addf(p.lineOf(prim), "%s[%d]: %s", key, i, msg)
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// check walks the [check] table.
-func (p *cfgParser) check(cfg *gate.Config, prim toml.Primitive) {
-	keys, ok := p.table(prim, "check", "[check]")
-	if !ok {
-		return
-	}
-	c := &cfg.Check
-	for _, k := range cfgSortedKeys(keys) {
-		kp := keys[k]
-		key := "check." + cfgtext.Key(k)
-		switch k {
-		case "stale_factor":
-			v := p.value(kp)
-			var f float64
-			switch v := v.(type) {
-			case int64:
-				f = float64(v)
-			case float64:
-				f = v
-			default:
-				p.addf(p.lineOf(kp), "%s: must be a number like 2.5, not %s", key, cfgDescribe(v))
-				continue
-			}
-			if !(f >= 1 && f <= 1000) {
-				p.addf(p.lineOf(kp), "%s: %v is out of range; use 1 to 1000 (stale after this many intervals without a success)", key, f)
-				continue
-			}
-			c.StaleFactor = f
-		case "alert_after":
-			if n, ok := p.integer(kp, key); ok {
-				if n < 1 || n > 100 {
-					p.addf(p.lineOf(kp), "%s: %d is out of range; use 1 to 100 (consecutive bad checks before an alert)", key, n)
-				} else {
-					c.AlertAfter = int(n)
-				}
-			}
-		case "resume_grace":
-			v := p.value(kp)
-			s, ok := v.(string)
-			if !ok {
-				p.addf(p.lineOf(kp), "%s: must be a duration string like \"15m\", not %s", key, cfgDescribe(v))
-				continue
-			}
-			d, err := time.ParseDuration(s)
-			if err != nil || d < 0 {
-				p.addf(p.lineOf(kp), "%s: %s is not a duration of 0 or more (e.g. \"15m\")", key, cfgtext.ShortQuote(s))
-				continue
-			}
-			c.ResumeGrace, c.ResumeGraceSet = d, true
-		case "crontab_command":
-			if argv, ok := p.argv(kp, key, true, `["crontab", "-l"]`); ok {
-				c.CrontabCommand = argv
-			}
-		case "systemctl_command":
-			if argv, ok := p.argv(kp, key, false, `["systemctl"]`); ok {
-				c.SystemctlCommand = argv
-			}
-		case "cron_d":
-			c.CronD = p.paths(kp, key, "/etc/cron.d")
-		case "metrics_file":
-			if s, ok := p.str(kp, key); ok {
-				if msg := cfgtext.CheckAbs(s); msg != "" {
-					p.addf(p.lineOf(kp), "%s: %s", key, msg)
-				} else {
-					c.MetricsFile = s
-				}
-			}
-		default:
-			p.unknown(kp, []string{"check"}, k, cfgCheckKeys)
-		}
-	}
-}
-
-// serve walks the [serve] table.
-func (p *cfgParser) serve(cfg *gate.Config, prim toml.Primitive) {
-	keys, ok := p.table(prim, "serve", "[serve]")
-	if !ok {
-		return
-	}
-	c := &cfg.Serve
-	for _, k := range cfgSortedKeys(keys) {
-		kp := keys[k]
-		key := "serve." + cfgtext.Key(k)
-		s, isStr := "", false
-		if k == "listen" || k == "time_zone" || k == "token_file" {
-			if s, isStr = p.str(kp, key); !isStr {
-				continue
-			}
-		}
-		switch k {
-		case "listen":
-			if _, port, err := net.SplitHostPort(s); err != nil || port == "" {
-				p.addf(p.lineOf(kp), "%s: %s is not host:port (e.g. \"127.0.0.1:8371\")", key, cfgtext.ShortQuote(s))
-				continue
-			}
-			c.Listen = s
-		case "time_zone":
-			if _, err := time.LoadLocation(s); err != nil || s == "" {
-				p.addf(p.lineOf(kp), "%s: %s is not a time zone name (e.g. \"Asia/Seoul\", \"UTC\")", key, cfgtext.ShortQuote(s))
-				continue
-			}
-			c.TimeZone = s
-		case "token_file":
-			if msg := cfgtext.CheckAbs(s); msg != "" {
-				p.addf(p.lineOf(kp), "%s: %s", key, msg)
-				continue
-			}
-			c.TokenFile = s
-		default:
-			p.unknown(kp, []string{"serve"}, k, cfgServeKeys)
-		}
-	}
-}
-
-// etcd walks the [etcd] table (shared pauses across hosts).
-func (p *cfgParser) etcd(cfg *gate.Config, prim toml.Primitive) {
-	keys, ok := p.table(prim, "etcd", "[etcd]")
-	if !ok {
-		return
-	}
-	c := &cfg.Etcd
-	for _, k := range cfgSortedKeys(keys) {
-		kp := keys[k]
-		key := "etcd." + cfgtext.Key(k)
-		switch k {
-		case "endpoints":
-			v := p.value(kp)
-			list, isList := v.([]any)
-			if !isList || len(list) == 0 {
-				p.addf(p.lineOf(kp), "%s: must be a list of client URLs like [\"http://etcd1:2379\"], not %s", key, cfgDescribe(v))
-				continue
-			}
-			var eps []string
-			for i, e := range list {
-				s, isStr := e.(string)
-				msg := ""
-				if !isStr {
-					msg = "must be a string, not " + cfgDescribe(e)
-				} else {
-					msg = cfgtext.CheckURL(s)
-				}
-				if msg != "" {
-					p.addf(p.lineOf(kp), "%s[%d]: %s", key, i, msg)
-					eps = nil
-					break
-				}
-				eps = append(eps, s)
-			}
-			c.Endpoints = eps
-		case "prefix":
-			if s, ok := p.str(kp, key); ok {
-				if !strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.ContainsAny(s, "\x00\n") {
-					p.addf(p.lineOf(kp), "%s: %s must start with / and not end with / (e.g. \"/cron-gate\")", key, cfgtext.ShortQuote(s))
-				} else {
-					c.Prefix = s
-				}
-			}
-		case "timeout":
-			if s, ok := p.str(kp, key); ok {
-				d, err := time.ParseDuration(s)
-				if err != nil || d <= 0 {
-					p.addf(p.lineOf(kp), "%s: %s is not a positive duration (e.g. \"5s\")", key, cfgtext.ShortQuote(s))
-				} else {
-					c.Timeout = d
-				}
-			}
-		case "on_coordinator_down":
-			if s, ok := p.str(kp, key); ok {
-				switch s {
-				case "skip":
-				case "run":
-					c.RunOnDown = true
-				default:
-					p.addf(p.lineOf(kp), "%s: %s is not \"skip\" (fail closed, the default) or \"run\"", key, cfgtext.ShortQuote(s))
-				}
-			}
-		default:
-			p.unknown(kp, []string{"etcd"}, k, cfgEtcdKeys)
-		}
-	}
-	if !c.Set() && len(keys) > 0 {
-		if _, has := keys["endpoints"]; !has {
-			p.addf(p.lineOf(prim), "etcd: endpoints is missing; name every member, e.g. endpoints = [\"http://etcd1:2379\"]")
-		}
 	}
 }
 
@@ -782,7 +515,6 @@ func (p *cfgParser) notify(cfg *gate.Config, prim toml.Primitive) {
 		hdrs = nil
 	}
 	for i, keys := range tables {
-		nk := fmt.Sprintf("notify[%d]", i)
 		n := gate.NotifyConfig{}
 		lineOf := func(k string) int {
 			if hdrs != nil {
@@ -802,86 +534,8 @@ func (p *cfgParser) notify(cfg *gate.Config, prim toml.Primitive) {
 				}
 			}
 		}
-		retriesSet := false
-		for _, k := range cfgSortedKeys(keys) {
-			// Decode with a scratch parser, whose problems are then
-			// reported at this key's line.
-			q := &cfgParser{path: p.path, md: p.md, data: p.data}
-			kp := keys[k]
-			key := nk + "." + cfgtext.Key(k)
-			switch k {
-			case "type":
-				if s, ok := q.str(kp, key); ok {
-					if s != gate.NotifyCommand && s != gate.NotifyWebhook {
-						q.addf(0, "%s: %s is not a notifier type; use \"command\" or \"webhook\"", key, cfgtext.ShortQuote(s))
-					}
-					n.Type = s
-				}
-			case "name":
-				if s, ok := q.str(kp, key); ok {
-					n.Name = s
-				}
-			case "argv":
-				if argv, ok := q.argv(kp, key, false, `["bark", "-g", "blog"]`); ok {
-					n.Argv = argv
-				}
-			case "url":
-				if s, ok := q.str(kp, key); ok {
-					if msg := cfgtext.CheckURL(s); msg != "" {
-						q.addf(0, "%s: %s", key, msg)
-					} else {
-						n.URL = s
-					}
-				}
-			case "timeout":
-				if d, ok := q.interval(kp, key); ok {
-					n.Timeout = d
-				}
-			case "retries":
-				if r, ok := q.integer(kp, key); ok {
-					if r < 0 || r > gate.MaxNotifyRetries {
-						q.addf(0, "%s: %d is out of range; use 0 to %d", key, r, gate.MaxNotifyRetries)
-					} else {
-						n.Retries, retriesSet = int(r), true
-					}
-				}
-			default:
-				msg := "unknown key " + key
-				if s := cfgSuggest(k, cfgNotifyKeys); s != "" {
-					msg += "; did you mean " + s + "?"
-				} else {
-					msg += "; the keys allowed here are " + strings.Join(cfgNotifyKeys, ", ")
-				}
-				q.addf(0, "%s", msg)
-			}
-			for _, pr := range q.probs {
-				p.addf(lineOf(k), "%s", pr.msg)
-			}
-		}
-		switch n.Type {
-		case "":
-			p.addf(n.Line, "%s: has no type; add type = \"command\" or type = \"webhook\"", nk)
-		case gate.NotifyCommand:
-			if _, ok := keys["argv"]; !ok {
-				p.addf(n.Line, "%s: a command notifier needs argv = [\"COMMAND\", ...]", nk)
-			}
-			if _, ok := keys["url"]; ok {
-				p.addf(lineOf("url"), "%s.url: is for type = \"webhook\"; a command notifier takes argv", nk)
-			}
-		case gate.NotifyWebhook:
-			if _, ok := keys["url"]; !ok {
-				p.addf(n.Line, "%s: a webhook notifier needs url = \"https://...\"", nk)
-			}
-			if _, ok := keys["argv"]; ok {
-				p.addf(lineOf("argv"), "%s.argv: is for type = \"command\"; a webhook notifier takes url", nk)
-			}
-			if !retriesSet {
-				n.Retries = gate.DefaultWebhookRetries
-			}
-		}
-		if n.Timeout == 0 {
-			n.Timeout = gate.DefaultNotifyTimeout
-		}
+		decodeTable(p, &gate.NotifyTable, keys, &n, fmt.Sprintf("notify[%d]", i),
+			keyLines{key: lineOf, deep: lineOf, table: func() int { return n.Line }}, nil)
 		cfg.Notify = append(cfg.Notify, n)
 	}
 }
@@ -942,31 +596,6 @@ func (p *cfgParser) eachLine(fn func(n int, line string) bool) {
 	}
 }
 
-// argv decodes a command line: a non-empty array of strings (empty allowed
-// when emptyOK), no NUL bytes, a non-empty first word.
-func (p *cfgParser) argv(prim toml.Primitive, key string, emptyOK bool, example string) ([]string, bool) {
-	v := p.value(prim)
-	arr, ok := v.([]any)
-	if !ok {
-		p.addf(p.lineOf(prim), "%s: must be an array of strings like %s, not %s", key, example, cfgDescribe(v))
-		return nil, false
-	}
-	out := make([]string, 0, len(arr))
-	for i, e := range arr {
-		s, ok := e.(string)
-		if !ok {
-			p.addf(p.lineOf(prim), "%s[%d]: must be a string in quotes, not %s", key, i, cfgDescribe(e))
-			return nil, false
-		}
-		out = append(out, s)
-	}
-	if msg := cfgtext.CheckArgv(out, emptyOK); msg != "" {
-		p.addf(p.lineOf(prim), "%s: %s", key, msg)
-		return nil, false
-	}
-	return out, true
-}
-
 // cfgDescribe names the TOML type of a decoded value for error messages,
 // with the value itself when it is short and scalar.
 func cfgDescribe(v any) string {
@@ -995,7 +624,3 @@ func cfgDescribe(v any) string {
 	}
 	return fmt.Sprintf("a value of type %T", v)
 }
-
-// cfgSuggest returns the known key closest to k, if it is close enough to
-// be a typo (suggest.Closest).
-func cfgSuggest(k string, known []string) string { return suggest.Closest(k, known) }

@@ -544,7 +544,7 @@ func TestConfigCheckErrors(t *testing.T) {
 		{"[check]\nstale_factor = 0.5\n", P + " line 2: check.stale_factor: 0.5 is out of range; use 1 to 1000 ..."},
 		{"[check]\nstale_factor = \"2\"\n", P + ` line 2: check.stale_factor: must be a number like 2.5, not a string ("2")`},
 		{"[check]\nalert_after = 0\n", P + " line 2: check.alert_after: 0 is out of range; use 1 to 100 ..."},
-		{"[check]\nresume_grace = \"-1m\"\n", P + ` line 2: check.resume_grace: "-1m" is not a duration of 0 or more (e.g. "15m")`},
+		{"[check]\nresume_grace = \"-1m\"\n", P + ` line 2: check.resume_grace: "-1m" is negative; use a duration of 0 or more, like "15m"`},
 		{"[check]\nresume_grace = 15\n", P + ` line 2: check.resume_grace: must be a duration string like "15m", not an integer (15)`},
 		{"[check]\ncrontab_command = \"crontab -l\"\n", P + ` line 2: check.crontab_command: must be an array of strings like ["crontab", "-l"], not a string ("crontab -l")`},
 		{"[check]\ncrontab_command = [\"\", \"-l\"]\n", P + " line 2: check.crontab_command: the command (first element) is empty"},
@@ -576,11 +576,11 @@ func TestConfigCheckErrors(t *testing.T) {
 		{"[serve]\ntoken_file = \"token\"\n", P + ` line 2: serve.token_file: "token" is not an absolute path; ...`},
 		{"[serve]\ntoken = \"x\"\n", P + " line 2: unknown key serve.token; the keys allowed here are listen, time_zone, token_file"},
 		{"[etcd]\nprefix = \"/x\"\n", P + ` line 1: etcd: endpoints is missing; name every member, e.g. endpoints = ["http://etcd1:2379"]`},
-		{"[etcd]\nendpoints = \"http://e:2379\"\n", P + ` line 2: etcd.endpoints: must be a list of client URLs like ["http://etcd1:2379"], not a string ("http://e:2379")`},
+		{"[etcd]\nendpoints = \"http://e:2379\"\n", P + ` line 2: etcd.endpoints: must be an array of URLs like ["http://etcd1:2379"], not a string ("http://e:2379")`},
 		{"[etcd]\nendpoints = [\"e:2379\"]\n", P + ` line 2: etcd.endpoints[0]: "e:2379" is not an http:// or https:// URL`},
 		{"[etcd]\nendpoints = [\"http://e:2379\"]\nprefix = \"x/\"\n", P + ` line 3: etcd.prefix: "x/" must start with / and not end with / (e.g. "/cron-gate")`},
-		{"[etcd]\nendpoints = [\"http://e:2379\"]\ntimeout = \"0s\"\n", P + ` line 3: etcd.timeout: "0s" is not a positive duration (e.g. "5s")`},
-		{"[etcd]\nendpoints = [\"http://e:2379\"]\non_coordinator_down = \"panic\"\n", P + ` line 3: etcd.on_coordinator_down: "panic" is not "skip" (fail closed, the default) or "run"`},
+		{"[etcd]\nendpoints = [\"http://e:2379\"]\ntimeout = \"0s\"\n", P + ` line 3: etcd.timeout: "0s" is not positive; use a duration like "5s", or remove the key`},
+		{"[etcd]\nendpoints = [\"http://e:2379\"]\non_coordinator_down = \"panic\"\n", P + ` line 3: etcd.on_coordinator_down: "panic" is not "skip" or "run"`},
 	} {
 		cfg, err := Parse("/etc/x.toml", []byte(tt.src))
 		if err == nil {
@@ -647,6 +647,115 @@ func TestConfigValidateCheck(t *testing.T) {
 		mod(c)
 		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "config /etc/x.toml: ") {
 			t.Errorf("case %d: Validate() = %v", i, err)
+		}
+	}
+}
+
+// Every table of gate.TopTable has a decoder here: a table added to the
+// table of keys without one is caught.
+func TestConfigTablesDecoded(t *testing.T) {
+	for _, k := range gate.TopTable.Keys {
+		var src string
+		switch k.Kind {
+		case gate.KindTable:
+			src = "[" + k.Name + "]\n"
+		case gate.KindTables:
+			src = "[[" + k.Name + "]]\n"
+		case gate.KindNamedTables:
+			src = "[" + k.Name + ".x]\n"
+		default:
+			continue
+		}
+		if _, err := Parse("/etc/x.toml", []byte(src)); err != nil && strings.Contains(err.Error(), "cannot decode this table") {
+			t.Errorf("%s: %v", k.Name, err)
+		}
+	}
+}
+
+// A value the decoder refuses, Validate refuses in the same words: both
+// apply the one table of keys (gate/keys.go). The decoder's message (after
+// "line N: ") and Validate's (after the path) must be the same.
+func TestConfigValidateAgreesWithParse(t *testing.T) {
+	for _, tt := range []struct {
+		src string
+		mod func(c *gate.Config)
+	}{
+		{"state_dir = \"rel\"\n", func(c *gate.Config) { c.StateDir = "rel" }},
+		{"skip_code = 256\n", func(c *gate.Config) { c.SkipCode = 256 }},
+		{"history = 9\n", func(c *gate.Config) { c.History = 9 }},
+		{"history = 100000001\n", func(c *gate.Config) { c.History = 100000001 }},
+		{"[gates.a]\ninterval = \"-1s\"\n", func(c *gate.Config) { c.Gates["a"].Interval = -time.Second }},
+		{"[gates.a]\nhistory = 5\n", func(c *gate.Config) { c.Gates["a"].History = 5 }},
+		{"[gates.a]\nskip_code = 300\n", func(c *gate.Config) { c.Gates["a"].SkipCode = new(300) }},
+		{"[gates.a]\nlog_max_bytes = 100\n", func(c *gate.Config) { c.Gates["a"].LogMaxBytes = 100 }},
+		{"[gates.a]\nlegacy_locks = [\"/ok\", \"rel\"]\n", func(c *gate.Config) { c.Gates["a"].LegacyLocks = []string{"/ok", "rel"} }},
+		{"[gates.a]\nlegacy_pidfiles = [\"\"]\n", func(c *gate.Config) { c.Gates["a"].LegacyPidfiles = []string{""} }},
+		{"[gates.a]\nreason = \"a\\u0007\"\n", func(c *gate.Config) { c.Gates["a"].Reason = "a\a" }},
+		{"[gates.a]\nsystemd_timer = \"x\"\n", func(c *gate.Config) { c.Gates["a"].SystemdTimer = "x" }},
+		{"[gates.a]\nfailure_state_file = \"rel\"\n", func(c *gate.Config) { c.Gates["a"].FailureStateFile = "rel" }},
+		{"[gates.a]\nfailure_state_key = \"k\"\n", func(c *gate.Config) { c.Gates["a"].FailureStateKey = "k" }},
+		{"[gates.a]\nhealthchecks_url = \"x\"\n", func(c *gate.Config) { c.Gates["a"].HealthchecksURL = "x" }},
+		{"[check]\nstale_factor = 0.5\n", func(c *gate.Config) { c.Check.StaleFactor = 0.5 }},
+		{"[check]\nalert_after = 101\n", func(c *gate.Config) { c.Check.AlertAfter = 101 }},
+		{"[check]\nresume_grace = \"-1s\"\n", func(c *gate.Config) { c.Check.ResumeGrace, c.Check.ResumeGraceSet = -time.Second, true }},
+		{"[check]\ncrontab_command = [\"\"]\n", func(c *gate.Config) { c.Check.CrontabCommand = []string{""} }},
+		{"[check]\nsystemctl_command = []\n", func(c *gate.Config) { c.Check.SystemctlCommand = []string{} }},
+		{"[check]\ncron_d = [\"rel\"]\n", func(c *gate.Config) { c.Check.CronD = []string{"rel"} }},
+		{"[check]\nmetrics_file = \"rel\"\n", func(c *gate.Config) { c.Check.MetricsFile = "rel" }},
+		{"[[notify]]\ntype = \"email\"\n", func(c *gate.Config) { c.Notify = []gate.NotifyConfig{{Type: "email"}} }},
+		{"[[notify]]\nname = \"x\"\n", func(c *gate.Config) { c.Notify = []gate.NotifyConfig{{Name: "x"}} }},
+		{"[[notify]]\ntype = \"command\"\n", func(c *gate.Config) { c.Notify = []gate.NotifyConfig{{Type: gate.NotifyCommand}} }},
+		{"[[notify]]\ntype = \"webhook\"\n", func(c *gate.Config) { c.Notify = []gate.NotifyConfig{{Type: gate.NotifyWebhook}} }},
+		{"[[notify]]\ntype = \"webhook\"\nurl = \"ftp://x/\"\n", func(c *gate.Config) {
+			c.Notify = []gate.NotifyConfig{{Type: gate.NotifyWebhook, URL: "ftp://x/"}}
+		}},
+		{"[[notify]]\ntype = \"command\"\nargv = [\"x\"]\nurl = \"http://x/\"\n", func(c *gate.Config) {
+			c.Notify = []gate.NotifyConfig{{Type: gate.NotifyCommand, Argv: []string{"x"}, URL: "http://x/"}}
+		}},
+		{"[[notify]]\ntype = \"webhook\"\nurl = \"http://x/\"\nargv = [\"x\"]\n", func(c *gate.Config) {
+			c.Notify = []gate.NotifyConfig{{Type: gate.NotifyWebhook, Argv: []string{"x"}, URL: "http://x/"}}
+		}},
+		{"[[notify]]\ntype = \"webhook\"\nurl = \"http://x/\"\nretries = 11\n", func(c *gate.Config) {
+			c.Notify = []gate.NotifyConfig{{Type: gate.NotifyWebhook, URL: "http://x/", Retries: 11}}
+		}},
+		{"[[notify]]\ntype = \"webhook\"\nurl = \"http://x/\"\ntimeout = \"-1s\"\n", func(c *gate.Config) {
+			c.Notify = []gate.NotifyConfig{{Type: gate.NotifyWebhook, URL: "http://x/", Timeout: -time.Second}}
+		}},
+		{"[serve]\nlisten = \"8371\"\n", func(c *gate.Config) { c.Serve.Listen = "8371" }},
+		{"[serve]\ntime_zone = \"Mars/Olympus\"\n", func(c *gate.Config) { c.Serve.TimeZone = "Mars/Olympus" }},
+		{"[serve]\ntoken_file = \"rel\"\n", func(c *gate.Config) { c.Serve.TokenFile = "rel" }},
+		{"[etcd]\nendpoints = [\"e:2379\"]\n", func(c *gate.Config) { c.Etcd.Endpoints = []string{"e:2379"} }},
+		{"[etcd]\nprefix = \"/x\"\n", func(c *gate.Config) { c.Etcd.Prefix = "/x" }},
+		{"[etcd]\non_coordinator_down = \"run\"\n", func(c *gate.Config) { c.Etcd.RunOnDown = true }},
+		{"[etcd]\nendpoints = [\"http://e:2379\"]\nprefix = \"x/\"\n", func(c *gate.Config) {
+			c.Etcd.Endpoints, c.Etcd.Prefix = []string{"http://e:2379"}, "x/"
+		}},
+		{"[etcd]\nendpoints = [\"http://e:2379\"]\ntimeout = \"-1s\"\n", func(c *gate.Config) {
+			c.Etcd.Endpoints, c.Etcd.Timeout = []string{"http://e:2379"}, -time.Second
+		}},
+	} {
+		_, err := Parse("/etc/x.toml", []byte(tt.src))
+		if err == nil {
+			t.Errorf("Parse(%q) accepted it", tt.src)
+			continue
+		}
+		parsed := err.Error()
+		if _, rest, ok := strings.Cut(parsed, " line "); ok {
+			_, parsed, _ = strings.Cut(rest, ": ")
+		}
+		c, err := Parse("/etc/x.toml", []byte("[gates.a]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tt.mod(c)
+		err = c.Validate()
+		if err == nil {
+			t.Errorf("%q: Validate accepted it; Parse said %s", tt.src, parsed)
+			continue
+		}
+		validated := strings.TrimPrefix(err.Error(), "config /etc/x.toml: ")
+		if validated != parsed {
+			t.Errorf("%q:\n Parse    %s\n Validate %s", tt.src, parsed, validated)
 		}
 	}
 }

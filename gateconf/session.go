@@ -17,6 +17,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/safeopen"
 )
 
 // sessionLockWait bounds BeginEdit's wait for the config lock: a SetPaused
@@ -61,7 +62,7 @@ func BeginEdit(path, lockPath string) (*EditSession, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: file does not exist; create it first (cron-gate edit only edits an existing config)", where)
 		}
-		return nil, fmt.Errorf("%s: cannot resolve the path: %s", where, cfgtext.OneLine(cfgtext.UnwrapPath(err).Error()))
+		return nil, fmt.Errorf("%s: cannot resolve the path: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
 	}
 	data, v, err := gate.ReadConfigVersion(target)
 	if err != nil {

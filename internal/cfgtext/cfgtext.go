@@ -1,100 +1,18 @@
-//go:build linux
-
-// Package cfgtext words the config's error messages: the "config PATH
-// line N" prefix, quoting that keeps a message on one line (package
-// safetext does the escaping), and the checks of values that both the
-// decoder (gateconf) and Config.Validate (gate) apply.
+// Package cfgtext words the config's error messages for every package
+// that writes them (gate, gateconf, the cron-gate commands): the "config
+// PATH line N" prefix, keys written as in a file, and quoting that keeps a
+// message on one line (package safetext does the escaping). The checks of
+// values are not here: they are the table of keys' (gate/keys.go).
 package cfgtext
 
 import (
-	"fmt"
-	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/safetext"
 )
-
-// CheckArgv returns why argv is not an acceptable command line, or "".
-// A nil argv is "not set" and acceptable.
-func CheckArgv(argv []string, emptyOK bool) string {
-	if argv == nil {
-		return ""
-	}
-	if len(argv) == 0 {
-		if emptyOK {
-			return ""
-		}
-		return "is empty; give the command and its arguments"
-	}
-	if argv[0] == "" {
-		return "the command (first element) is empty"
-	}
-	for i, a := range argv {
-		if strings.IndexByte(a, 0) >= 0 {
-			return fmt.Sprintf("element %d contains a NUL byte", i)
-		}
-	}
-	return ""
-}
-
-// CheckURL returns why s is not an acceptable http(s) URL, or "".
-func CheckURL(s string) string {
-	u, err := url.Parse(s)
-	switch {
-	case s == "":
-		return "is empty; write a URL like \"https://hc-ping.com/UUID\""
-	case err != nil || strings.ContainsAny(s, " \t\r\n\x00"):
-		return ShortQuote(s) + " is not a URL"
-	case u.Scheme != "http" && u.Scheme != "https":
-		return ShortQuote(s) + " is not an http:// or https:// URL"
-	case u.Host == "" || u.Hostname() == "":
-		return ShortQuote(s) + " has no host"
-	case u.Fragment != "" || strings.Contains(s, "#"):
-		return ShortQuote(s) + " has a #fragment; remove it"
-	}
-	return ""
-}
-
-// CheckUnit returns why s is not an acceptable systemd unit name, or "".
-func CheckUnit(s string) string {
-	if s == "" {
-		return "is empty; name a unit like \"blog-autopush.timer\""
-	}
-	if len(s) > 256 {
-		return ShortQuote(s) + " is too long for a unit name"
-	}
-	if s[0] == '-' {
-		return ShortQuote(s) + " starts with '-'"
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(":_.@-\\", c) >= 0) {
-			return ShortQuote(s) + " is not a systemd unit name"
-		}
-	}
-	if i := strings.LastIndexByte(s, '.'); i <= 0 || i == len(s)-1 {
-		return ShortQuote(s) + " has no unit type; write the full name, e.g. \"" + s + ".timer\""
-	}
-	return ""
-}
-
-// CheckAbs returns why s is not an acceptable absolute path, or "".
-func CheckAbs(s string) string {
-	switch {
-	case s == "":
-		return "is empty; write an absolute path starting with /"
-	case strings.IndexByte(s, 0) >= 0:
-		return ShortQuote(s) + " contains a NUL byte; write a real path"
-	case !filepath.IsAbs(s):
-		return ShortQuote(s) + " is not an absolute path; write the full path starting with /"
-	}
-	return ""
-}
 
 // Key formats a dotted TOML key the way it would be written in a file:
 // bare parts as they are, others quoted (with Go escapes, so the result is
@@ -114,6 +32,7 @@ func Key(parts ...string) string {
 	return b.String()
 }
 
+// IsBare reports whether s can be written as a bare TOML key.
 func IsBare(s string) bool {
 	if s == "" {
 		return false
@@ -160,7 +79,3 @@ func ShortQuote(s string) string { return safetext.Quote(s) }
 // OneLine makes a message from elsewhere (the TOML library, the OS) one
 // line that is safe to print: safetext.Line.
 func OneLine(s string) string { return safetext.Line(s) }
-
-// UnwrapPath strips the *fs.PathError wrapper, whose op and path the
-// caller's message already gives.
-func UnwrapPath(err error) error { return safeopen.Cause(err) }

@@ -24,6 +24,7 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gateconf"
 	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
 )
@@ -95,7 +96,7 @@ func (s *editSession) run(path string) int {
 		stateDir = gate.StateDirFor(nil)
 	}
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		s.out.Errorf("state dir %s: %v", cfgtext.QuotePath(stateDir), cfgtext.UnwrapPath(err))
+		s.out.Errorf("state dir %s: %v", cfgtext.QuotePath(stateDir), safeopen.Cause(err))
 		return runner.ExitFailure
 	}
 	sess, err := gateconf.BeginEdit(path, gate.ConfigLockPath(stateDir))
@@ -110,7 +111,7 @@ func (s *editSession) run(path string) int {
 	// under the config's own name (editors pick their syntax by it).
 	dir, err := os.MkdirTemp("", "cron-gate-edit-")
 	if err != nil {
-		s.out.Errorf("%s: cannot create a private directory for the copy: %v", where, cfgtext.UnwrapPath(err))
+		s.out.Errorf("%s: cannot create a private directory for the copy: %v", where, safeopen.Cause(err))
 		return runner.ExitFailure
 	}
 	keep := false
@@ -243,7 +244,7 @@ func (s *editSession) ask(prompt string) (string, syscall.Signal) {
 func writeNew(file string, data []byte) error {
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return cfgtext.UnwrapPath(err)
+		return safeopen.Cause(err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
@@ -258,7 +259,7 @@ func writeNew(file string, data []byte) error {
 func readCopy(file string) ([]byte, error) {
 	f, err := os.OpenFile(file, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, cfgtext.UnwrapPath(err)
+		return nil, safeopen.Cause(err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()

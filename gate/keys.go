@@ -1,0 +1,820 @@
+package gate
+
+// The table of config keys: every key of every table of the config file,
+// with its type, default, range and one line of documentation, and the
+// rules between keys. It is the one place these are written:
+//
+//   - gateconf's decoder walks the TOML file and, for each key, asks this
+//     table for its type, checks the value with Spec.Problems and stores
+//     it with Key.Set, then applies the table's Defaults and Rule;
+//   - Config.Validate reads every key back with Key.Get and applies the
+//     same Spec.Problems and Rule, so a Config built in code meets the
+//     same ranges as one decoded from a file;
+//   - unknown-key suggestions come from the tables' names (Table.Names);
+//   - the README's key tables are generated from KeyDocs (TestREADMEConfigKeys).
+//
+// Adding a key is one entry here plus its use. The tables are plain
+// composite literals of functions without captured variables, so they are
+// laid out by the linker: nothing runs at start-up, and nothing here uses
+// reflection.
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/suggest"
+)
+
+// Kind is the type of a key's value in the file, and what the decoder
+// checks before the key's own checks.
+type Kind uint8
+
+// The kinds of keys.
+const (
+	KindString      Kind = iota // a string
+	KindBool                    // true or false
+	KindInt                     // an integer, within Min..Max
+	KindNumber                  // an integer or a float, within Min..Max
+	KindDuration                // a Go duration string such as "30m"; Min 1 (ns): positive, Min 0: not negative
+	KindPath                    // an absolute path (checkAbs)
+	KindPaths                   // an array of absolute paths
+	KindArgv                    // an array of strings: a command and its arguments (checkArgv; EmptyOK: [] is allowed)
+	KindURL                     // an http or https URL (checkURL)
+	KindURLs                    // a non-empty array of http or https URLs
+	KindUnit                    // a systemd unit name with its type (checkUnit)
+	KindEnum                    // a string, one of Values (the key's Check checks it)
+	KindTable                   // a [table]
+	KindTables                  // an array of tables, [[table]]
+	KindNamedTables             // a table of [NAME.x] tables, one per name
+)
+
+// Value is a key's value in the one form the checks read: the field of
+// its kind is set (S for the string kinds and, for a duration, the text
+// it was written as; N for KindInt; F for KindNumber; B; D; L for the
+// array kinds).
+type Value struct {
+	S string
+	N int64
+	F float64
+	B bool
+	D time.Duration
+	L []string
+}
+
+// Spec is what is known of a key apart from where it lives in a Config.
+type Spec struct {
+	Name string // as written in the file
+	Kind Kind
+	Doc  string // one line, for the docs (README, man page) and some messages
+
+	// Default is the value used when the key is not given, rendered in
+	// the docs; DefaultNote qualifies it ("with log_output") or, when
+	// Default is zero, replaces it ("the global skip_code").
+	Default     Value
+	DefaultNote string
+
+	// Example is a value as written in the file, shown in messages
+	// ("must be a duration string like "30m"").
+	Example string
+
+	Min, Max float64  // KindInt, KindNumber: the accepted range (Max 0: no maximum); KindDuration: see Kind
+	EmptyOK  bool     // KindArgv: an empty array is a value
+	Values   []string // KindEnum: the accepted values
+
+	// Check is the key's own check of a value that has the right kind,
+	// after the kind's (paths absolute, URLs well formed, ...). It
+	// returns why v is refused, or "".
+	Check func(s *Spec, v Value) string
+}
+
+// Problem is one thing wrong with a value or a table. For a value, Key is
+// "" or the element ("[2]"); for a table's Rule, the key the problem is
+// about, "" for the table as a whole.
+type Problem struct {
+	Key, Msg string
+}
+
+// Problems returns what is wrong with v, a value of the key's kind: the
+// kind's checks, element by element, and then, if they pass, Check. A nil
+// result means v is accepted. It allocates only when v is refused.
+func (s *Spec) Problems(v Value) []Problem {
+	msg := ""
+	switch s.Kind {
+	case KindPath:
+		msg = checkAbs(v.S)
+	case KindURL:
+		msg = checkURL(v.S)
+	case KindUnit:
+		msg = checkUnit(v.S)
+	case KindArgv:
+		msg = checkArgv(v.L, s.EmptyOK)
+	case KindURLs:
+		if len(v.L) == 0 {
+			msg = "is empty; give at least one, like " + s.Example
+			break
+		}
+		fallthrough
+	case KindPaths:
+		var out []Problem
+		for i, e := range v.L {
+			if m := s.checkElem(e); m != "" {
+				out = append(out, Problem{"[" + strconv.Itoa(i) + "]", m})
+			}
+		}
+		if out != nil {
+			return out
+		}
+	}
+	if msg == "" && s.Check != nil {
+		msg = s.Check(s, v)
+	}
+	if msg == "" {
+		return nil
+	}
+	return []Problem{{"", msg}}
+}
+
+// checkElem checks an element of a KindPaths or KindURLs value.
+func (s *Spec) checkElem(e string) string {
+	if s.Kind == KindURLs {
+		return checkURL(e)
+	}
+	return checkAbs(e)
+}
+
+// Key is one key of a table whose values live in a T.
+type Key[T any] struct {
+	Spec
+	// Get reads the key's value from t, and whether it is set: an unset
+	// key (the zero value of an optional setting) is not checked.
+	Get func(t *T) (Value, bool)
+	// Set stores an accepted value in t.
+	Set func(t *T, v Value)
+}
+
+// Given tells a table's Defaults and Rule which keys were given: written
+// in the file when decoding, set in the struct when validating.
+type Given interface {
+	Has(key string) bool // the key is given
+	Any() bool           // some key is given (decoding: also an unknown one)
+}
+
+// Table is one table of the config file, or the top level.
+type Table[T any] struct {
+	Name string // as keys are prefixed in messages: "" (top level), "gates.NAME", "check", "notify[i]", ...
+	Keys []Key[T]
+	// Defaults fills in, after decoding, the values that depend on
+	// other keys (log_max_bytes with log_output). Decoding only: a Config
+	// built in code states them.
+	Defaults func(t *T, g Given)
+	// Rule returns the problems between keys, for decoding (after
+	// Defaults) and Validate alike.
+	Rule func(t *T, g Given) []Problem
+}
+
+// Key returns the key named name, or nil.
+func (tb *Table[T]) Key(name string) *Key[T] {
+	for i := range tb.Keys {
+		if tb.Keys[i].Name == name {
+			return &tb.Keys[i]
+		}
+	}
+	return nil
+}
+
+// Names returns the table's key names, in documentation order.
+func (tb *Table[T]) Names() []string {
+	out := make([]string, len(tb.Keys))
+	for i := range tb.Keys {
+		out[i] = tb.Keys[i].Name
+	}
+	return out
+}
+
+// Unknown returns the message for a key the table does not have: with
+// the closest known name when one is close enough to be a typo, else the
+// list of known names. full is the key as written in messages.
+func (tb *Table[T]) Unknown(full, k string) string {
+	msg := "unknown key " + full
+	if s := suggest.Closest(k, tb.Names()); s != "" {
+		return msg + "; did you mean " + s + "?"
+	}
+	return msg + "; the keys allowed here are " + strings.Join(tb.Names(), ", ")
+}
+
+// check returns the first problem of t (every set key's value, then the
+// rule), as the key it concerns (relative to the table) and the message.
+func (tb *Table[T]) check(t *T) (key, msg string, bad bool) {
+	for i := range tb.Keys {
+		k := &tb.Keys[i]
+		if k.Get == nil {
+			continue
+		}
+		v, set := k.Get(t)
+		if !set {
+			continue
+		}
+		if p := k.Problems(v); len(p) > 0 {
+			return k.Name + p[0].Key, p[0].Msg, true
+		}
+	}
+	if tb.Rule != nil {
+		if p := tb.Rule(t, setKeys[T]{tb, t}); len(p) > 0 {
+			return p[0].Key, p[0].Msg, true
+		}
+	}
+	return "", "", false
+}
+
+// setKeys is Given for a struct: the keys whose Get says set.
+type setKeys[T any] struct {
+	tb *Table[T]
+	t  *T
+}
+
+func (s setKeys[T]) Has(name string) bool {
+	k := s.tb.Key(name)
+	if k == nil || k.Get == nil {
+		return false
+	}
+	_, set := k.Get(s.t)
+	return set
+}
+
+func (s setKeys[T]) Any() bool {
+	for i := range s.tb.Keys {
+		if s.Has(s.tb.Keys[i].Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// The checks shared by several keys, each written once.
+
+// inRange refuses a number outside Min..Max.
+func inRange(s *Spec, v Value) string {
+	if s.outside(v) {
+		return s.text(v) + " is out of range; use " + fmtNum(s.Min) + " to " + fmtNum(s.Max)
+	}
+	return ""
+}
+
+// inRangeSays is inRange, saying what the number means (the key's Doc).
+func inRangeSays(s *Spec, v Value) string {
+	if msg := inRange(s, v); msg != "" {
+		return msg + " (" + s.Doc + ")"
+	}
+	return ""
+}
+
+// exitStatus refuses an exit status outside Min..Max.
+func exitStatus(s *Spec, v Value) string {
+	if s.outside(v) {
+		return s.text(v) + " is out of range; use an exit status from " + fmtNum(s.Min) + " to " + fmtNum(s.Max)
+	}
+	return ""
+}
+
+// records refuses a history outside Min..Max.
+func records(s *Spec, v Value) string {
+	switch {
+	case float64(v.N) < s.Min:
+		return s.text(v) + " is too small; keep at least " + fmtNum(s.Min) + " records"
+	case float64(v.N) > s.Max:
+		return s.text(v) + " is too large; keep at most " + fmtNum(s.Max) + " records"
+	}
+	return ""
+}
+
+// atLeast refuses a number below Min.
+func atLeast(s *Spec, v Value) string {
+	if float64(v.N) < s.Min {
+		return s.text(v) + " is too small; use at least " + fmtNum(s.Min)
+	}
+	return ""
+}
+
+// duration refuses a duration below Min (see KindDuration).
+func duration(s *Spec, v Value) string {
+	switch {
+	case v.D >= time.Duration(s.Min):
+		return ""
+	case s.Min > 0:
+		return s.text(v) + " is not positive; use a duration like " + s.Example + ", or remove the key"
+	}
+	return s.text(v) + " is negative; use a duration of 0 or more, like " + s.Example
+}
+
+func (s *Spec) outside(v Value) bool {
+	f := s.num(v)
+	return !(f >= s.Min && (s.Max == 0 || f <= s.Max)) // NaN is outside
+}
+
+func (s *Spec) num(v Value) float64 {
+	if s.Kind == KindNumber {
+		return v.F
+	}
+	return float64(v.N)
+}
+
+// text is v as a message shows it.
+func (s *Spec) text(v Value) string {
+	switch s.Kind {
+	case KindNumber:
+		return strconv.FormatFloat(v.F, 'g', -1, 64)
+	case KindInt:
+		return strconv.FormatInt(v.N, 10)
+	case KindDuration:
+		if v.S == "" { // built in code: not written as text
+			return cfgtext.ShortQuote(v.D.String())
+		}
+	}
+	return cfgtext.ShortQuote(v.S)
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func oneOf(s string, list []string) bool {
+	for _, e := range list {
+		if s == e {
+			return true
+		}
+	}
+	return false
+}
+
+// eitherOr quotes two or more choices: "a" or "b", "a", "b" or "c".
+func eitherOr(list []string) string {
+	s := ""
+	for i, e := range list {
+		switch {
+		case i == 0:
+		case i == len(list)-1:
+			s += " or "
+		default:
+			s += ", "
+		}
+		s += strconv.Quote(e)
+	}
+	return s
+}
+
+// enum refuses a value that is not one of Values.
+func enum(s *Spec, v Value) string {
+	if !oneOf(v.S, s.Values) {
+		return cfgtext.ShortQuote(v.S) + " is not " + eitherOr(s.Values)
+	}
+	return ""
+}
+
+// TopTable is the top level of the config file. Its table-valued keys
+// (gates, check, notify, serve, etcd) have no Get or Set: the decoder
+// walks them with their own tables (GateTable, CheckTable, NotifyTable,
+// ServeTable, EtcdTable).
+var TopTable = Table[Config]{
+	Keys: []Key[Config]{
+		{Spec: Spec{Name: "state_dir", Kind: KindPath, DefaultNote: "`$CRON_GATE_STATE_DIR`, else by user (see State dir)",
+			Doc: "the journal and runtime state"},
+			Get: func(c *Config) (Value, bool) { return Value{S: c.StateDir}, c.StateDir != "" },
+			Set: func(c *Config, v Value) { c.StateDir = v.S }},
+		{Spec: Spec{Name: "skip_code", Kind: KindInt, Min: 0, Max: 255, Check: exitStatus, Default: Value{N: DefaultSkipCode},
+			Doc: "exit status of a run that does not happen"},
+			Get: func(c *Config) (Value, bool) { return Value{N: int64(c.SkipCode)}, true },
+			Set: func(c *Config, v Value) { c.SkipCode = int(v.N) }},
+		{Spec: Spec{Name: "history", Kind: KindInt, Min: MinHistory, Max: MaxHistory, Check: records, Default: Value{N: DefaultHistory},
+			Doc: "records kept per gate (between N and 2N)"},
+			Get: func(c *Config) (Value, bool) { return Value{N: int64(c.History)}, true },
+			Set: func(c *Config, v Value) { c.History = int(v.N) }},
+		{Spec: Spec{Name: "gates", Kind: KindNamedTables, Doc: "the gates, one `[gates.NAME]` table each"}},
+		{Spec: Spec{Name: "check", Kind: KindTable, Doc: "the watchdog, `cron-gate check`"}},
+		{Spec: Spec{Name: "notify", Kind: KindTables, Doc: "where the watchdog sends alerts"}},
+		{Spec: Spec{Name: "serve", Kind: KindTable, Doc: "the dashboard, `cron-gate serve`"}},
+		{Spec: Spec{Name: "etcd", Kind: KindTable, Doc: "pauses shared by every host"}},
+	},
+}
+
+// GateTable is a `[gates.NAME]` table.
+var GateTable = Table[GateConfig]{
+	Name: "gates.NAME",
+	Keys: []Key[GateConfig]{
+		{Spec: Spec{Name: "paused", Kind: KindBool, Doc: "the gate does not run its command; only `cron-gate resume` or an edit lifts it"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{B: g.Paused}, g.Paused },
+			Set: func(g *GateConfig, v Value) { g.Paused = v.B }}, // the decoder sets PausedLine
+		{Spec: Spec{Name: "reason", Kind: KindString, Check: reasonCheck, Doc: "why it is paused, for people (one line)"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.Reason}, g.Reason != "" },
+			Set: func(g *GateConfig, v Value) { g.Reason = v.S }},
+		{Spec: Spec{Name: "interval", Kind: KindDuration, Min: 1, Check: duration, Example: `"30m"`,
+			Doc: "expected cadence, for the watchdog's stale condition"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{D: g.Interval}, g.Interval != 0 },
+			Set: func(g *GateConfig, v Value) { g.Interval = v.D }},
+		{Spec: Spec{Name: "legacy_locks", Kind: KindPaths, Example: `["/run/NAME.lock"]`,
+			Doc: "skip while another process holds a flock on one of these files"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{L: g.LegacyLocks}, g.LegacyLocks != nil },
+			Set: func(g *GateConfig, v Value) { g.LegacyLocks = v.L }},
+		{Spec: Spec{Name: "legacy_pidfiles", Kind: KindPaths, Example: `["/run/NAME.pid"]`,
+			Doc: "skip while the PID in one of these files is alive"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{L: g.LegacyPidfiles}, g.LegacyPidfiles != nil },
+			Set: func(g *GateConfig, v Value) { g.LegacyPidfiles = v.L }},
+		{Spec: Spec{Name: "skip_code", Kind: KindInt, Min: 0, Max: 255, Check: exitStatus, DefaultNote: "the global `skip_code`",
+			Doc: "this gate's exit status of a run that does not happen"},
+			Get: func(g *GateConfig) (Value, bool) {
+				if g.SkipCode == nil {
+					return Value{}, false
+				}
+				return Value{N: int64(*g.SkipCode)}, true
+			},
+			Set: func(g *GateConfig, v Value) { n := int(v.N); g.SkipCode = &n }},
+		{Spec: Spec{Name: "history", Kind: KindInt, Min: MinHistory, Max: MaxHistory, Check: records, DefaultNote: "the global `history`",
+			Doc: "this gate's records kept"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{N: int64(g.History)}, g.History != 0 },
+			Set: func(g *GateConfig, v Value) { g.History = int(v.N) }},
+		{Spec: Spec{Name: "log_output", Kind: KindBool, Doc: "keep the command's output (`status NAME --output`, the dashboard)"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{B: g.LogOutput}, g.LogOutput },
+			Set: func(g *GateConfig, v Value) { g.LogOutput = v.B }},
+		{Spec: Spec{Name: "log_max_bytes", Kind: KindInt, Min: MinLogMaxBytes, Check: atLeast,
+			Default: Value{N: DefaultLogMaxBytes}, DefaultNote: "with `log_output`",
+			Doc: "bytes of output kept per run (the last part)"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{N: g.LogMaxBytes}, g.LogMaxBytes != 0 },
+			Set: func(g *GateConfig, v Value) { g.LogMaxBytes = v.N }},
+		{Spec: Spec{Name: "systemd_timer", Kind: KindUnit, Example: `"blog-autopush.timer"`,
+			Doc: "a systemd unit that must be active (the watchdog's unscheduled condition); then the crontab is not looked at"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.SystemdTimer}, g.SystemdTimer != "" },
+			Set: func(g *GateConfig, v Value) { g.SystemdTimer = v.S }},
+		{Spec: Spec{Name: "failure_state_file", Kind: KindPath,
+			Doc: "the worker's JSON state file, for the watchdog's failed condition"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.FailureStateFile}, g.FailureStateFile != "" },
+			Set: func(g *GateConfig, v Value) { g.FailureStateFile = v.S }},
+		{Spec: Spec{Name: "failure_state_key", Kind: KindString, Check: failureKeyCheck,
+			Default: Value{S: DefaultFailureStateKey}, DefaultNote: "with `failure_state_file`",
+			Doc: "the key of that file whose truthy value means the worker reports the failure itself"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.FailureStateKey}, g.FailureStateKey != "" },
+			Set: func(g *GateConfig, v Value) { g.FailureStateKey = v.S }},
+		{Spec: Spec{Name: "healthchecks_url", Kind: KindURL, Example: `"https://hc-ping.com/UUID"`,
+			Doc: "a healthchecks.io-compatible ping URL, pinged by the watchdog"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.HealthchecksURL}, g.HealthchecksURL != "" },
+			Set: func(g *GateConfig, v Value) { g.HealthchecksURL = v.S }},
+	},
+	Defaults: func(g *GateConfig, _ Given) {
+		if g.LogOutput && g.LogMaxBytes == 0 {
+			g.LogMaxBytes = DefaultLogMaxBytes
+		}
+		if g.FailureStateFile != "" && g.FailureStateKey == "" {
+			g.FailureStateKey = DefaultFailureStateKey
+		}
+	},
+	Rule: func(g *GateConfig, _ Given) []Problem {
+		var out []Problem
+		if g.LogOutput && g.LogMaxBytes == 0 {
+			out = append(out, Problem{"log_max_bytes", "is 0 while log_output is true; use at least " + strconv.Itoa(MinLogMaxBytes)})
+		}
+		switch {
+		case g.FailureStateFile != "" && g.FailureStateKey == "":
+			out = append(out, Problem{"failure_state_key", "is empty while failure_state_file is set"})
+		case g.FailureStateFile == "" && g.FailureStateKey != "":
+			out = append(out, Problem{"failure_state_key", "is set without failure_state_file; name the worker's JSON state file too"})
+		}
+		if g.PausedLine < 0 {
+			out = append(out, Problem{"paused", "PausedLine " + strconv.Itoa(g.PausedLine) + " is negative"})
+		}
+		return out
+	},
+}
+
+func reasonCheck(_ *Spec, v Value) string {
+	if err := CheckReason(v.S); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func failureKeyCheck(_ *Spec, v Value) string {
+	if v.S == "" {
+		return "is empty; name the key of the worker's state file, e.g. " + strconv.Quote(DefaultFailureStateKey)
+	}
+	return ""
+}
+
+// CheckTable is the `[check]` table.
+var CheckTable = Table[CheckConfig]{
+	Name: "check",
+	Keys: []Key[CheckConfig]{
+		{Spec: Spec{Name: "stale_factor", Kind: KindNumber, Min: 1, Max: 1000, Check: inRangeSays, Example: "2.5",
+			Default: Value{F: DefaultStaleFactor}, Doc: "stale after this many intervals without a success"},
+			Get: func(c *CheckConfig) (Value, bool) { return Value{F: c.StaleFactor}, c.StaleFactor != 0 },
+			Set: func(c *CheckConfig, v Value) { c.StaleFactor = v.F }},
+		{Spec: Spec{Name: "alert_after", Kind: KindInt, Min: 1, Max: 100, Check: inRangeSays,
+			Default: Value{N: DefaultAlertAfter}, Doc: "consecutive bad checks before an alert"},
+			Get: func(c *CheckConfig) (Value, bool) { return Value{N: int64(c.AlertAfter)}, c.AlertAfter != 0 },
+			Set: func(c *CheckConfig, v Value) { c.AlertAfter = int(v.N) }},
+		{Spec: Spec{Name: "resume_grace", Kind: KindDuration, Min: 0, Check: duration, Example: `"15m"`,
+			Default: Value{D: DefaultResumeGrace}, Doc: "after a resume, stale is held for interval + this"},
+			Get: func(c *CheckConfig) (Value, bool) {
+				return Value{D: c.ResumeGrace}, c.ResumeGraceSet || c.ResumeGrace != 0
+			},
+			Set: func(c *CheckConfig, v Value) { c.ResumeGrace, c.ResumeGraceSet = v.D, true }},
+		{Spec: Spec{Name: "crontab_command", Kind: KindArgv, EmptyOK: true, Example: `["crontab", "-l"]`,
+			Default: Value{L: defaultCrontabCommand}, Doc: "prints the crontab; `[]`: read none"},
+			Get: func(c *CheckConfig) (Value, bool) { return Value{L: c.CrontabCommand}, c.CrontabCommand != nil },
+			Set: func(c *CheckConfig, v Value) { c.CrontabCommand = v.L }},
+		{Spec: Spec{Name: "cron_d", Kind: KindPaths, Example: `["/etc/cron.d"]`,
+			Doc: "system crontabs: directories (their files named as cron reads them) or files"},
+			Get: func(c *CheckConfig) (Value, bool) { return Value{L: c.CronD}, c.CronD != nil },
+			Set: func(c *CheckConfig, v Value) { c.CronD = v.L }},
+		{Spec: Spec{Name: "systemctl_command", Kind: KindArgv, Example: `["systemctl"]`,
+			Default: Value{L: defaultSystemctlCommand}, Doc: "`is-active UNIT` is appended; `[\"systemctl\", \"--user\"]` for user timers"},
+			Get: func(c *CheckConfig) (Value, bool) { return Value{L: c.SystemctlCommand}, c.SystemctlCommand != nil },
+			Set: func(c *CheckConfig, v Value) { c.SystemctlCommand = v.L }},
+		{Spec: Spec{Name: "metrics_file", Kind: KindPath, Doc: "each check writes the Prometheus text there"},
+			Get: func(c *CheckConfig) (Value, bool) { return Value{S: c.MetricsFile}, c.MetricsFile != "" },
+			Set: func(c *CheckConfig, v Value) { c.MetricsFile = v.S }},
+	},
+}
+
+// NotifyTable is one `[[notify]]` table.
+var NotifyTable = Table[NotifyConfig]{
+	Name: "notify[i]",
+	Keys: []Key[NotifyConfig]{
+		{Spec: Spec{Name: "type", Kind: KindEnum, Values: []string{NotifyCommand, NotifyWebhook}, Check: notifyTypeCheck,
+			Doc: "how alerts are sent"},
+			Get: func(n *NotifyConfig) (Value, bool) { return Value{S: n.Type}, n.Type != "" },
+			Set: func(n *NotifyConfig, v Value) { n.Type = v.S }},
+		{Spec: Spec{Name: "name", Kind: KindString, Doc: "for messages"},
+			Get: func(n *NotifyConfig) (Value, bool) { return Value{S: n.Name}, n.Name != "" },
+			Set: func(n *NotifyConfig, v Value) { n.Name = v.S }},
+		{Spec: Spec{Name: "argv", Kind: KindArgv, Example: `["bark", "-g", "blog"]`,
+			Doc: "`command`: the command; title and body are appended, or replace `{title}` and `{body}`"},
+			Get: func(n *NotifyConfig) (Value, bool) { return Value{L: n.Argv}, n.Argv != nil },
+			Set: func(n *NotifyConfig, v Value) { n.Argv = v.L }},
+		{Spec: Spec{Name: "url", Kind: KindURL, Example: `"https://hooks.example.com/cron-gate"`, Doc: "`webhook`: where the JSON is posted"},
+			Get: func(n *NotifyConfig) (Value, bool) { return Value{S: n.URL}, n.URL != "" },
+			Set: func(n *NotifyConfig, v Value) { n.URL = v.S }},
+		{Spec: Spec{Name: "timeout", Kind: KindDuration, Min: 1, Check: duration, Example: `"30m"`,
+			Default: Value{D: DefaultNotifyTimeout}, Doc: "of one attempt"},
+			Get: func(n *NotifyConfig) (Value, bool) { return Value{D: n.Timeout}, n.Timeout != 0 },
+			Set: func(n *NotifyConfig, v Value) { n.Timeout = v.D }},
+		{Spec: Spec{Name: "retries", Kind: KindInt, Min: 0, Max: MaxNotifyRetries, Check: inRange,
+			Default: Value{N: DefaultWebhookRetries}, DefaultNote: "for `webhook`, 0 for `command`",
+			Doc: "further attempts after a failure"},
+			Get: func(n *NotifyConfig) (Value, bool) { return Value{N: int64(n.Retries)}, n.Retries != 0 },
+			Set: func(n *NotifyConfig, v Value) { n.Retries = int(v.N) }},
+	},
+	Defaults: func(n *NotifyConfig, g Given) {
+		if n.Type == NotifyWebhook && !g.Has("retries") {
+			n.Retries = DefaultWebhookRetries
+		}
+		if n.Timeout == 0 {
+			n.Timeout = DefaultNotifyTimeout
+		}
+	},
+	Rule: func(n *NotifyConfig, g Given) []Problem {
+		var out []Problem
+		switch {
+		case !g.Has("type"):
+			out = append(out, Problem{"", `has no type; add type = "command" or type = "webhook"`})
+		case n.Type == NotifyCommand:
+			if !g.Has("argv") {
+				out = append(out, Problem{"", `a command notifier needs argv = ["COMMAND", ...]`})
+			}
+			if g.Has("url") {
+				out = append(out, Problem{"url", `is for type = "webhook"; a command notifier takes argv`})
+			}
+		case n.Type == NotifyWebhook:
+			if !g.Has("url") {
+				out = append(out, Problem{"", `a webhook notifier needs url = "https://..."`})
+			}
+			if g.Has("argv") {
+				out = append(out, Problem{"argv", `is for type = "command"; a webhook notifier takes url`})
+			}
+		}
+		return out
+	},
+}
+
+func notifyTypeCheck(s *Spec, v Value) string {
+	if !oneOf(v.S, s.Values) {
+		return cfgtext.ShortQuote(v.S) + " is not a notifier type; use " + eitherOr(s.Values)
+	}
+	return ""
+}
+
+// ServeTable is the `[serve]` table.
+var ServeTable = Table[ServeConfig]{
+	Name: "serve",
+	Keys: []Key[ServeConfig]{
+		{Spec: Spec{Name: "listen", Kind: KindString, Check: listenCheck, Example: `"` + DefaultServeListen + `"`,
+			Default: Value{S: DefaultServeListen}, Doc: "host:port; not loopback: a token is required"},
+			Get: func(c *ServeConfig) (Value, bool) { return Value{S: c.Listen}, c.Listen != "" },
+			Set: func(c *ServeConfig, v Value) { c.Listen = v.S }},
+		{Spec: Spec{Name: "time_zone", Kind: KindString, Check: zoneCheck, Example: `"Asia/Seoul"`,
+			DefaultNote: "`$TZ`, else local time", Doc: "IANA zone of the times shown"},
+			Get: func(c *ServeConfig) (Value, bool) { return Value{S: c.TimeZone}, c.TimeZone != "" },
+			Set: func(c *ServeConfig, v Value) { c.TimeZone = v.S }},
+		{Spec: Spec{Name: "token_file", Kind: KindPath, Doc: "holds the auth token; mode 0600 or stricter"},
+			Get: func(c *ServeConfig) (Value, bool) { return Value{S: c.TokenFile}, c.TokenFile != "" },
+			Set: func(c *ServeConfig, v Value) { c.TokenFile = v.S }},
+	},
+}
+
+// DefaultServeListen is `listen` of [serve] when not set: loopback only.
+const DefaultServeListen = "127.0.0.1:8371"
+
+func listenCheck(s *Spec, v Value) string {
+	if port, ok := splitPort(v.S); !ok || port == "" {
+		return cfgtext.ShortQuote(v.S) + " is not host:port (e.g. " + s.Example + ")"
+	}
+	return ""
+}
+
+func zoneCheck(s *Spec, v Value) string {
+	if _, err := time.LoadLocation(v.S); err != nil || v.S == "" {
+		return cfgtext.ShortQuote(v.S) + " is not a time zone name (e.g. " + s.Example + `, "UTC")`
+	}
+	return ""
+}
+
+// splitPort returns the port of host:port as net.SplitHostPort splits it,
+// and whether it does (TestSplitPort holds the two together). This package
+// does not link net, so that cron-gate's per-tick binary stays lean.
+func splitPort(hostport string) (port string, ok bool) {
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 {
+		return "", false
+	}
+	j, k := 0, 0
+	if hostport[0] == '[' {
+		end := strings.IndexByte(hostport, ']')
+		if end < 0 || end+1 != i {
+			return "", false
+		}
+		j, k = 1, end+1
+	} else if strings.IndexByte(hostport[:i], ':') >= 0 {
+		return "", false
+	}
+	if strings.IndexByte(hostport[j:], '[') >= 0 || strings.IndexByte(hostport[k:], ']') >= 0 {
+		return "", false
+	}
+	return hostport[i+1:], true
+}
+
+// EtcdTable is the `[etcd]` table.
+var EtcdTable = Table[EtcdConfig]{
+	Name: "etcd",
+	Keys: []Key[EtcdConfig]{
+		{Spec: Spec{Name: "endpoints", Kind: KindURLs, Example: `["http://etcd1:2379"]`, Doc: "client URLs of every member"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{L: e.Endpoints}, len(e.Endpoints) > 0 },
+			Set: func(e *EtcdConfig, v Value) { e.Endpoints = v.L }},
+		{Spec: Spec{Name: "prefix", Kind: KindString, Check: prefixCheck, Example: `"` + DefaultEtcdPrefix + `"`,
+			Default: Value{S: DefaultEtcdPrefix}, Doc: "key prefix; one per independent set of hosts"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.Prefix}, e.Prefix != "" },
+			Set: func(e *EtcdConfig, v Value) { e.Prefix = v.S }},
+		{Spec: Spec{Name: "timeout", Kind: KindDuration, Min: 1, Check: duration, Example: `"5s"`,
+			Default: Value{D: DefaultEtcdTimeout}, Doc: "per call, retries included"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{D: e.Timeout}, e.Timeout != 0 },
+			Set: func(e *EtcdConfig, v Value) { e.Timeout = v.D }},
+		{Spec: Spec{Name: "on_coordinator_down", Kind: KindEnum, Values: []string{"skip", "run"}, Check: enum,
+			Default: Value{S: "skip"}, Doc: "when etcd cannot be reached: skip the run (fail closed) or run it"},
+			Get: func(e *EtcdConfig) (Value, bool) {
+				if e.RunOnDown {
+					return Value{S: "run"}, true
+				}
+				return Value{}, false
+			},
+			Set: func(e *EtcdConfig, v Value) { e.RunOnDown = v.S == "run" }},
+	},
+	Rule: func(e *EtcdConfig, g Given) []Problem {
+		if !g.Has("endpoints") && g.Any() {
+			return []Problem{{"", `endpoints is missing; name every member, e.g. endpoints = ["http://etcd1:2379"]`}}
+		}
+		return nil
+	},
+}
+
+// DefaultEtcdPrefix is `prefix` of [etcd] when not set.
+const DefaultEtcdPrefix = "/cron-gate"
+
+func prefixCheck(s *Spec, v Value) string {
+	if !strings.HasPrefix(v.S, "/") || strings.HasSuffix(v.S, "/") || strings.ContainsAny(v.S, "\x00\n") {
+		return cfgtext.ShortQuote(v.S) + " must start with / and not end with / (e.g. " + s.Example + ")"
+	}
+	return ""
+}
+
+// KeyDoc describes one key for documentation (the README's key tables;
+// a man page).
+type KeyDoc struct {
+	Table   string // "" for the top level, else as in a header: "gates.NAME", "check", "[notify]", ...
+	Name    string
+	Type    string // in words, with the accepted range
+	Default string // as written in the file ("75", `"15m"`); "" when the default is not a value
+	Note    string // qualifies Default ("with log_output") or, when Default is "", says what applies
+	Doc     string
+}
+
+// KeyDocs returns every key of every table, table by table, each in
+// documentation order.
+func KeyDocs() []KeyDoc {
+	var out []KeyDoc
+	add := func(table string, s *Spec) {
+		out = append(out, KeyDoc{Table: table, Name: s.Name, Type: s.typeText(), Default: s.defaultText(), Note: s.DefaultNote, Doc: s.Doc})
+	}
+	for i := range TopTable.Keys {
+		add("", &TopTable.Keys[i].Spec)
+	}
+	for i := range GateTable.Keys {
+		add(GateTable.Name, &GateTable.Keys[i].Spec)
+	}
+	for i := range CheckTable.Keys {
+		add(CheckTable.Name, &CheckTable.Keys[i].Spec)
+	}
+	for i := range NotifyTable.Keys {
+		add("[notify]", &NotifyTable.Keys[i].Spec)
+	}
+	for i := range ServeTable.Keys {
+		add(ServeTable.Name, &ServeTable.Keys[i].Spec)
+	}
+	for i := range EtcdTable.Keys {
+		add(EtcdTable.Name, &EtcdTable.Keys[i].Spec)
+	}
+	return out
+}
+
+// typeText is the key's kind in words, with its range.
+func (s *Spec) typeText() string {
+	rng := ""
+	if s.Kind == KindInt || s.Kind == KindNumber {
+		if s.Max != 0 {
+			rng = ", " + fmtNum(s.Min) + " to " + fmtNum(s.Max)
+		} else {
+			rng = ", at least " + fmtNum(s.Min)
+		}
+	}
+	switch s.Kind {
+	case KindBool:
+		return "boolean"
+	case KindInt:
+		return "integer" + rng
+	case KindNumber:
+		return "number" + rng
+	case KindDuration:
+		if s.Min > 0 {
+			return "duration, > 0"
+		}
+		return "duration, >= 0"
+	case KindPath:
+		return "absolute path"
+	case KindPaths:
+		return "array of absolute paths"
+	case KindArgv:
+		if s.EmptyOK {
+			return "command (array of strings), may be empty"
+		}
+		return "command (array of strings)"
+	case KindURL:
+		return "http(s) URL"
+	case KindURLs:
+		return "array of http(s) URLs"
+	case KindUnit:
+		return "systemd unit name"
+	case KindEnum:
+		return eitherOr(s.Values)
+	case KindTable:
+		return "table"
+	case KindTables:
+		return "array of tables"
+	case KindNamedTables:
+		return "tables"
+	}
+	return "string"
+}
+
+// defaultText is the key's default as written in the file, "" when the
+// default is not a value.
+func (s *Spec) defaultText() string {
+	d := s.Default
+	switch {
+	case d.S != "":
+		return strconv.Quote(d.S)
+	case d.N != 0:
+		return strconv.FormatInt(d.N, 10)
+	case d.F != 0:
+		return strconv.FormatFloat(d.F, 'g', -1, 64)
+	case d.D != 0:
+		return strconv.Quote(shortDuration(d.D))
+	case d.L != nil:
+		return "[" + strings.Join(quoteEach(d.L), ", ") + "]"
+	case s.Kind == KindBool && s.DefaultNote == "":
+		return "false"
+	}
+	return ""
+}
+
+func quoteEach(l []string) []string {
+	out := make([]string, len(l))
+	for i, e := range l {
+		out[i] = strconv.Quote(e)
+	}
+	return out
+}
