@@ -14,6 +14,7 @@ import (
 	"github.com/crongate/crongate/buildinfo"
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/crongatecli"
+	"github.com/crongate/crongate/runner"
 )
 
 // CLI is cron-gate's command line. `cron-gate [flags] NAME -- COMMAND` is
@@ -115,7 +116,7 @@ type parsed struct {
 // forms are parsed without kong (see fastParse), the rest by kong.
 func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 	var p parsed
-	flagArgs, command, isRun := crongatecli.Split(args)
+	flagArgs, command, isRun := runner.SplitCommand(args)
 	if isRun {
 		p.command = command
 		if fastParse(flagArgs, &p.CLI) {
