@@ -51,13 +51,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcderr"
 	"github.com/crongate/crongate/internal/safetext"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/crongate/crongate/gate"
 )
@@ -65,7 +65,7 @@ import (
 // Defaults.
 const (
 	DefaultPrefix      = "/cron-gate"
-	DefaultEndpoint    = "http://127.0.0.1:2379"
+	DefaultEndpoint    = etcdclient.DefaultEndpoint
 	DefaultDialTimeout = 2 * time.Second
 	// DefaultTimeout bounds one call, retries included. A run that cannot
 	// read its pause within it is skipped (coordinator_down): a leader
@@ -116,18 +116,15 @@ type Store struct {
 // Open checks cfg and creates a client. It does not contact the cluster:
 // an unreachable cluster shows up as ErrUnavailable from the first call.
 func Open(cfg Config) (*Store, error) {
-	if len(cfg.Endpoints) == 0 {
-		cfg.Endpoints = []string{DefaultEndpoint}
+	eps, ok := etcdclient.Endpoints(cfg.Endpoints)
+	if !ok {
+		return nil, errors.New("etcd endpoints: an entry is empty (stray comma?)")
 	}
-	for _, e := range cfg.Endpoints {
-		if e == "" {
-			return nil, errors.New("etcd endpoints: an entry is empty (stray comma?)")
-		}
-	}
+	cfg.Endpoints = eps
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
-	if !strings.HasPrefix(cfg.Prefix, "/") || strings.HasSuffix(cfg.Prefix, "/") {
+	if !etcdclient.ValidPrefix(cfg.Prefix) {
 		return nil, fmt.Errorf("etcd key prefix %q must start with / and not end with /", cfg.Prefix)
 	}
 	if cfg.DialTimeout < 0 || cfg.Timeout < 0 {
@@ -143,16 +140,7 @@ func Open(cfg Config) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		DialTimeout: cfg.DialTimeout,
-		// gRPC pings find a member that stopped answering (frozen,
-		// partitioned), as in etcdlock; etcd refuses pings more often
-		// than every 5 s.
-		DialKeepAliveTime:    5 * time.Second,
-		DialKeepAliveTimeout: time.Second,
-		Logger:               zap.NewNop(),
-	})
+	cli, err := etcdclient.New(cfg.Endpoints, cfg.DialTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
