@@ -2,7 +2,10 @@
 // local flock backend (path locks and slots from pools, all or nothing), held
 // as keys in an etcd cluster so that withlock processes on several hosts
 // exclude each other. Only cmd/withlock-etcd links it: the etcd client costs
-// about 7 ms and 15 MB per binary, which the local path does not pay.
+// about 7 ms and 15 MB per binary, which the local path does not pay. Its
+// Held is a lockset.Leased, its contention error a lockset.BusyError, and
+// its errors for a cluster that does not answer wrap
+// lockset.ErrUnavailable.
 //
 // Keys (PREFIX is Config.Prefix, "/withlock" by default):
 //
@@ -84,8 +87,14 @@ const (
 )
 
 // ErrUnavailable is wrapped by every error that means "the cluster could not
-// be reached or did not answer in time". Nothing is held after it.
-var ErrUnavailable = errors.New("etcd unavailable")
+// be reached or did not answer in time". Nothing is held after it. It wraps
+// lockset.ErrUnavailable, so that withlock handles it as any backend's.
+var ErrUnavailable error = unavailable{}
+
+type unavailable struct{}
+
+func (unavailable) Error() string { return "etcd unavailable" }
+func (unavailable) Unwrap() error { return lockset.ErrUnavailable }
 
 // ErrOutsideRoot is wrapped by Open's error for a path that is not under the
 // key root (after canonicalisation).
@@ -833,8 +842,10 @@ func (e *unavailableError) Error() string {
 	return fmt.Sprintf("etcd unavailable: %s: %v (%s)", e.what, e.err, strings.Join(e.endpoints, ","))
 }
 
-func (e *unavailableError) Is(t error) bool { return t == ErrUnavailable }
-func (e *unavailableError) Unwrap() error   { return e.err }
+func (e *unavailableError) Is(t error) bool {
+	return t == ErrUnavailable || t == lockset.ErrUnavailable
+}
+func (e *unavailableError) Unwrap() error { return e.err }
 
 // ambiguous reports whether err leaves the outcome of a write unknown: a
 // timeout, a broken connection, a leader change. Errors the server returns
