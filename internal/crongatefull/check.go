@@ -72,7 +72,7 @@ func check(cfg *gate.Config, c *CheckCmd, out *tui.Printer, sigs <-chan os.Signa
 		printCheck(os.Stdout, res)
 	}
 	if s, ok := got.(syscall.Signal); ok {
-		return 128 + int(s)
+		return runner.SignalCode(s)
 	}
 	return code
 }
