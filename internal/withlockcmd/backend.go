@@ -48,9 +48,9 @@ var backends = [...]Backend{
 
 // LookupBackend returns the registry's entry for name.
 func LookupBackend(name string) (Backend, bool) {
-	for _, b := range backends {
-		if b.Name == name {
-			return b, true
+	for i := range backends {
+		if backends[i].Name == name {
+			return backends[i], true
 		}
 	}
 	return Backend{}, false
@@ -221,6 +221,9 @@ func chosenBackend(args []string) (v string, fromEnv bool) {
 // is refused by the parser). The local path pays one scan of its flags.
 func dispatch(args []string, sigs chan os.Signal) (code int, done bool) {
 	name, fromEnv := chosenBackend(args)
+	if name == "" || name == backends[0].Name {
+		return 0, false // the local path: nothing more to pay
+	}
 	b, ok := LookupBackend(name)
 	switch {
 	case ok && b.Binary != backends[0].Binary:
@@ -230,7 +233,7 @@ func dispatch(args []string, sigs chan os.Signal) (code int, done bool) {
 		err := sibling.Exec(b.Binary, b.Binary, args)
 		return handOverFailed(err, fmt.Sprintf("--backend %s needs %s", b.Name, b.Binary),
 			"install it: CGO_ENABLED=0 go install ./cmd/"+b.Binary), true
-	case !ok && fromEnv && name != "":
+	case !ok && fromEnv:
 		out := &tui.Printer{Prog: "withlock"}
 		out.Errorf("WITHLOCK_BACKEND=%q: use %s", name, backendNames())
 		return runner.ExitFailure, true

@@ -137,7 +137,7 @@ func (r *run) runHeld(child *runner.Child, conn Conn, held lockset.Held, sigs ch
 	if pathsFile != nil {
 		defer pathsFile.Close()
 	}
-	r.out.Infof("holding %s", conn.Holding(held))
+	r.out.Infof("holding %v", holding{conn, held}) // formatted only with -v
 	leased, _ := held.(lockset.Leased)
 	if leased != nil {
 		if code, stop := r.underLease(child, leased); stop {
@@ -160,6 +160,15 @@ func (r *run) runHeld(child *runner.Child, conn Conn, held lockset.Held, sigs ch
 	}
 	return res.Code
 }
+
+// holding is what -v says is held: Conn.Holding, called only if the
+// message is written.
+type holding struct {
+	conn Conn
+	held lockset.Held
+}
+
+func (h holding) String() string { return h.conn.Holding(h.held) }
 
 // run is one Run: what its steps share.
 type run struct {
