@@ -9,7 +9,7 @@ import (
 )
 
 // BusyError says which path or pool was busy and who holds it (from the
-// keys' values). It wraps lockset.ErrBusy.
+// keys' values). It wraps lockset.ErrBusy and is a lockset.BusyError.
 type BusyError struct {
 	What    string   // the canonical path, or "slot pool TEMPLATE (N slots)"
 	Key     string   // the etcd key (or pool prefix)
@@ -28,3 +28,7 @@ func (e *BusyError) Error() string {
 }
 
 func (e *BusyError) Unwrap() error { return lockset.ErrBusy }
+
+// FindHolders does nothing: the holders came with the answer that found
+// the key busy (lockset.BusyError).
+func (e *BusyError) FindHolders() {}

@@ -4,7 +4,10 @@
 // local flock backend (path locks and slots from pools, all or nothing), held
 // as keys in an etcd cluster so that withlock processes on several hosts
 // exclude each other. Only cmd/withlock-etcd links it: the etcd client costs
-// about 7 ms and 15 MB per binary, which the local path does not pay.
+// about 7 ms and 15 MB per binary, which the local path does not pay. Its
+// Held is a lockset.Leased, its contention error a lockset.BusyError, and
+// its errors for a cluster that does not answer wrap
+// lockset.ErrUnavailable.
 //
 // Keys (PREFIX is Config.Prefix, "/withlock" by default):
 //
@@ -51,11 +54,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcderr"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 
 	"github.com/crongate/crongate/lockset"
@@ -66,7 +69,7 @@ import (
 const (
 	DefaultPrefix   = "/withlock"
 	DefaultTTL      = 10 * time.Second
-	DefaultEndpoint = "http://127.0.0.1:2379"
+	DefaultEndpoint = etcdclient.DefaultEndpoint
 	// MaxTxnOps is etcd's default --max-txn-ops. The server counts the
 	// largest of compares, then-ops and else-ops of a transaction, and of
 	// every nested transaction against what its parent left over.
@@ -86,8 +89,14 @@ const (
 )
 
 // ErrUnavailable is wrapped by every error that means "the cluster could not
-// be reached or did not answer in time". Nothing is held after it.
-var ErrUnavailable = errors.New("etcd unavailable")
+// be reached or did not answer in time". Nothing is held after it. It wraps
+// lockset.ErrUnavailable, so that withlock handles it as any backend's.
+var ErrUnavailable error = unavailable{}
+
+type unavailable struct{}
+
+func (unavailable) Error() string { return "etcd unavailable" }
+func (unavailable) Unwrap() error { return lockset.ErrUnavailable }
 
 // ErrOutsideRoot is wrapped by Open's error for a path that is not under the
 // key root (after canonicalisation).
@@ -134,18 +143,15 @@ type Backend struct {
 // client creation is lazy, so an unreachable cluster shows up as
 // ErrUnavailable from the first TryAcquire.
 func New(cfg Config) (*Backend, error) {
-	if len(cfg.Endpoints) == 0 {
-		cfg.Endpoints = []string{DefaultEndpoint}
+	eps, ok := etcdclient.Endpoints(cfg.Endpoints)
+	if !ok {
+		return nil, errors.New("--endpoints has an empty entry")
 	}
-	for _, e := range cfg.Endpoints {
-		if e == "" {
-			return nil, errors.New("--endpoints has an empty entry")
-		}
-	}
+	cfg.Endpoints = eps
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
-	if !strings.HasPrefix(cfg.Prefix, "/") || strings.HasSuffix(cfg.Prefix, "/") {
+	if !etcdclient.ValidPrefix(cfg.Prefix) {
 		return nil, fmt.Errorf("--key-prefix %q must start with / and not end with /", cfg.Prefix)
 	}
 	if cfg.TTL == 0 {
@@ -165,21 +171,10 @@ func New(cfg Config) (*Backend, error) {
 	if rto == 0 {
 		rto = DefaultTimeout
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: cfg.Endpoints,
-		// Client creation does not block (3.7); DialTimeout only sets
-		// how long the client waits for a lease's first keep-alive
-		// answer (DialTimeout + 1 s) before it closes the channel. Our
-		// own deadline (3/4 TTL) decides; see lease.monitor.
-		DialTimeout: cfg.TTL,
-		// gRPC pings find a member that stopped answering (frozen,
-		// partitioned) in about 6 s, so the client moves to another
-		// one before a 10 s lease is at risk. etcd refuses pings more
-		// often than every 5 s (--grpc-keepalive-min-time).
-		DialKeepAliveTime:    5 * time.Second,
-		DialKeepAliveTimeout: time.Second,
-		Logger:               zap.NewNop(),
-	})
+	// The dial timeout also sets how long the client waits for a lease's
+	// first keep-alive answer (dial timeout + 1 s) before it closes the
+	// channel. Our own deadline (3/4 TTL) decides; see lease.monitor.
+	cli, err := etcdclient.New(cfg.Endpoints, cfg.TTL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -849,8 +844,10 @@ func (e *unavailableError) Error() string {
 	return fmt.Sprintf("etcd unavailable: %s: %v (%s)", e.what, e.err, strings.Join(e.endpoints, ","))
 }
 
-func (e *unavailableError) Is(t error) bool { return t == ErrUnavailable }
-func (e *unavailableError) Unwrap() error   { return e.err }
+func (e *unavailableError) Is(t error) bool {
+	return t == ErrUnavailable || t == lockset.ErrUnavailable
+}
+func (e *unavailableError) Unwrap() error { return e.err }
 
 // ambiguous reports whether err leaves the outcome of a write unknown: a
 // timeout, a broken connection, a leader change. Errors the server returns

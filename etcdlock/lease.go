@@ -12,6 +12,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/crongate/crongate/lockset"
 )
 
 // lease is one holder's etcd lease, kept alive from the moment it is
@@ -281,12 +283,22 @@ func (h *held) LostReason() string {
 // then expire with the lease).
 func (h *held) ReleaseErr() error { return h.lease.revokeErr }
 
-// Fenced is what an etcd Held offers beyond lockset.Held.
+// TTL is the lease TTL the backend was configured with (Config.TTL).
+func (h *held) TTL() time.Duration { return h.c.b.cfg.TTL }
+
+// Fenced is what an etcd Held offers beyond lockset.Leased: the fencing
+// token and the names other hosts know the paths by (README, "The fencing
+// contract").
 type Fenced interface {
+	lockset.Leased
+	// Lease is the lease ID: the first half of the fencing token.
 	Lease() int64
+	// Revision is the etcd revision at which the whole set became held,
+	// strictly greater than any earlier holder's of any of its keys.
 	Revision() int64
+	// RelPaths returns the held paths relative to the key root, in the
+	// order of Paths.
 	RelPaths() []string
-	KillBy() time.Time
-	LostReason() string
-	ReleaseErr() error
 }
+
+var _ Fenced = (*held)(nil)

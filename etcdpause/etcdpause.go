@@ -53,13 +53,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcderr"
 	"github.com/crongate/crongate/internal/safetext"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
@@ -68,7 +68,7 @@ import (
 // Defaults.
 const (
 	DefaultPrefix      = gate.DefaultEtcdPrefix
-	DefaultEndpoint    = "http://127.0.0.1:2379"
+	DefaultEndpoint    = etcdclient.DefaultEndpoint
 	DefaultDialTimeout = 2 * time.Second
 	// DefaultTimeout bounds one call, retries included. A run that cannot
 	// read its pause within it is skipped (coordinator_down): a leader
@@ -122,18 +122,15 @@ var _ pauses.Store = (*Store)(nil)
 // Open checks cfg and creates a client. It does not contact the cluster:
 // an unreachable cluster shows up as ErrUnavailable from the first call.
 func Open(cfg Config) (*Store, error) {
-	if len(cfg.Endpoints) == 0 {
-		cfg.Endpoints = []string{DefaultEndpoint}
+	eps, ok := etcdclient.Endpoints(cfg.Endpoints)
+	if !ok {
+		return nil, errors.New("etcd endpoints: an entry is empty (stray comma?)")
 	}
-	for _, e := range cfg.Endpoints {
-		if e == "" {
-			return nil, errors.New("etcd endpoints: an entry is empty (stray comma?)")
-		}
-	}
+	cfg.Endpoints = eps
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
-	if !strings.HasPrefix(cfg.Prefix, "/") || strings.HasSuffix(cfg.Prefix, "/") {
+	if !etcdclient.ValidPrefix(cfg.Prefix) {
 		return nil, fmt.Errorf("etcd key prefix %q must start with / and not end with /", cfg.Prefix)
 	}
 	if cfg.DialTimeout < 0 || cfg.Timeout < 0 {
@@ -149,16 +146,7 @@ func Open(cfg Config) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		DialTimeout: cfg.DialTimeout,
-		// gRPC pings find a member that stopped answering (frozen,
-		// partitioned), as in etcdlock; etcd refuses pings more often
-		// than every 5 s.
-		DialKeepAliveTime:    5 * time.Second,
-		DialKeepAliveTimeout: time.Second,
-		Logger:               zap.NewNop(),
-	})
+	cli, err := etcdclient.New(cfg.Endpoints, cfg.DialTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/runner"
 )
 
 // DefaultConfigPath is the configuration file read when none is named.
@@ -27,7 +28,7 @@ const DefaultStateDir = "/var/lib/cron-gate"
 
 // DefaultSkipCode is the exit status cron-gate uses, unless configured
 // otherwise, when it decides not to run a command (75 is EX_TEMPFAIL).
-const DefaultSkipCode = 75
+const DefaultSkipCode = runner.ExitSkip
 
 // MinHistory is the smallest accepted `history`, global or per gate.
 const MinHistory = 10

@@ -3,7 +3,10 @@
 // Package lockset takes everything one command needs — a set of path locks
 // and one slot from each of several pools — all or nothing, through a
 // Backend. The CLI talks only to this package, so a distributed backend can
-// stand beside the local flock one without the CLI changing.
+// stand beside the local flock one without the CLI changing: what differs
+// between backends shows through the optional interfaces below (BusyError
+// on contention, Leased for locks that live on a lease, ErrUnavailable for
+// a coordinator that does not answer), never through a backend's own types.
 //
 // Guarantees, for every backend:
 //   - after TryAcquire either every path lock and one slot of every pool is
@@ -52,8 +55,8 @@ type Held interface {
 // Claim is a prepared request on one backend.
 type Claim interface {
 	// TryAcquire takes everything or nothing, without blocking. When
-	// something is busy the error wraps ErrBusy (a *lockfile.BusyError for
-	// the local backend).
+	// something is busy the error wraps ErrBusy and is a BusyError (a
+	// *lockfile.BusyError for the local backend).
 	TryAcquire() (Held, error)
 	// WaitChange blocks until something that was busy in the last attempt
 	// may have been released, or ctx ends, or at most poll has passed.
@@ -70,6 +73,49 @@ type Backend interface {
 
 // ErrBusy is wrapped by every backend's contention error.
 var ErrBusy = lockfile.ErrBusy
+
+// BusyError is implemented by every backend's contention error (which also
+// wraps ErrBusy): it says what was busy and, once FindHolders has run, who
+// holds it.
+type BusyError interface {
+	error
+	// FindHolders looks up who holds what was busy, so that Error names
+	// them. It may cost a read of /proc/locks, so a caller runs it only
+	// for an error it is about to show; a backend that learns the
+	// holders with its answer does nothing here. The answer can be stale
+	// by the time it is read: it is for messages only.
+	FindHolders()
+}
+
+// ErrUnavailable is wrapped by the errors of a backend whose coordinator
+// (an etcd cluster) could not be reached or did not answer in time.
+// Nothing is held after it. The local backend never returns it.
+var ErrUnavailable = errors.New("coordinator unavailable")
+
+// Leased is a Held whose locks live on a lease that this process keeps
+// alive (an etcd lease), not on descriptors. Two things follow for a
+// caller that runs a command under them:
+//   - the locks cannot be handed to the command (Files is nil): they end
+//     when this process ends (when the lease expires, within TTL), so the
+//     command must end with this process;
+//   - Lost closes when renewals have stopped for long enough that the
+//     lease is at risk, before the coordinator can have expired it; the
+//     command must then be stopped by KillBy, after which another holder
+//     may take the locks.
+type Leased interface {
+	Held
+	// KillBy is the latest moment a command may still run under the
+	// locks once Lost has closed.
+	KillBy() time.Time
+	// LostReason says why Lost closed ("" while it has not).
+	LostReason() string
+	// TTL is the lease's time to live: the longest the locks outlive
+	// this process, or a Release that failed.
+	TTL() time.Duration
+	// ReleaseErr is the failure of Release, if any: the locks then end
+	// with the lease, within TTL.
+	ReleaseErr() error
+}
 
 // Poll is the longest a waiter sleeps between attempts when no release
 // event arrives. Releases by close (the Python rule, flock(1), process exit)

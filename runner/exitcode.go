@@ -21,4 +21,10 @@ const (
 	ExitNotFound = 127
 	// ExitSignalBase plus N is the code for a command killed by signal N.
 	ExitSignalBase = 128
+	// ExitLost means the locks were lost while the command ran (an etcd
+	// lease that could not be renewed): the wrapper stopped the command,
+	// because another host may hold its locks now. 70 is sysexits'
+	// EX_SOFTWARE, free in the table above: the run cannot be trusted and
+	// should be retried.
+	ExitLost = 70
 )

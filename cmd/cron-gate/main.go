@@ -60,7 +60,7 @@ func run(args []string) int {
 // it names the binary to hand the line to: cron-gate-etcd for a cached
 // config with [etcd] (skipping cron-gate-full's hop), else cron-gate-full.
 func cachedRun(args []string) (inv gate.Invocation, to string) {
-	flags, command, isRun := crongatecli.Split(args)
+	flags, command, isRun := runner.SplitCommand(args)
 	if !isRun {
 		return inv, crongatecli.FullBinary
 	}

@@ -16,7 +16,7 @@ import (
 func kongParse(t testing.TB, args []string) (wc.CLI, bool) {
 	var c wc.CLI
 	p, err := kong.New(&c, kong.Name("withlock"),
-		kong.Vars{"lockdir": wc.DefaultLockDir, "version": "test"},
+		kong.Vars(wc.Vars()),
 		kong.Writers(io.Discard, io.Discard),
 		kong.Exit(func(int) { panic("kong exit") }))
 	if err != nil {

@@ -8,19 +8,14 @@ package main
 import (
 	"os"
 
-	"github.com/crongate/crongate/internal/withlockcmd"
-	"github.com/crongate/crongate/runner"
-	"github.com/crongate/crongate/tui"
+	wc "github.com/crongate/crongate/internal/withlockcmd"
+	"github.com/crongate/crongate/internal/withlockkong"
 )
 
 func main() {
-	sigs := runner.Notify()
-	o, err := parse(os.Args[1:], os.Stdout, os.Exit)
-	if err != nil {
-		out := &tui.Printer{Prog: "withlock"}
-		out.Errorf("%v", err)
-		out.Hintf("see withlock --help")
-		os.Exit(runner.ExitFailure)
-	}
-	os.Exit(withlockcmd.Run(o, sigs))
+	os.Exit(withlockkong.Main(withlockkong.Program{
+		Name:        "withlock",
+		Description: wc.Description,
+		Usage:       "Usage: withlock [flags] -- COMMAND [ARG...]",
+	}, wc.Local, os.Args[1:]))
 }

@@ -1,6 +1,7 @@
 // Package crongatecli is what cron-gate's two binaries share of the
-// command line: the split at "--" and the fast parser of the run forms
-// found in crontabs. cron-gate (cmd/cron-gate, run on every cron tick)
+// command line, beyond the split at "--" that both wrappers share
+// (runner.SplitCommand): the fast parser of the run forms found in
+// crontabs. cron-gate (cmd/cron-gate, run on every cron tick)
 // links only this, the gate package and the child runner; every other
 // line, and a run whose config is not in the cache, is handed to
 // cron-gate-full (cmd/cron-gate-full), which parses with kong and decodes
@@ -34,17 +35,6 @@ type RunArgs struct {
 	Name      string
 	Timeout   time.Duration
 	KillAfter time.Duration
-}
-
-// Split splits args at the first "--": cron-gate's own arguments, the
-// command, and whether there was a "--".
-func Split(args []string) (flags, command []string, found bool) {
-	for i, a := range args {
-		if a == "--" {
-			return args[:i], args[i+1:], true
-		}
-	}
-	return args, nil, false
 }
 
 // FastParse parses the run forms found in crontabs — `NAME`, with

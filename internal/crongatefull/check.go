@@ -74,7 +74,7 @@ func check(cfg *gate.Config, ps gate.Pauses, c *CheckCmd, out *tui.Printer, sigs
 		printCheck(os.Stdout, res)
 	}
 	if s, ok := got.(syscall.Signal); ok {
-		return 128 + int(s)
+		return runner.SignalCode(s)
 	}
 	return code
 }

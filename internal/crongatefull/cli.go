@@ -16,6 +16,7 @@ import (
 	"github.com/crongate/crongate/buildinfo"
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/crongatecli"
+	"github.com/crongate/crongate/runner"
 )
 
 // CLI is cron-gate's command line. `cron-gate [flags] NAME -- COMMAND` is
@@ -122,7 +123,7 @@ type checker interface{ check(command []string) error }
 // forms are parsed without kong (see fastParse), the rest by kong.
 func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 	var p parsed
-	flagArgs, command, isRun := crongatecli.Split(args)
+	flagArgs, command, isRun := runner.SplitCommand(args)
 	if isRun {
 		p.command = command
 		if fastParse(flagArgs, &p.CLI) {

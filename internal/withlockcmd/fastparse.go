@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crongate/crongate/runner"
 )
 
 // FastParse parses the common, well-formed command lines without kong, so
@@ -18,7 +20,7 @@ import (
 // with kong's help and error messages. FuzzFastParse checks that whenever it
 // accepts, kong accepts too and fills in exactly the same values.
 func FastParse(args []string, c *CLI) bool {
-	*c = CLI{SkipCode: 75, KillAfter: 10 * time.Second, LockDir: DefaultLockDir}
+	*c = CLI{SkipCode: runner.ExitSkip, KillAfter: runner.DefaultKillAfter, LockDir: DefaultLockDir}
 	if v, ok := os.LookupEnv("WITHLOCK_LOCK_DIR"); ok {
 		c.LockDir = v
 	}

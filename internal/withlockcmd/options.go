@@ -4,8 +4,12 @@ package withlockcmd
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crongate/crongate/buildinfo"
+	"github.com/crongate/crongate/runner"
 )
 
 // DefaultLockDir is the lock dir of the user's Python workers
@@ -22,16 +26,17 @@ type CLI struct {
 	Slots     []int         `sep:"none" placeholder:"N" help:"Take one of N slots of a pool (repeatable: one pool per --slots)."`
 	SlotFile  []string      `sep:"none" placeholder:"TEMPLATE" help:"Slot file template with {i}, paired with the --slots of the same position (default LOCKDIR/withlock-slot-{i}.lock)."`
 	Wait      time.Duration `placeholder:"DURATION" help:"Retry the whole set until DURATION has passed before skipping."`
-	SkipCode  int           `default:"75" placeholder:"N" help:"Exit code when something is busy (default 75, EX_TEMPFAIL)."`
+	SkipCode  int           `default:"${skipcode}" placeholder:"N" help:"Exit code when something is busy (default ${skipcode}, EX_TEMPFAIL)."`
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
-	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
+	KillAfter time.Duration `default:"${killafter}" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
 	Verbose   bool          `short:"v" help:"Say what was taken."`
 	Quiet     bool          `short:"q" help:"Do not say why the command was skipped."`
 	// The etcd backend (README, "Across hosts (etcd)"). withlock itself
-	// never sees these with --backend etcd: cmd/withlock/backend.go hands
-	// such a line to withlock-etcd, which parses this same struct and
-	// applies the defaults named in the help. They have no kong defaults
-	// or env tags, so the fast parser (which declines them) and kong agree.
+	// never sees these with --backend etcd: it hands such a line to
+	// withlock-etcd (the registry, backend.go), which parses this same
+	// struct and applies the defaults named in the help (its Driver's
+	// Configure). They have no kong defaults or env tags, so the fast
+	// parser (which declines them) and kong agree.
 	Backend           string        `placeholder:"local|etcd" help:"Where the locks live: local flock files (default) or an etcd cluster shared by several hosts (runs withlock-etcd). Also $WITHLOCK_BACKEND."`
 	Endpoints         []string      `sep:"," placeholder:"URL,..." help:"etcd: the cluster's endpoints, every member (default $WITHLOCK_ETCD_ENDPOINTS, else http://127.0.0.1:2379)."`
 	KeyRoot           string        `placeholder:"DIR" help:"etcd: paths are named relative to DIR, where this host sees the shared tree; a path outside it is refused (default $WITHLOCK_KEY_ROOT, else /)."`
@@ -39,6 +44,18 @@ type CLI struct {
 	TTL               time.Duration `name:"ttl" placeholder:"DURATION" help:"etcd: lease TTL in whole seconds (default 10s); if the lease cannot be renewed the command is stopped, exit 70."`
 	OnCoordinatorDown string        `placeholder:"fail|skip" help:"etcd: if the cluster cannot be reached, fail (exit 125, default) or skip (the skip code); the command never runs unlocked."`
 	Version           bool          `help:"Print the version and exit."`
+}
+
+// Vars are the values CLI's tags name (${lockdir}, ...), for kong: the
+// defaults are written once, here and in runner, and the fast parser uses
+// the same constants.
+func Vars() map[string]string {
+	return map[string]string{
+		"lockdir":   DefaultLockDir,
+		"skipcode":  strconv.Itoa(runner.ExitSkip),
+		"killafter": runner.DefaultKillAfter.String(),
+		"version":   buildinfo.String(),
+	}
 }
 
 // Options is the parsed command line plus the command.
@@ -56,22 +73,6 @@ Exit codes: the command's own; 75 (--skip-code) skipped because busy;
 124 timed out; 125 withlock's own failure; 126 not executable; 127 not
 found; 128+N the command died of signal N.`
 
-// SplitCommand splits args at the first "--": withlock's flags before it,
-// the command after. Kong's passthrough would keep the "--" in the command
-// and swallow unknown flags as the command, so the split is done here.
-func SplitCommand(args []string) (flags, command []string, found bool) {
-	for i, a := range args {
-		if a == "--" {
-			return args[:i], args[i+1:], true
-		}
-	}
-	return args, nil, false
-}
-
-// EtcdParse is set by withlock-etcd, the only binary that may run a parsed
-// --backend etcd line.
-var EtcdParse bool
-
 // UsageError marks a problem with the command line (exit 125).
 type UsageError struct{ Msg string }
 
@@ -79,7 +80,8 @@ func (e UsageError) Error() string { return e.Msg }
 
 // Validate checks what the parser cannot: the command, the value ranges,
 // the pairing of pools; it also splits --paths on commas (here, not in
-// kong, so that both parsers split alike).
+// kong, so that both parsers split alike). The backend and its flags are
+// Check's.
 func (o *Options) Validate(found bool) error {
 	switch {
 	case !found:
@@ -102,14 +104,6 @@ func (o *Options) Validate(found bool) error {
 		return UsageError{"nothing to lock: give --paths, --paths-from or --slots"}
 	case o.LockDir == "":
 		return UsageError{"--lock-dir is empty"}
-	case o.Backend != "" && o.Backend != "local" && o.Backend != "etcd":
-		return UsageError{fmt.Sprintf("--backend %q: use local or etcd", o.Backend)}
-	case o.Backend != "etcd" && (len(o.Endpoints) > 0 || o.KeyRoot != "" || o.KeyPrefix != "" || o.TTL != 0 || o.OnCoordinatorDown != ""):
-		// --backend etcd never gets here from withlock (it execs
-		// withlock-etcd first); withlock-etcd sets Backend itself.
-		return UsageError{"--endpoints, --key-root, --key-prefix, --ttl and --on-coordinator-down need --backend etcd"}
-	case o.Backend == "etcd" && !EtcdParse:
-		return UsageError{"--backend etcd is run by withlock-etcd: call withlock (which hands it over) or withlock-etcd"}
 	}
 	for _, n := range o.Slots {
 		if n <= 0 {

@@ -1,11 +1,15 @@
 //go:build linux
 
 // Package withlockcmd is the withlock command: its options, the fast
-// parser, and Run. Two binaries share it: withlock, the one cron runs on
-// every tick, which parses the common command lines itself and links no
-// CLI library, and withlock-full, which parses with kong (help, errors,
-// every other form). withlock hands a line it does not parse to
-// withlock-full unchanged; see README, "Start-up cost".
+// parser, the registry of backends, and Run, the one run loop of every
+// backend. Three binaries share it: withlock, the one cron runs on every
+// tick, which parses the common command lines itself and links no CLI
+// library and no backend but the local one; withlock-full, which parses
+// with kong (help, errors, every other form); and withlock-etcd, the etcd
+// backend's program, which parses with kong too and brings its Driver.
+// withlock hands a line it does not parse to withlock-full, and a line
+// whose backend another program serves to that program, unchanged (by
+// exec); see README, "Start-up cost".
 package withlockcmd
 
 import (
@@ -16,14 +20,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/crongate/crongate/buildinfo"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/sibling"
-	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/lockset"
 	"github.com/crongate/crongate/runner"
 	"github.com/crongate/crongate/tui"
@@ -32,10 +33,18 @@ import (
 // FullBinary is the name of the binary with the full parser.
 const FullBinary = "withlock-full"
 
-// Main is withlock's main: the fast parser, or withlock-full.
+// Main is withlock's main: a command line whose backend another program
+// serves goes to that program (the registry says which), a common one to
+// the fast parser, any other to withlock-full.
 func Main(args []string) int {
+	// Signals first: until the command starts, one ends withlock with
+	// 128+N (runner.Notify); a hand-off keeps one caught before the exec
+	// (runner.HandOff).
 	sigs := runner.Notify()
-	flagArgs, command, found := SplitCommand(args)
+	if code, done := dispatch(args, sigs); done {
+		return code
+	}
+	flagArgs, command, found := runner.SplitCommand(args)
 	var o Options
 	if !FastParse(flagArgs, &o.CLI) {
 		if code, stop := runner.HandOff(sigs); stop {
@@ -44,117 +53,195 @@ func Main(args []string) int {
 		return execFull(args)
 	}
 	o.Command = command
-	if err := o.Validate(found); err != nil {
+	if err := o.Check(found, Local); err != nil {
 		out := &tui.Printer{Prog: "withlock"}
 		out.Errorf("%v", err)
-		out.Hintf("see withlock --help")
+		out.Hintf("%s", SeeHelp(Local))
 		return runner.ExitFailure
 	}
-	return Run(&o, sigs)
+	return Run(&o, sigs, Local)
 }
 
 // execFull replaces this process with withlock-full, found next to this
 // executable or on PATH, with the same arguments.
 func execFull(args []string) int {
-	out := &tui.Printer{Prog: "withlock"}
 	err := sibling.Exec(FullBinary, "withlock", args)
-	if errors.Is(err, sibling.ErrNotFound) {
-		if len(args) == 1 && (args[0] == "--version") {
-			fmt.Println(buildinfo.String())
-			return 0
-		}
-		out.Errorf("this command line needs %s, the full parser (help, errors, rare forms), which is not installed next to withlock or on PATH", FullBinary)
-		out.Hintf("install both: CGO_ENABLED=0 go install ./cmd/...")
-		return runner.ExitFailure
+	if errors.Is(err, sibling.ErrNotFound) && len(args) == 1 && args[0] == "--version" {
+		fmt.Println(buildinfo.String())
+		return 0
 	}
-	out.Errorf("%v", err)
-	return runner.ExitFailure
+	return handOverFailed(err, "this command line needs "+FullBinary+", the full parser (help, errors, rare forms)",
+		"install both: CGO_ENABLED=0 go install ./cmd/...")
 }
 
-// Run runs withlock with parsed options. sigs is runner.Notify's channel:
-// until the command starts, runner's guard ends withlock on a signal with
-// 128+N (whatever stage it is in: reading --paths-from, waiting for
-// locks); from then on the signals arrive on sigs and are forwarded to the
-// command's process group.
-func Run(o *Options, sigs chan os.Signal) int {
-	out := &tui.Printer{Prog: "withlock", Quiet: o.Quiet, Verbose: o.Verbose}
+// Run runs withlock with options Check has accepted for d, on d's backend.
+// It is the one run loop of every backend: what differs between them comes
+// through d's Conn and lockset's interfaces (a lockset.Leased held set is
+// run under a parent-death signal and stopped, exit 70, if its lease is
+// lost).
+//
+// sigs is runner.Notify's channel: until the command starts, runner's
+// guard ends withlock on a signal with 128+N (whatever stage it is in:
+// reading --paths-from, waiting for locks; what a backend holds by then is
+// released as after a SIGKILL: flock locks at once, a lease when it
+// expires); from then on the signals arrive on sigs and are forwarded to
+// the command's process group.
+func Run(o *Options, sigs chan os.Signal, d Driver) int { return runWith(o, sigs, d, nil) }
+
+// runWith is Run with its messages written to w (nil: stderr).
+func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
+	b, _ := LookupBackend(d.Name())
+	r := &run{o: o, backend: b.Name, out: &tui.Printer{Prog: b.Binary, W: w, Quiet: o.Quiet, Verbose: o.Verbose}}
 	if o.Version {
 		fmt.Println(buildinfo.String())
 		return 0
 	}
-
 	req, err := o.Request()
 	if err != nil {
-		out.Errorf("%v", err)
+		r.out.Errorf("%v", err)
 		return runner.ExitFailure
 	}
-
 	// Resolve the command before taking any lock: "not found" needs none.
 	child, err := runner.Prepare(runner.Spec{Argv: o.Command, Timeout: o.Timeout, KillAfter: o.KillAfter})
 	if err != nil {
-		out.Errorf("%v", err)
+		r.out.Errorf("%v", err)
 		return runner.ExitCode(err)
 	}
-
-	claim, err := lockset.Local{LockDir: o.LockDir}.Open(req)
+	conn, err := d.Open(o)
 	if err != nil {
-		return failure(out, err)
+		return r.fail(nil, err)
+	}
+	defer conn.Close()
+	claim, err := conn.Open(req)
+	if err != nil {
+		return r.fail(conn, err)
 	}
 	defer claim.Close()
-
 	held, err := Acquire(claim, o.Wait)
-	if err != nil {
-		var be *lockfile.BusyError
-		if errors.As(err, &be) {
-			if !o.Quiet {
-				be.FindHolders()
-				out.Skipf("skipped %s: %v", QuoteArgs(o.Command), be)
-			}
-			return o.SkipCode
-		}
-		return failure(out, err)
+	for _, n := range conn.Notes() {
+		r.out.Infof("%s", n)
 	}
-	defer held.Release()
-
-	// The command inherits the lock descriptors: the locks live as long as
-	// the command does, even if withlock itself is killed (README, Lock
-	// lifetime).
-	child.AddFiles(held.Files()...)
-	env, pathsFile, err := PathsEnv(held.Paths(), 3+len(child.Files()))
 	if err != nil {
-		return failure(out, err)
+		return r.notHeld(conn, err)
+	}
+	defer r.release(held)
+	return r.runHeld(child, conn, held, sigs)
+}
+
+// runHeld runs the command under the locks held, and returns withlock's
+// exit code.
+func (r *run) runHeld(child *runner.Child, conn Conn, held lockset.Held, sigs chan os.Signal) int {
+	pathsFile, err := r.handTo(child, conn, held)
+	if err != nil {
+		return r.fail(conn, err)
 	}
 	if pathsFile != nil {
 		defer pathsFile.Close()
-		child.AddFiles(pathsFile)
 	}
-	slotIdx := make([]string, len(held.Slots()))
-	for i, s := range held.Slots() {
-		slotIdx[i] = strconv.Itoa(s)
-	}
-	child.AddEnv(append(env, "WITHLOCK_SLOT="+strings.Join(slotIdx, ","))...)
-	out.Infof("holding %d path lock(s) in %s, slot(s) %s", len(held.Paths()), o.LockDir, strings.Join(slotIdx, ","))
-
-	start := time.Now()
-	if err = child.Start(); err == nil {
-		res := child.Wait(sigs, start)
-		if res.TimedOut {
-			out.Errorf("%s timed out after %v", QuoteArgs(o.Command), o.Timeout)
+	r.out.Infof("holding %v", holding{conn, held}) // formatted only with -v
+	leased, _ := held.(lockset.Leased)
+	if leased != nil {
+		if code, stop := r.underLease(child, leased); stop {
+			return code
 		}
-		return res.Code
 	}
-	out.Errorf("%v", err)
-	return runner.ExitCode(err)
+	start := time.Now()
+	if err := child.Start(); err != nil {
+		r.out.Errorf("%v", err)
+		return runner.ExitCode(err)
+	}
+	var res runner.Result
+	if leased == nil {
+		res = child.Wait(sigs, start)
+	} else if res = r.waitLeased(child, sigs, start, leased); r.lost {
+		return runner.ExitLost
+	}
+	if res.TimedOut {
+		r.out.Errorf("%s timed out after %v", QuoteArgs(r.o.Command), r.o.Timeout)
+	}
+	return res.Code
 }
 
-// failure reports withlock's own failure (exit 125), with a hint where a
-// lock dir or file was refused for safety.
-func failure(out *tui.Printer, err error) int {
-	out.Errorf("%v", err)
-	if errors.Is(err, lockfile.ErrUnsafe) {
-		out.Hintf("withlock never follows a symlink or uses another user's lock dir; see README, Permissions")
+// holding is what -v says is held: Conn.Holding, called only if the
+// message is written.
+type holding struct {
+	conn Conn
+	held lockset.Held
+}
+
+func (h holding) String() string { return h.conn.Holding(h.held) }
+
+// run is one Run: what its steps share.
+type run struct {
+	o       *Options
+	backend string // its name, for messages
+	out     *tui.Printer
+	lost    bool // the lease was lost while the command ran
+}
+
+// fail reports that the command cannot run: withlock's own failure (exit
+// 125), with the backend's hint where it has one (conn may be nil); or,
+// for a coordinator that did not answer, the skip code under
+// --on-coordinator-down skip.
+func (r *run) fail(conn Conn, err error) int {
+	if errors.Is(err, lockset.ErrUnavailable) {
+		if r.o.OnCoordinatorDown == "skip" {
+			r.out.Skipf("skipped %s: %v", QuoteArgs(r.o.Command), err)
+			return r.o.SkipCode
+		}
+		r.out.Errorf("%v", err)
+		r.out.Hintf("the command did not run; --on-coordinator-down skip exits with the skip code instead")
+		return runner.ExitFailure
+	}
+	r.out.Errorf("%v", err)
+	if conn != nil {
+		if h := conn.Hint(err); h != "" {
+			r.out.Hintf("%s", h)
+		}
 	}
 	return runner.ExitFailure
+}
+
+// notHeld ends a run whose locks could not be taken: busy is the skip code
+// (saying who holds what, unless -q), anything else a failure.
+func (r *run) notHeld(conn Conn, err error) int {
+	be, ok := errors.AsType[lockset.BusyError](err)
+	if !ok {
+		return r.fail(conn, err)
+	}
+	if !r.o.Quiet {
+		be.FindHolders()
+		r.out.Skipf("skipped %s: %v", QuoteArgs(r.o.Command), be)
+	}
+	return r.o.SkipCode
+}
+
+// release gives the locks back, and warns if a lease could not be
+// revoked (its locks then end when it expires).
+func (r *run) release(held lockset.Held) {
+	held.Release()
+	if leased, ok := held.(lockset.Leased); ok && leased.ReleaseErr() != nil {
+		r.out.Warnf("could not release the locks (%v); they expire with the lease, within %v", leased.ReleaseErr(), leased.TTL())
+	}
+}
+
+// handTo tells the command what it holds: the descriptors that carry the
+// locks (inherited, so the locks live as long as the command does, even if
+// withlock itself is killed: README, Lock lifetime), WITHLOCK_PATHS (or a
+// memory file for a long list, returned for the caller to close),
+// WITHLOCK_SLOT and the backend's own entries (Conn.Env).
+func (r *run) handTo(child *runner.Child, conn Conn, held lockset.Held) (*os.File, error) {
+	child.AddFiles(held.Files()...)
+	env, pathsFile, err := PathsEnv(held.Paths(), 3+len(child.Files()))
+	if err != nil {
+		return nil, err
+	}
+	if pathsFile != nil {
+		child.AddFiles(pathsFile)
+	}
+	env = append(env, "WITHLOCK_SLOT="+SlotList(held))
+	child.AddEnv(append(env, conn.Env(held)...)...)
+	return pathsFile, nil
 }
 
 // Acquire takes the claim, waiting up to wait. Signals are not its

@@ -2,8 +2,8 @@
 
 // Package withlockkong parses withlock's command line with kong: help,
 // error messages and every form of the line. withlock-full and
-// withlock-etcd use it; the per-tick withlock binary does not link it
-// (README, "Start-up cost").
+// withlock-etcd use it (Main); the per-tick withlock binary does not link
+// it (README, "Start-up cost").
 package withlockkong
 
 import (
@@ -18,11 +18,31 @@ import (
 
 	"github.com/crongate/crongate/buildinfo"
 	wc "github.com/crongate/crongate/internal/withlockcmd"
+	"github.com/crongate/crongate/runner"
+	"github.com/crongate/crongate/tui"
 )
+
+// Main is the main of a program that parses with kong and serves d's
+// backend: withlock-full (withlockcmd.Local) and withlock-etcd. It parses
+// args, checks them for d (Options.Check) and runs withlockcmd.Run.
+func Main(p Program, d wc.Driver, args []string) int {
+	// Signals first: until the command starts, one ends the program
+	// with 128+N (runner.Notify).
+	sigs := runner.Notify()
+	var o wc.Options
+	err := Parse(p, args, &o, os.Stdout, os.Exit, func(found bool) error { return o.Check(found, d) })
+	if err != nil {
+		out := &tui.Printer{Prog: p.Name}
+		out.Errorf("%v", err)
+		out.Hintf("%s", wc.SeeHelp(d))
+		return runner.ExitFailure
+	}
+	return wc.Run(&o, sigs, d)
+}
 
 // Program names what is being parsed: the name and texts kong shows.
 type Program struct {
-	Name        string // "withlock"
+	Name        string // "withlock"; also the prefix of its messages
 	Description string
 	Usage       string // first line of --help
 }
@@ -32,7 +52,7 @@ type Program struct {
 // usage problem (exit 125); --help and --version print to stdout and exit
 // 0 through exit. validate runs last, with whether a "--" was found.
 func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(int), validate func(found bool) error) error {
-	flagArgs, command, found := wc.SplitCommand(args)
+	flagArgs, command, found := runner.SplitCommand(args)
 	// Kong turns bytes that are not UTF-8 into U+FFFD, which would lock
 	// another path. The fast parser keeps bytes as they are and accepts
 	// every well-formed line, so a line that reaches kong with such bytes
@@ -45,7 +65,7 @@ func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(
 	k, err := kong.New(&o.CLI,
 		kong.Name(p.Name),
 		kong.Description(p.Description),
-		kong.Vars{"lockdir": wc.DefaultLockDir, "version": buildinfo.String()},
+		kong.Vars(wc.Vars()),
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.UsageOnError(),
