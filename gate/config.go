@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/internal/cfgtext"
-	"github.com/crongate/crongate/runner"
+	"github.com/crongate/crongate/internal/runner"
 )
 
 // DefaultConfigPath is the configuration file read when none is named.

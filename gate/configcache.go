@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/crongate/crongate/buildinfo"
+	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/safeopen"
-	"github.com/crongate/crongate/statefile"
+	"github.com/crongate/crongate/internal/statefile"
 )
 
 // cacheSchema is hashed into every entry's key, so that no binary reads

@@ -1,3 +1,5 @@
+//go:build linux
+
 package gate
 
 // The checks of the kinds of values (KindPath and KindPaths, KindURL and

@@ -1,3 +1,5 @@
+//go:build linux
+
 package gate
 
 // The table of config keys: every key of every table of the config file,

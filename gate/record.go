@@ -1,3 +1,5 @@
+//go:build linux
+
 package gate
 
 // The recording half of Run: the journal, the output log and the
@@ -19,7 +21,7 @@ import (
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/procstat"
-	"github.com/crongate/crongate/runner"
+	"github.com/crongate/crongate/internal/runner"
 )
 
 // refuseConfig refuses a run whose config cannot be used, and records it

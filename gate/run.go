@@ -14,8 +14,7 @@ import (
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/legacy"
 	"github.com/crongate/crongate/internal/procstat"
-	"github.com/crongate/crongate/runner"
-	"github.com/crongate/crongate/tui"
+	"github.com/crongate/crongate/internal/runner"
 )
 
 // Invocation is one `cron-gate NAME -- COMMAND` call.
@@ -26,7 +25,7 @@ type Invocation struct {
 	ConfigErr error
 	Timeout   time.Duration
 	KillAfter time.Duration
-	Out       *tui.Printer
+	Out       Printer // messages for people (stderr); *tui.Printer in the binaries
 	Sigs      <-chan os.Signal
 	Now       func() time.Time // nil: time.Now
 	// Pauses are where the gate's command-line pauses live (Pauses.For):
@@ -35,7 +34,19 @@ type Invocation struct {
 	// Observer, if set, is asked for an observer of each run that gets as
 	// far as starting the command (package hcping's healthchecks pings);
 	// it may return nil. The run path itself links no network code.
-	Observer func(g *GateConfig, run string, out *tui.Printer) RunObserver
+	Observer func(g *GateConfig, run string, out Printer) RunObserver
+}
+
+// Printer takes Run's messages for people: one line each, prefixed with
+// the program's name, the way package tui's Printer writes them (the
+// binaries pass a *tui.Printer). Errorf and Warnf are never silenced;
+// Skipf says why a command did not run and may be silenced (-q, or no
+// terminal under cron); Hintf follows an error with what to do.
+type Printer interface {
+	Errorf(format string, args ...any)
+	Hintf(format string, args ...any)
+	Warnf(format string, args ...any)
+	Skipf(format string, args ...any)
 }
 
 // RunObserver hears of one run: Started once the command has started,
@@ -81,7 +92,7 @@ func Run(inv Invocation) int {
 // run is one Run: what it was asked, what it found, where it records.
 type run struct {
 	inv    Invocation
-	out    *tui.Printer
+	out    Printer
 	now    func() time.Time
 	id     string         // the run's ID, "20261129T090000.000000Z-PID"
 	base   journal.Record // what every record of the run holds

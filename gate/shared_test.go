@@ -12,7 +12,7 @@ import (
 
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/tui"
+	"github.com/crongate/crongate/internal/tui"
 )
 
 // fakeShared is a shared pauses.Store in memory; err, when set, is every call's.

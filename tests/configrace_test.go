@@ -18,7 +18,7 @@ package tests
 //     truncated config back.
 //
 // Before the stable read (gate/configread.go) and the pre-rename check
-// (gateconf/edit.go), hundreds of runs of held happened and the config was
+// (internal/gateconf/edit.go), hundreds of runs of held happened and the config was
 // truncated dozens of times in a run of this test; the counts are printed.
 // Nothing here is timed: the writer's pauses only make the race likely,
 // and every wait has a generous deadline.

@@ -33,8 +33,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crongate/crongate/cronexpr"
-	"github.com/crongate/crongate/internal/webdriver"
+	"github.com/crongate/crongate/internal/cronexpr"
+	"github.com/crongate/crongate/tests/webdriver"
 )
 
 // serveDeadline bounds each wait of these tests (a failure, never a

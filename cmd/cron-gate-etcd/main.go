@@ -10,14 +10,14 @@ package main
 import (
 	"os"
 
-	"github.com/crongate/crongate/etcdpause"
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/crongatefull"
+	"github.com/crongate/crongate/internal/crongate/full"
+	"github.com/crongate/crongate/internal/etcdpause"
 )
 
 func main() {
-	os.Exit(crongatefull.Main(os.Args[1:], open))
+	os.Exit(full.Main(os.Args[1:], open))
 }
 
 // open opens the config's shared pause store. It does not contact the

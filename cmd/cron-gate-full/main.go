@@ -9,9 +9,9 @@ package main
 import (
 	"os"
 
-	"github.com/crongate/crongate/internal/crongatefull"
+	"github.com/crongate/crongate/internal/crongate/full"
 )
 
 func main() {
-	os.Exit(crongatefull.Main(os.Args[1:], nil))
+	os.Exit(full.Main(os.Args[1:], nil))
 }

@@ -5,7 +5,7 @@
 //
 // This is the binary cron runs on every tick. It links no CLI library, no
 // TOML decoder and no network code: it parses the crontab run forms itself
-// (crongatecli.FastParse) and takes the gate's settings from the config
+// (crongate.FastParse) and takes the gate's settings from the config
 // cache (gate.LookupGate). Everything else — a subcommand, help, a usage
 // error, a config whose bytes are not cached yet, a gate with a
 // healthchecks_url — is handed by exec to cron-gate-full, and a cached
@@ -18,10 +18,10 @@ import (
 	"os"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/crongatecli"
+	"github.com/crongate/crongate/internal/crongate"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/sibling"
-	"github.com/crongate/crongate/runner"
-	"github.com/crongate/crongate/tui"
+	"github.com/crongate/crongate/internal/tui"
 )
 
 func main() {
@@ -41,7 +41,7 @@ func run(args []string) int {
 	out := &tui.Printer{Prog: "cron-gate"}
 	err := sibling.Exec(to, "cron-gate", args)
 	switch {
-	case errors.Is(err, sibling.ErrNotFound) && to == crongatecli.EtcdBinary:
+	case errors.Is(err, sibling.ErrNotFound) && to == crongate.EtcdBinary:
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", to)
 		out.Hintf("install all the binaries: CGO_ENABLED=0 go install ./cmd/...")
 	case errors.Is(err, sibling.ErrNotFound):
@@ -62,11 +62,11 @@ func run(args []string) int {
 func cachedRun(args []string) (inv gate.Invocation, to string) {
 	flags, command, isRun := runner.SplitCommand(args)
 	if !isRun {
-		return inv, crongatecli.FullBinary
+		return inv, crongate.FullBinary
 	}
-	ra, ok := crongatecli.FastParse(flags)
+	ra, ok := crongate.FastParse(flags)
 	if !ok || ra.Check(command) != "" {
-		return inv, crongatecli.FullBinary
+		return inv, crongate.FullBinary
 	}
 	path, missingOK := ra.Config, ra.Config == ""
 	if path == "" {
@@ -75,9 +75,9 @@ func cachedRun(args []string) (inv gate.Invocation, to string) {
 	cfg, miss, err := gate.LookupGate(path, missingOK, ra.Name)
 	switch {
 	case miss != nil || (cfg != nil && cfg.Gate(ra.Name).HealthchecksURL != ""):
-		return inv, crongatecli.FullBinary
+		return inv, crongate.FullBinary
 	case cfg != nil && cfg.Etcd.Set():
-		return inv, crongatecli.EtcdBinary
+		return inv, crongate.EtcdBinary
 	}
 	return gate.Invocation{
 		Gate: ra.Name, Argv: command, Config: cfg, ConfigErr: err,

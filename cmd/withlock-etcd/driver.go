@@ -10,14 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crongate/crongate/etcdlock"
-	wc "github.com/crongate/crongate/internal/withlockcmd"
-	"github.com/crongate/crongate/lockset"
+	"github.com/crongate/crongate/internal/etcdlock"
+	"github.com/crongate/crongate/internal/lockset"
+	wc "github.com/crongate/crongate/internal/withlock"
 )
 
-// driver is the etcd backend's withlockcmd.Driver: its flags' defaults and
+// driver is the etcd backend's withlock.Driver: its flags' defaults and
 // checks, and the etcdlock.Backend it opens. Everything that happens while
-// the command runs (the lease, its loss, exit 70) is withlockcmd.Run's,
+// the command runs (the lease, its loss, exit 70) is withlock.Run's,
 // through lockset.Leased.
 type driver struct{}
 
@@ -79,7 +79,7 @@ func (driver) Open(o *wc.Options) (wc.Conn, error) {
 	return conn{b}, nil
 }
 
-// conn is an etcdlock.Backend as withlockcmd.Run uses it.
+// conn is an etcdlock.Backend as withlock.Run uses it.
 type conn struct{ *etcdlock.Backend }
 
 func (c conn) Hint(err error) string {

@@ -5,14 +5,14 @@
 // etcd cluster so that several hosts exclude each other. withlock execs it
 // for --backend etcd (or WITHLOCK_BACKEND=etcd); it is a binary of its own so
 // that the local withlock never links the etcd client. It runs withlock's
-// one run loop (withlockcmd.Run) with the etcd Driver (driver.go). See
+// one run loop (withlock.Run) with the etcd Driver (driver.go). See
 // README, "Across hosts (etcd)".
 package main
 
 import (
 	"os"
 
-	"github.com/crongate/crongate/internal/withlockkong"
+	"github.com/crongate/crongate/internal/withlock/kongparse"
 )
 
 const description = `Run COMMAND while holding per-path locks and concurrency slots in an etcd
@@ -27,7 +27,7 @@ an unreachable cluster); 126 not executable; 127 not found; 128+N the
 command died of signal N.`
 
 func main() {
-	os.Exit(withlockkong.Main(withlockkong.Program{
+	os.Exit(kongparse.Main(kongparse.Program{
 		Name:        "withlock-etcd",
 		Description: description,
 		Usage:       "Usage: withlock --backend etcd [flags] -- COMMAND [ARG...]",

@@ -9,7 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	wc "github.com/crongate/crongate/internal/withlockcmd"
+	wc "github.com/crongate/crongate/internal/withlock"
 )
 
 // kongParse parses with kong alone, the authority fastParse must agree with.

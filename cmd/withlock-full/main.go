@@ -8,12 +8,12 @@ package main
 import (
 	"os"
 
-	wc "github.com/crongate/crongate/internal/withlockcmd"
-	"github.com/crongate/crongate/internal/withlockkong"
+	wc "github.com/crongate/crongate/internal/withlock"
+	"github.com/crongate/crongate/internal/withlock/kongparse"
 )
 
 func main() {
-	os.Exit(withlockkong.Main(withlockkong.Program{
+	os.Exit(kongparse.Main(kongparse.Program{
 		Name:        "withlock",
 		Description: wc.Description,
 		Usage:       "Usage: withlock [flags] -- COMMAND [ARG...]",

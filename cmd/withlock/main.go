@@ -8,15 +8,15 @@
 // no backend but the local one, and parses the common command lines
 // itself; anything else (help, errors, rare forms) is handed to
 // withlock-full, which parses with kong, and a line for another backend
-// (--backend etcd) to the program that serves it (withlockcmd.Main).
+// (--backend etcd) to the program that serves it (withlock.Main).
 package main
 
 import (
 	"os"
 
-	"github.com/crongate/crongate/internal/withlockcmd"
+	"github.com/crongate/crongate/internal/withlock"
 )
 
 func main() {
-	os.Exit(withlockcmd.Main(os.Args[1:]))
+	os.Exit(withlock.Main(os.Args[1:]))
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package journal keeps each gate's run journal under the state dir, the
 // digest of it that the status shows, and the optional output log:
 //
@@ -33,7 +35,7 @@ import (
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/statedir"
-	"github.com/crongate/crongate/statefile"
+	"github.com/crongate/crongate/internal/statefile"
 )
 
 // Events of a journal record.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crongate/crongate/runner"
+	"github.com/crongate/crongate/internal/runner"
 )
 
 // A cut drain: the section keeps what was written before close, then the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package journal
 
 import (
@@ -11,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crongate/crongate/statefile"
+	"github.com/crongate/crongate/internal/statefile"
 )
 
 // DefaultLogMaxBytes bounds a gate's output log when log_output is on.

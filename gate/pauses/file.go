@@ -1,3 +1,5 @@
+//go:build linux
+
 package pauses
 
 import (
@@ -12,7 +14,7 @@ import (
 
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/statedir"
-	"github.com/crongate/crongate/statefile"
+	"github.com/crongate/crongate/internal/statefile"
 )
 
 // File is this host's pauses: pauses.json in a state dir, and the time

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package pauses keeps cron-gate's command-line pauses: `cron-gate pause
 // NAME` records one, `cron-gate resume NAME` lifts it, and the gate's runs
 // are skipped while it is active. A Store holds them. File is this host's,

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package legacy probes the legacy locks and pidfiles of cron-gate's gates:
 // the old, pre-cron-gate workers either flock a lock file or write a
 // pidfile, and a gate with legacy_locks / legacy_pidfiles skips its run

@@ -9,7 +9,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/gateconf"
+	"github.com/crongate/crongate/internal/gateconf"
 )
 
 // A force-resume whose config edit fails changes nothing: the command-line

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package procstat reads what cron-gate needs of /proc: a process's state
 // and start time (/proc/PID/stat) and the boot time (/proc/stat). A PID
 // and its start time identify a process: a recycled PID has another start

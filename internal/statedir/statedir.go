@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package statedir opens cron-gate's state dir (gate.StateDirFor), the
 // directory every state file lives in: the journals (package journal),
 // the pauses (package pauses), the watchdog's state (package watch) and

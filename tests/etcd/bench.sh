@@ -22,12 +22,12 @@ CGO_ENABLED=0 go build -o "$out/" ./cmd/...
 # The same tree with withlock's dispatch to withlock-etcd removed.
 mkdir "$out/tree"
 git ls-files -co --exclude-standard -z | tar --null -cf - -T - | tar -xf - -C "$out/tree"
-python3 - "$out/tree/internal/withlockcmd/run.go" <<'PY'
+python3 - "$out/tree/internal/withlock/run.go" <<'PY'
 import re, sys
 p = sys.argv[1]
 s = open(p).read()
 s2 = re.sub(r"\n\tif code, done := dispatch\(args, sigs\); done \{\n.*?\n\t\}\n", "\n", s, flags=re.S)
-assert s2 != s, "dispatch not found in internal/withlockcmd/run.go"
+assert s2 != s, "dispatch not found in internal/withlock/run.go"
 open(p, "w").write(s2)
 PY
 (cd "$out/tree" && CGO_ENABLED=0 go build -o "$out/withlock-nodispatch" ./cmd/withlock)

@@ -6,8 +6,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/crongate/crongate/etcdpause"
 	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/internal/etcdpause"
 )
 
 // What the run path pays for the shared pause in-process: one Get (a

@@ -13,8 +13,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/crongate/crongate/etcdpause"
 	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/internal/etcdpause"
 )
 
 // host opens a pause store of its own (its own client, as another host

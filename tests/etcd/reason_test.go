@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crongate/crongate/etcdpause"
+	"github.com/crongate/crongate/internal/etcdpause"
 )
 
 // rawUnsafe matches a character internal/safetext never prints raw (line

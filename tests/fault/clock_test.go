@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gateconf"
-	"github.com/crongate/crongate/tui"
+	"github.com/crongate/crongate/internal/gateconf"
+	"github.com/crongate/crongate/internal/tui"
 )
 
 // The wall clock cannot be moved safely on a test machine, so clock jumps

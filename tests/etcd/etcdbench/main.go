@@ -29,8 +29,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/crongate/crongate/etcdlock"
-	"github.com/crongate/crongate/lockset"
+	"github.com/crongate/crongate/internal/etcdlock"
+	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/tests/etcd/cluster"
 )
 

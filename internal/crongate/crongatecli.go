@@ -1,0 +1,114 @@
+// Package crongatecli is what cron-gate's two binaries share of the
+// command line, beyond the split at "--" that both wrappers share
+// (runner.SplitCommand): the fast parser of the run forms found in
+// crontabs. cron-gate (cmd/cron-gate, run on every cron tick)
+// links only this, the gate package and the child runner; every other
+// line, and a run whose config is not in the cache, is handed to
+// cron-gate-full (cmd/cron-gate-full), which parses with kong and decodes
+// the TOML. FuzzFastParse (cmd/cron-gate-full) holds FastParse to kong's
+// result.
+package crongate
+
+import (
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// FullBinary is the binary with kong's parser, the TOML decoder and every
+// subcommand.
+const FullBinary = "cron-gate-full"
+
+// EtcdBinary is cron-gate-full with the etcd client, for configs whose
+// pauses are shared ([etcd]).
+const EtcdBinary = "cron-gate-etcd"
+
+// DefaultKillAfter is --kill-after's default.
+const DefaultKillAfter = 10 * time.Second
+
+// RunArgs are the flags of `cron-gate [FLAGS] NAME -- COMMAND`.
+type RunArgs struct {
+	Config    string // --config, else $CRON_GATE_CONFIG, else ""
+	Quiet     bool
+	Verbose   bool
+	Name      string
+	Timeout   time.Duration
+	KillAfter time.Duration
+}
+
+// FastParse parses the run forms found in crontabs — `NAME`, with
+// --config, --timeout, --kill-after, -q, -v — without kong, whose set-up
+// costs more than the rest of a call. It declines (ok false) anything else,
+// which is then left to kong.
+func FastParse(args []string) (c RunArgs, ok bool) {
+	c.KillAfter = DefaultKillAfter
+	if v, ok := os.LookupEnv("CRON_GATE_CONFIG"); ok {
+		c.Config = v
+	}
+	seen := map[string]bool{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch a {
+		case "-q", "--quiet", "-v", "--verbose":
+			if seen[a] {
+				return c, false
+			}
+			seen[a] = true
+			if a[len(a)-1] == 'q' || a == "--quiet" {
+				c.Quiet = true
+			} else {
+				c.Verbose = true
+			}
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			if c.Name != "" || a == "" || !utf8.ValidString(a) {
+				return c, false
+			}
+			c.Name = a
+			continue
+		}
+		if !strings.HasPrefix(a, "--") {
+			return c, false
+		}
+		name, val, ok := strings.Cut(a[2:], "=")
+		if !ok {
+			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
+				return c, false
+			}
+			i++
+			val = args[i]
+		}
+		if val == "" || seen[name] || !utf8.ValidString(val) {
+			return c, false
+		}
+		seen[name] = true
+		var err error
+		switch name {
+		case "config":
+			c.Config = val
+		case "timeout":
+			c.Timeout, err = time.ParseDuration(val)
+		case "kill-after":
+			c.KillAfter, err = time.ParseDuration(val)
+		default:
+			return c, false
+		}
+		if err != nil {
+			return c, false
+		}
+	}
+	return c, c.Name != ""
+}
+
+// Check returns "" when a parsed run line is usable, else the usage error.
+func (c *RunArgs) Check(command []string) string {
+	if len(command) == 0 || command[0] == "" {
+		return "empty command after --"
+	}
+	if c.Timeout < 0 || c.KillAfter < 0 {
+		return "--timeout and --kill-after must not be negative"
+	}
+	return ""
+}

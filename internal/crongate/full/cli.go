@@ -1,0 +1,210 @@
+//go:build linux
+
+package full
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/buildinfo"
+	"github.com/crongate/crongate/internal/crongate"
+	"github.com/crongate/crongate/internal/runner"
+)
+
+// CLI is cron-gate's command line. `cron-gate [flags] NAME -- COMMAND` is
+// the run command; main inserts the hidden "run" subcommand for kong.
+type CLI struct {
+	Config  string           `env:"CRON_GATE_CONFIG" placeholder:"FILE" help:"Config file (default ${config}; a missing default is an empty config)."`
+	Quiet   bool             `short:"q" help:"Do not say why a command was skipped, nor what pause, resume and edit did."`
+	Verbose bool             `short:"v" help:"Say more."`
+	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	Run    RunCmd    `cmd:"" hidden:"" help:"Run COMMAND through gate NAME (the default: cron-gate NAME -- COMMAND)."`
+	Pause  PauseCmd  `cmd:"" help:"Pause a gate: its runs are skipped until it is resumed or the pause expires."`
+	Resume ResumeCmd `cmd:"" help:"Resume a gate paused from the command line or in the config."`
+	Status StatusCmd `cmd:"" help:"Show the state of every gate, or of one."`
+	Edit   EditCmd   `cmd:"" help:"Edit the config safely: a copy in $VISUAL or $EDITOR (else vi), checked, then atomically replaced, under the config lock."`
+
+	// The watchdog (internal/watch/, check.go, metrics.go).
+	Check   CheckCmd   `cmd:"" help:"Watchdog (run it from cron): alert once when a gate is stale, failing or unscheduled, and once when it recovers."`
+	Metrics MetricsCmd `cmd:"" help:"Print every gate's metrics in the Prometheus text format."`
+
+	// The dashboard (internal/dashboard/, serve.go).
+	Serve ServeCmd `cmd:"" help:"Serve the dashboard: every gate's state, pause and resume buttons, /api/summary, /metrics."`
+}
+
+// ServeCmd is `cron-gate serve` (serve.go).
+type ServeCmd struct {
+	Listen string `placeholder:"HOST:PORT" help:"Address to listen on (default: [serve] listen, else 127.0.0.1:8371). Not loopback: an auth token is required."`
+}
+
+// RunCmd is `cron-gate NAME -- COMMAND`.
+type RunCmd struct {
+	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
+	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
+	Name      string        `arg:"" help:"Gate name."`
+}
+
+// PauseCmd is `cron-gate pause NAME`.
+type PauseCmd struct {
+	Name   string        `arg:"" help:"Gate name."`
+	For    time.Duration `placeholder:"DURATION" xor:"expiry" help:"Pause for this long, then run again by itself."`
+	Until  string        `placeholder:"TIME" xor:"expiry" help:"Pause until TIME (RFC 3339, or 'YYYY-MM-DD HH:MM' local time)."`
+	Reason string        `placeholder:"TEXT" help:"Why (shown by status)."`
+	Force  bool          `help:"Pause even a name that is not declared and has no records (a gate paused ahead of its first run); without it such a name is refused as a likely typo."`
+}
+
+// ResumeCmd is `cron-gate resume NAME`.
+type ResumeCmd struct {
+	Name string `arg:"" help:"Gate name."`
+}
+
+// StatusCmd is `cron-gate status [NAME]`.
+type StatusCmd struct {
+	Name   string `arg:"" optional:"" help:"Only this gate."`
+	JSON   bool   `help:"Print the documented JSON instead of a table."`
+	Output bool   `help:"With NAME: also print the last run's output (log_output)."`
+}
+
+// CheckCmd is `cron-gate check` (check.go).
+type CheckCmd struct {
+	DryRun      bool   `help:"Print what would be sent; send nothing, change no state."`
+	JSON        bool   `help:"Print the documented JSON of the check."`
+	MetricsFile string `placeholder:"PATH" help:"Also write the metrics there, atomically (node_exporter's textfile collector); overrides [check] metrics_file."`
+}
+
+// MetricsCmd is `cron-gate metrics` (metrics.go).
+type MetricsCmd struct{}
+
+const description = `Run a cron job's command unless its gate is paused or an old process still
+holds its legacy lock, and record every run, skip and failure.
+
+  cron-gate [--config FILE] NAME -- COMMAND [ARG...]
+  cron-gate pause NAME [--for D | --until TIME] [--reason TEXT] [--force]
+  cron-gate resume NAME
+  cron-gate status [NAME] [--json] [--output]
+  cron-gate edit
+  cron-gate check [--dry-run] [--json] [--metrics-file PATH]
+  cron-gate metrics
+  cron-gate serve [--listen HOST:PORT]
+
+Exit codes: the command's own; 75 (skip_code) skipped; 124 timed out;
+125 cron-gate's own failure (bad usage, unusable config); 126 not
+executable; 127 not found; 128+N the command died of signal N.
+check: 0 checked; 1 checked, but a notification could not be delivered
+(retried at the next check); 125 could not check. edit: 0 saved (or no
+changes); 125 not saved.`
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// parsed is the outcome of parsing: the CLI, the command after "--", and
+// how to run the selected command: kong's ctx.Run, which calls its Run
+// method (commands.go), or on the fast path RunCmd.Run itself.
+type parsed struct {
+	CLI
+	command []string
+	run     func(e *env) error
+}
+
+// checker is a command whose arguments need a check kong cannot make.
+type checker interface{ check(command []string) error }
+
+// parse parses args. A command line with "--" is a run; the common run
+// forms are parsed without kong (see fastParse), the rest by kong.
+func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
+	var p parsed
+	flagArgs, command, isRun := runner.SplitCommand(args)
+	if isRun {
+		p.command = command
+		if fastParse(flagArgs, &p.CLI) {
+			p.run = p.CLI.Run.Run
+			return &p, p.Run.check(p.command)
+		}
+		flagArgs = append([]string{"run"}, flagArgs...)
+	}
+	for _, a := range flagArgs {
+		if !utf8.ValidString(a) {
+			return nil, usageError{fmt.Sprintf("argument %q is not valid UTF-8", a)}
+		}
+	}
+	k, err := kong.New(&p.CLI,
+		kong.Name("cron-gate"),
+		kong.Description(description),
+		kong.Vars{"config": gate.DefaultConfigPath, "version": buildinfo.String()},
+		kong.Writers(stdout, os.Stderr),
+		kong.Exit(exit),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := k.Parse(flagArgs)
+	if err != nil {
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			msg := pe.Error()
+			if !isRun && strings.Contains(msg, "unexpected argument") {
+				msg += " (to run a command through a gate: cron-gate NAME -- COMMAND)"
+			}
+			return nil, usageError{msg}
+		}
+		return nil, err
+	}
+	p.run = func(e *env) error { return ctx.Run(e) }
+	if sel := ctx.Selected(); sel != nil {
+		if c, ok := sel.Target.Addr().Interface().(checker); ok {
+			return &p, c.check(p.command)
+		}
+	}
+	return &p, nil
+}
+
+// check checks the command after "--" and the durations.
+func (c *RunCmd) check(command []string) error {
+	ra := crongate.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter}
+	if msg := ra.Check(command); msg != "" {
+		return usageError{msg}
+	}
+	return nil
+}
+
+// check refuses a negative --for.
+func (c *PauseCmd) check([]string) error {
+	if c.For < 0 {
+		return usageError{fmt.Sprintf("--for %v is negative", c.For)}
+	}
+	return nil
+}
+
+// fastParse is crongate.FastParse into the kong CLI struct, so that a
+// line parses to the same CLI either way (FuzzFastParse).
+func fastParse(args []string, c *CLI) bool {
+	ra, ok := crongate.FastParse(args)
+	*c = CLI{Config: ra.Config, Quiet: ra.Quiet, Verbose: ra.Verbose}
+	c.Run = RunCmd{Name: ra.Name, Timeout: ra.Timeout, KillAfter: ra.KillAfter}
+	return ok
+}
+
+// parseUntil reads --until: RFC 3339, or local "YYYY-MM-DD HH:MM[:SS]" or
+// "YYYY-MM-DDTHH:MM[:SS]".
+func parseUntil(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02T15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usageError{fmt.Sprintf("--until %q is not a time (use RFC 3339 like 2026-12-01T09:00:00+09:00, or '2026-12-01 09:00' local)", s)}
+}

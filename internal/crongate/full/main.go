@@ -1,0 +1,204 @@
+//go:build linux
+
+// Package crongatefull is cron-gate with every subcommand, kong's parser
+// and the TOML decoder: the binaries cron-gate-full, and cron-gate-etcd
+// (the same with the etcd client, for configs with shared pauses).
+// cron-gate (cmd/cron-gate) execs cron-gate-full for every line but a run
+// whose config is cached. See README.md, "cron-gate: start-up cost".
+package full
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/internal/crongate"
+	"github.com/crongate/crongate/internal/gateconf"
+	"github.com/crongate/crongate/internal/pausectl"
+	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/sibling"
+	"github.com/crongate/crongate/internal/tui"
+)
+
+// OpenShared opens the shared pause store of a config's [etcd] section; the
+// returned func closes it. Only cron-gate-etcd has one.
+type OpenShared func(cfg *gate.Config) (pauses.Store, func(), error)
+
+// Main is cron-gate-full's main, and with open set, cron-gate-etcd's.
+// Without open, a config that names an etcd cluster is handed to
+// cron-gate-etcd by exec, with the same arguments.
+func Main(args []string, open OpenShared) int {
+	sigs := runner.Notify()
+	out := &tui.Printer{Prog: "cron-gate"}
+	code, done := run(args, open, sigs, out)
+	if done {
+		return code
+	}
+	if code, stop := runner.HandOff(sigs); stop {
+		return code
+	}
+	err := sibling.Exec(crongate.EtcdBinary, "cron-gate", args)
+	if errors.Is(err, sibling.ErrNotFound) {
+		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", crongate.EtcdBinary)
+		out.Hintf("install it: CGO_ENABLED=0 go install ./cmd/...")
+	} else {
+		out.Errorf("%v", err)
+	}
+	return runner.ExitFailure
+}
+
+// etcdUnchanged reports whether cfg can do with the shared store opened
+// for the [etcd] section opened (nil: none was opened). A config without
+// [etcd] needs none; one with [etcd] needs a store opened for the same
+// endpoints, prefix, timeout and on_coordinator_down: a pause must not go
+// to one cluster or prefix while runs read another (serve re-reads its
+// config).
+func etcdUnchanged(cfg *gate.Config, opened *gate.EtcdConfig) bool {
+	if cfg == nil || !cfg.Etcd.Set() {
+		return true
+	}
+	return opened != nil && slices.Equal(cfg.Etcd.Endpoints, opened.Endpoints) &&
+		cfg.Etcd.Prefix == opened.Prefix && cfg.Etcd.Timeout == opened.Timeout && cfg.Etcd.RunOnDown == opened.RunOnDown
+}
+
+// run returns done == false when the line must be handed to cron-gate-etcd.
+func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) (code int, done bool) {
+	p, err := parse(args, os.Stdout, os.Exit)
+	if err != nil {
+		out.Errorf("%v", err)
+		out.Hintf("see cron-gate --help")
+		return runner.ExitFailure, true
+	}
+	out.Quiet, out.Verbose = p.Quiet, p.Verbose
+	e := &env{cli: &p.CLI, command: p.command, open: open, out: out, sigs: sigs}
+	defer e.close()
+	err = p.run(e)
+	if ec, ok := errors.AsType[exitCode](err); ok {
+		return int(ec), true
+	}
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, errHandOff):
+		return 0, false
+	}
+	out.Errorf("%v", err)
+	return runner.ExitFailure, true
+}
+
+// loadConfig loads --config, else $CRON_GATE_CONFIG (kong or fastParse put
+// it in path), else the default path, where a missing file is an empty
+// config. With a gate name (the run path) it loads through the cache and
+// returns only that gate.
+func loadConfig(path, gateName string) (*gate.Config, error) {
+	missingOK := path == ""
+	if path == "" {
+		path = gate.DefaultConfigPath
+	}
+	if gateName != "" {
+		return gateconf.LoadGate(path, missingOK, gateName)
+	}
+	return gateconf.Load(path, missingOK)
+}
+
+func pause(cfg *gate.Config, ps gate.Pauses, c *PauseCmd, out *tui.Printer) int {
+	if err := gate.CheckName(c.Name); err != nil {
+		out.Errorf("%v", err)
+		return runner.ExitFailure
+	}
+	now := time.Now()
+	pz := pauses.Pause{Reason: c.Reason}
+	switch {
+	case c.For > 0:
+		pz.Until = now.Add(c.For)
+	case c.Until != "":
+		t, err := parseUntil(c.Until, now)
+		if err != nil {
+			out.Errorf("%v", err)
+			return runner.ExitFailure
+		}
+		if !t.After(now) {
+			out.Errorf("--until %s is in the past", c.Until)
+			return runner.ExitFailure
+		}
+		pz.Until = t
+	}
+	if err := pausectl.Pause(cfg, ps, c.Name, pz, c.Force); err != nil {
+		out.Errorf("%v", err)
+		if _, ok := errors.AsType[*pausectl.UnknownGateError](err); ok {
+			out.Hintf("check the name; to pause gate %s ahead of its first run, add --force", c.Name)
+		}
+		return runner.ExitFailure
+	}
+	msg := "paused gate " + c.Name
+	if !pz.Until.IsZero() {
+		msg += " until " + pz.Until.Format(time.RFC3339)
+	}
+	out.Donef("%s", msg)
+	return 0
+}
+
+// resume is force-resume: it also lifts a pause set in the config.
+func resume(cfg *gate.Config, ps gate.Pauses, name string, out *tui.Printer) int {
+	r, err := pausectl.Resume(cfg, ps, gateconf.SetPaused, name, true)
+	if err != nil {
+		out.Errorf("%v", err)
+		if ee, ok := errors.AsType[*pausectl.EditError](err); ok {
+			out.Hintf("%s", ee.Hint())
+		}
+		return runner.ExitFailure
+	}
+	if r.Warning != "" {
+		out.Warnf("%s", r.Warning)
+	}
+	out.Donef("%s", r.Msg)
+	return 0
+}
+
+func status(cfg *gate.Config, ps gate.Pauses, c *StatusCmd, out *tui.Printer) int {
+	var names []string
+	if c.Name != "" {
+		if err := gate.CheckName(c.Name); err != nil {
+			out.Errorf("%v", err)
+			return runner.ExitFailure
+		}
+		names = []string{c.Name}
+	}
+	rep, err := gate.Status(cfg, ps, time.Now(), names...)
+	if err != nil {
+		out.Errorf("%v", err)
+		return runner.ExitFailure
+	}
+	for _, w := range rep.Warnings {
+		out.Warnf("%s", w)
+	}
+	if c.JSON {
+		if err := printJSON(os.Stdout, rep); err != nil {
+			out.Errorf("%v", err)
+			return runner.ExitFailure
+		}
+		return 0
+	}
+	printTable(os.Stdout, rep, time.Now())
+	if c.Name != "" {
+		printDetail(os.Stdout, rep.Gates[0])
+		if c.Output {
+			text, err := journal.LastOutputOf(gate.StateDirFor(cfg), c.Name)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				out.Errorf("output of gate %s: %v", c.Name, err)
+				return runner.ExitFailure
+			}
+			if text == "" {
+				fmt.Println("(no output kept; set log_output = true for this gate)")
+			}
+			printOutput(os.Stdout, text)
+		}
+	}
+	return 0
+}

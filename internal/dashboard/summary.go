@@ -1,0 +1,285 @@
+//go:build linux
+
+package dashboard
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/internal/cronexpr"
+	"github.com/crongate/crongate/internal/watch"
+)
+
+// Summary is the body of GET /api/summary (schema v1; README.md in this directory
+// has it with an example). It is the status report of `cron-gate status
+// --json` — the same fields with the same names, the same judgement —
+// with, per gate, what only the dashboard adds: the cadence read from the
+// crontab, the next expected run, and the watchdog's conditions as its
+// last check left them (check.json). Fields are only ever added within
+// v 1.
+//
+// Every time is RFC 3339 in the dashboard's time zone (the same instants
+// as the status report, with that zone's offset); TimeZone maps each
+// offset used to the zone's abbreviation, so a reader can print "11-29
+// 20:15 KST" without a time zone database.
+type Summary struct {
+	V         int           `json:"v"`
+	Generated time.Time     `json:"generated"`
+	Config    string        `json:"config,omitempty"`
+	StateDir  string        `json:"state_dir"`
+	TimeZone  TimeZone      `json:"time_zone"`
+	Gates     []GateSummary `json:"gates"`
+	Watchdog  *Watchdog     `json:"watchdog,omitempty"` // nil: no check has run yet
+	Warnings  []string      `json:"warnings,omitempty"`
+}
+
+// TimeZone is the zone the summary's times are given in.
+type TimeZone struct {
+	Name string `json:"name"` // IANA name when known ("Asia/Seoul"), else "Local" or "UTC"
+	// Abbreviations maps each offset that appears in the summary, as
+	// written at the end of its times ("+09:00", "Z"), to the zone's
+	// abbreviation then ("KST").
+	Abbreviations map[string]string `json:"abbreviations"`
+}
+
+// Watchdog is what the summary tells of `cron-gate check` as a whole.
+type Watchdog struct {
+	LastCheck time.Time `json:"last_check"`
+	Checks    int64     `json:"checks"`
+}
+
+// GateSummary is one gate: gate.GateStatus (its fields inline, as in the
+// status report) and the dashboard's additions.
+type GateSummary struct {
+	gate.GateStatus
+	// ConfigPaused: the config says paused = true for the gate (a
+	// command-line pause, when there is one too, is the one in Pause).
+	// Only force-resume lifts it.
+	ConfigPaused bool `json:"config_paused,omitempty"`
+	// LogOutput: the gate keeps its output (log_output), so
+	// /api/output?gate=NAME can show the last run's.
+	LogOutput bool `json:"log_output,omitempty"`
+	// Schedules are the crontab lines that run the gate (none when no
+	// crontab was read or no line runs it).
+	Schedules []Schedule `json:"schedules,omitempty"`
+	// Cadence says how often the gate runs, in words: the schedules'
+	// words, else the config's interval ("every 30 minutes"); empty when
+	// neither is known. A schedule that cannot be read contributes its
+	// raw text.
+	Cadence string `json:"cadence,omitempty"`
+	// NextRun is when the gate is next expected to run: the earliest
+	// next time of its schedules, else its last start plus its interval
+	// (NextRunFrom says which). Zero when unknown. A paused gate has one
+	// too: it is when the next run would be skipped.
+	NextRun     time.Time `json:"next_run,omitzero"`
+	NextRunFrom string    `json:"next_run_from,omitempty"` // "crontab" or "interval"
+	// Conditions are the watchdog's conditions for the gate
+	// (watch.Watched), each with its state after the last check.
+	Conditions []Condition `json:"conditions,omitempty"`
+}
+
+// Schedule is one crontab line that runs a gate.
+type Schedule struct {
+	Expr  string    `json:"expr"`            // the schedule as written: five fields or an @ nickname
+	Line  int       `json:"line"`            // line number in the crontab text read
+	Text  string    `json:"text,omitempty"`  // in words; empty when Expr cannot be read
+	Error string    `json:"error,omitempty"` // why Expr cannot be read
+	Next  time.Time `json:"next,omitzero"`   // its next time after Generated; zero for @reboot or never
+}
+
+// Condition is one condition the watchdog watches a gate for, as its last
+// check left it.
+type Condition struct {
+	Condition string `json:"condition"` // stale, failed, unscheduled
+	// State is the alert state, as the cron_gate_alert metric names it:
+	// ok (not bad, or never judged), pending (bad, not yet alerted),
+	// alerted, muted (bad at the first check: never alerts), recovering
+	// (cleared, recovery not yet delivered to all).
+	State  string    `json:"state"`
+	Bad    bool      `json:"bad,omitempty"`    // the last check that judged it found it bad
+	Count  int       `json:"count,omitempty"`  // consecutive bad checks
+	Since  time.Time `json:"since,omitzero"`   // first bad check of the streak
+	Detail string    `json:"detail,omitempty"` // what the last bad check saw
+}
+
+// build makes the summary at now.
+func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stErr error, jobs map[string][]watch.CrontabJob, now time.Time) *Summary {
+	z := newZoner(h.loc)
+	s := &Summary{V: 1, Generated: z.t(rep.Generated), Config: rep.Config, StateDir: rep.StateDir,
+		Warnings: append([]string(nil), rep.Warnings...)}
+	if stErr != nil {
+		s.Warnings = append(s.Warnings, stErr.Error())
+	}
+	if st != nil {
+		s.Watchdog = &Watchdog{LastCheck: z.t(st.Updated), Checks: st.Checks}
+	}
+	s.Gates = make([]GateSummary, 0, len(rep.Gates))
+	for i := range rep.Gates {
+		gs := GateSummary{GateStatus: rep.Gates[i]}
+		gc := cfg.Gate(gs.Name)
+		gs.ConfigPaused = gc.Paused
+		gs.LogOutput = gc.LogOutput
+		var words []string
+		for _, j := range jobs[gs.Name] {
+			sc := Schedule{Expr: j.Schedule, Line: j.Line}
+			if p, err := h.parseSchedule(j.Schedule); err != nil {
+				sc.Error = err.Error()
+				words = append(words, j.Schedule)
+			} else {
+				sc.Text = p.Describe()
+				words = append(words, sc.Text)
+				sc.Next = p.Next(now, h.cronLoc)
+				if !sc.Next.IsZero() && (gs.NextRun.IsZero() || sc.Next.Before(gs.NextRun)) {
+					gs.NextRun, gs.NextRunFrom = sc.Next, "crontab"
+				}
+			}
+			gs.Schedules = append(gs.Schedules, sc)
+		}
+		if len(words) > 0 {
+			gs.Cadence = strings.Join(words, "; ")
+		} else if gc.Interval > 0 {
+			gs.Cadence = "every " + durationWords(gc.Interval)
+		}
+		if gs.NextRun.IsZero() && gc.Interval > 0 && gs.LastStart != nil {
+			gs.NextRun, gs.NextRunFrom = gs.LastStart.Time.Add(gc.Interval), "interval"
+		}
+		for _, c := range watch.Watched(cfg, &rep.Gates[i]) {
+			cd := Condition{Condition: c, State: "ok"}
+			if st != nil && st.Gates[gs.Name] != nil {
+				if e := st.Gates[gs.Name].Conditions[c]; e != nil {
+					cd.State = watch.AlertState(e)
+					cd.Bad, cd.Count, cd.Since, cd.Detail = e.Bad, e.Count, e.Since, e.Detail
+				}
+			}
+			gs.Conditions = append(gs.Conditions, cd)
+		}
+		z.gate(&gs)
+		s.Gates = append(s.Gates, gs)
+	}
+	s.TimeZone = TimeZone{Name: h.loc.String(), Abbreviations: z.abbr}
+	return s
+}
+
+// durationWords says an interval: "30 minutes", "4 hours", "1h30m".
+func durationWords(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return plural(int(d/(24*time.Hour)), "day")
+	case d%time.Hour == 0:
+		return plural(int(d/time.Hour), "hour")
+	case d%time.Minute == 0 && d < time.Hour:
+		return plural(int(d/time.Minute), "minute")
+	case d%time.Second == 0 && d < time.Minute:
+		return plural(int(d/time.Second), "second")
+	}
+	s := d.String()
+	for _, suf := range []string{"m0s", "h0m"} {
+		if strings.HasSuffix(s, suf) {
+			s = s[:len(s)-len(suf)+1]
+		}
+	}
+	return s
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
+}
+
+// zoner converts times to the dashboard's zone and notes the
+// abbreviation of each offset it meets.
+type zoner struct {
+	loc  *time.Location
+	abbr map[string]string
+}
+
+func newZoner(loc *time.Location) *zoner { return &zoner{loc: loc, abbr: map[string]string{}} }
+
+func (z *zoner) t(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	t = t.In(z.loc)
+	off := t.Format("Z07:00")
+	if _, ok := z.abbr[off]; !ok {
+		name, _ := t.Zone()
+		z.abbr[off] = name
+	}
+	return t
+}
+
+func (z *zoner) ev(e **journal.Event) {
+	if *e == nil {
+		return
+	}
+	c := **e // the report's events are not ours to change
+	c.Time, c.Started = z.t(c.Time), z.t(c.Started)
+	*e = &c
+}
+
+// gate converts every time of one gate.
+func (z *zoner) gate(g *GateSummary) {
+	if g.Pause != nil {
+		p := *g.Pause
+		p.Since, p.Until = z.t(p.Since), z.t(p.Until)
+		g.Pause = &p
+	}
+	if len(g.Running) > 0 {
+		rs := make([]journal.Running, len(g.Running))
+		for i, r := range g.Running {
+			r.Since = z.t(r.Since)
+			rs[i] = r
+		}
+		g.Running = rs
+	}
+	for _, e := range []**journal.Event{&g.LastStart, &g.LastEnd, &g.LastSuccess, &g.LastFailure, &g.LastSkip, &g.LastError} {
+		z.ev(e)
+	}
+	g.ResumedAt = z.t(g.ResumedAt)
+	g.NextRun = z.t(g.NextRun)
+	for i := range g.Schedules {
+		g.Schedules[i].Next = z.t(g.Schedules[i].Next)
+	}
+	for i := range g.Conditions {
+		g.Conditions[i].Since = z.t(g.Conditions[i].Since)
+	}
+}
+
+// crontabIndex groups a crontab's cron-gate jobs by gate.
+func crontabIndex(data []byte) map[string][]watch.CrontabJob {
+	m := map[string][]watch.CrontabJob{}
+	for _, j := range watch.CrontabJobs(data) {
+		m[j.Gate] = append(m[j.Gate], j)
+	}
+	for _, js := range m {
+		sort.SliceStable(js, func(a, b int) bool { return js[a].Line < js[b].Line })
+	}
+	return m
+}
+
+// parseSchedule parses a crontab schedule, remembering the result: the
+// same few expressions come back at every request.
+func (h *handler) parseSchedule(expr string) (*cronexpr.Schedule, error) {
+	h.schedMu.Lock()
+	defer h.schedMu.Unlock()
+	if r, ok := h.sched[expr]; ok {
+		return r.s, r.err
+	}
+	s, err := cronexpr.Parse(expr)
+	if len(h.sched) > 4096 {
+		h.sched = map[string]parsedSchedule{}
+	}
+	h.sched[expr] = parsedSchedule{s, err}
+	return s, err
+}
+
+type parsedSchedule struct {
+	s   *cronexpr.Schedule
+	err error
+}

@@ -1,0 +1,34 @@
+//go:build linux
+
+package etcdlock
+
+import (
+	"strings"
+
+	"github.com/crongate/crongate/internal/lockset"
+)
+
+// BusyError says which path or pool was busy and who holds it (from the
+// keys' values). It wraps lockset.ErrBusy and is a lockset.BusyError.
+type BusyError struct {
+	What    string   // the canonical path, or "slot pool TEMPLATE (N slots)"
+	Key     string   // the etcd key (or pool prefix)
+	Holders []string // "pid P on HOST (CMD) since T"
+	pool    bool
+	partial bool // keys may have been put in this attempt: revoke them
+	dealt   bool // a shared pool's dealt slots were taken meanwhile: deal again
+}
+
+func (e *BusyError) Error() string {
+	s := e.What + " is busy (etcd key " + e.Key
+	if len(e.Holders) > 0 {
+		s += " held by " + strings.Join(e.Holders, ", ")
+	}
+	return s + ")"
+}
+
+func (e *BusyError) Unwrap() error { return lockset.ErrBusy }
+
+// FindHolders does nothing: the holders came with the answer that found
+// the key busy (lockset.BusyError).
+func (e *BusyError) FindHolders() {}

@@ -1,0 +1,868 @@
+//go:build linux
+
+// Package etcdlock is the etcd backend of lockset: the same requests as the
+// local flock backend (path locks and slots from pools, all or nothing), held
+// as keys in an etcd cluster so that withlock processes on several hosts
+// exclude each other. Only cmd/withlock-etcd links it: the etcd client costs
+// about 7 ms and 15 MB per binary, which the local path does not pay. Its
+// Held is a lockset.Leased, its contention error a lockset.BusyError, and
+// its errors for a cluster that does not answer wrap
+// lockset.ErrUnavailable.
+//
+// Keys (PREFIX is Config.Prefix, "/withlock" by default):
+//
+//	PREFIX/paths/<hex sha256(REL)>     one per path; REL is the path relative to the key root
+//	PREFIX/slots/<escaped TEMPLATE>/<i> one per slot taken; TEMPLATE is the pool's --slot-file
+//
+// Every key of one holder is put under that holder's lease, with a small JSON
+// value naming the holder (host, pid, command). The value is for people; the
+// key and the lease are the lock.
+//
+// Guarantees:
+//   - all or nothing: a request whose keys and slot candidates fit in one
+//     transaction (P paths + K pools + the largest pool's size ≤ 128, etcd's
+//     default --max-txn-ops) is decided by ONE transaction whose compares
+//     require every path key to be absent; each pool is a nested If/Else
+//     chain over its slot indices, so the lowest free slot is taken in the
+//     same transaction. Larger requests are taken in several transactions
+//     under one lease and released by revoking that lease if any part is
+//     busy; nothing is left held after a busy attempt either way;
+//   - at most N holders per pool of N: a slot key is created only if absent,
+//     and only indices 0..N-1 are tried;
+//   - a template given more than once in one request (a job that counts
+//     twice) takes one distinct slot per occurrence, as the local backend
+//     does (see dealSlots);
+//   - a transaction that times out may have been applied: the keys are read
+//     back and their lease compared before deciding, never guessed;
+//   - the lease is kept alive while held; if renewals stop for 3/4 of the TTL
+//     (or etcd says the lease is gone) Held.Lost is closed, before the lease
+//     can have expired on the cluster.
+package etcdlock
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/crongate/crongate/internal/etcdclient"
+	"github.com/crongate/crongate/internal/etcderr"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+
+	"github.com/crongate/crongate/internal/lockset"
+	"github.com/crongate/crongate/pathlock"
+)
+
+// Defaults.
+const (
+	DefaultPrefix   = "/withlock"
+	DefaultTTL      = 10 * time.Second
+	DefaultEndpoint = etcdclient.DefaultEndpoint
+	// MaxTxnOps is etcd's default --max-txn-ops. The server counts the
+	// largest of compares, then-ops and else-ops of a transaction, and of
+	// every nested transaction against what its parent left over.
+	MaxTxnOps = 128
+	// DefaultTimeout bounds one operation, retries included: an
+	// unreachable cluster is reported after it.
+	DefaultTimeout = 5 * time.Second
+	// AttemptTimeout bounds one attempt of a request.
+	AttemptTimeout = 1500 * time.Millisecond
+	// maxChain is the longest If/Else chain tried for a pool without
+	// reading it first; a larger pool is read and only its first maxChain
+	// free slots are chained.
+	maxChain = 32
+	// maxRedeals bounds how often a try deals a shared pool's free slots
+	// again after another holder took the ones dealt (dealSlots).
+	maxRedeals = 3
+)
+
+// ErrUnavailable is wrapped by every error that means "the cluster could not
+// be reached or did not answer in time". Nothing is held after it. It wraps
+// lockset.ErrUnavailable, so that withlock handles it as any backend's.
+var ErrUnavailable error = unavailable{}
+
+type unavailable struct{}
+
+func (unavailable) Error() string { return "etcd unavailable" }
+func (unavailable) Unwrap() error { return lockset.ErrUnavailable }
+
+// ErrOutsideRoot is wrapped by Open's error for a path that is not under the
+// key root (after canonicalisation).
+var ErrOutsideRoot = errors.New("outside the key root")
+
+// Holder describes the process that takes the locks; it is written into
+// every key's value for people and messages.
+type Holder struct {
+	Host string `json:"host"`
+	PID  int    `json:"pid"`
+	Cmd  string `json:"cmd,omitempty"`
+}
+
+// Config configures a Backend.
+type Config struct {
+	Endpoints []string
+	// KeyRoot is the directory paths are named relative to; each host gives
+	// the directory where it sees the shared tree. It is canonicalised like
+	// the paths. Empty means "/".
+	KeyRoot string
+	Prefix  string        // empty: DefaultPrefix
+	TTL     time.Duration // lease TTL; 0: DefaultTTL
+	// Timeout bounds each operation (grant, read, release), retries
+	// included; 0: DefaultTimeout. One attempt lasts at most AttemptTimeout,
+	// so that an attempt stuck on a dead leader is retried once a new one
+	// is elected (about 1-2 s with etcd's defaults).
+	Timeout time.Duration
+	Holder  Holder
+}
+
+// Backend is a connection to one etcd cluster.
+type Backend struct {
+	cfg  Config
+	root string // canonical key root
+	cli  *clientv3.Client
+	ttl  int64 // seconds
+	rto  time.Duration
+	// Rereads counts lock transactions whose outcome was unknown (a
+	// timeout, a broken connection) and was read back.
+	Rereads atomic.Int64
+}
+
+// New checks cfg and creates a client. It does not contact the cluster:
+// client creation is lazy, so an unreachable cluster shows up as
+// ErrUnavailable from the first TryAcquire.
+func New(cfg Config) (*Backend, error) {
+	eps, ok := etcdclient.Endpoints(cfg.Endpoints)
+	if !ok {
+		return nil, errors.New("--endpoints has an empty entry")
+	}
+	cfg.Endpoints = eps
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if !etcdclient.ValidPrefix(cfg.Prefix) {
+		return nil, fmt.Errorf("--key-prefix %q must start with / and not end with /", cfg.Prefix)
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.TTL < time.Second || cfg.TTL%time.Second != 0 {
+		return nil, fmt.Errorf("--ttl %v: etcd leases have whole seconds, at least 1s", cfg.TTL)
+	}
+	if cfg.KeyRoot == "" {
+		cfg.KeyRoot = "/"
+	}
+	root, err := pathlock.Canonical(cfg.KeyRoot)
+	if err != nil {
+		return nil, fmt.Errorf("--key-root %s: %w", cfg.KeyRoot, err)
+	}
+	rto := cfg.Timeout
+	if rto == 0 {
+		rto = DefaultTimeout
+	}
+	// The dial timeout also sets how long the client waits for a lease's
+	// first keep-alive answer (dial timeout + 1 s) before it closes the
+	// channel. Our own deadline (3/4 TTL) decides; see lease.monitor.
+	cli, err := etcdclient.New(cfg.Endpoints, cfg.TTL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return &Backend{cfg: cfg, root: root, cli: cli, ttl: int64(cfg.TTL / time.Second), rto: rto}, nil
+}
+
+// Close closes the client. Held locks are not released by it (Release them
+// first); their lease then expires after the TTL.
+func (b *Backend) Close() error { return b.cli.Close() }
+
+// Client is the underlying client (for tests and benchmarks).
+func (b *Backend) Client() *clientv3.Client { return b.cli }
+
+// Root is the canonical key root.
+func (b *Backend) Root() string { return b.root }
+
+// Rel names a canonical path relative to the key root: "." for the root
+// itself, ErrOutsideRoot if it is not under it.
+func (b *Backend) Rel(canonical string) (string, error) {
+	return relTo(b.root, canonical)
+}
+
+func relTo(root, p string) (string, error) {
+	switch {
+	case p == root:
+		return ".", nil
+	case root == "/" && strings.HasPrefix(p, "/"):
+		return p[1:], nil
+	case strings.HasPrefix(p, root) && p[len(root)] == '/':
+		return p[len(root)+1:], nil
+	}
+	return "", fmt.Errorf("%s is %w %s", p, ErrOutsideRoot, root)
+}
+
+// PathKey is the key of a path named rel (relative to the key root).
+func (b *Backend) PathKey(rel string) string { return PathKey(b.cfg.Prefix, rel) }
+
+// PathKey is the key of a path named rel under prefix.
+func PathKey(prefix, rel string) string {
+	sum := sha256.Sum256([]byte(rel))
+	return prefix + "/paths/" + hex.EncodeToString(sum[:])
+}
+
+// PoolPrefix is the key prefix of a pool's slots (ends with "/").
+func (b *Backend) PoolPrefix(template string) string { return PoolPrefix(b.cfg.Prefix, template) }
+
+// PoolPrefix is the key prefix of the pool named by template under prefix.
+// The template is escaped so that no pool's prefix is a prefix of another's.
+func PoolPrefix(prefix, template string) string {
+	return prefix + "/slots/" + url.PathEscape(template) + "/"
+}
+
+// value is what a key holds: who took it, for messages and people.
+type value struct {
+	Holder
+	Since string `json:"since"`
+	Path  string `json:"path,omitempty"` // REL; informational (bytes that are not UTF-8 are replaced)
+	Pool  string `json:"pool,omitempty"`
+	Slot  *int   `json:"slot,omitempty"`
+}
+
+// Open canonicalises the paths, names them relative to the key root and
+// returns a claim. It does not contact the cluster. A path outside the root
+// is an error (wrapping ErrOutsideRoot).
+func (b *Backend) Open(r lockset.Request) (lockset.Claim, error) {
+	canon, err := pathlock.CanonicalSet(r.Paths)
+	if err != nil {
+		return nil, err
+	}
+	c := &claim{b: b, canon: canon}
+	since := time.Now().UTC().Format(time.RFC3339)
+	type pk struct{ key, rel, canon string }
+	pks := make([]pk, len(canon))
+	for i, p := range canon {
+		rel, err := b.Rel(p)
+		if err != nil {
+			return nil, err
+		}
+		pks[i] = pk{b.PathKey(rel), rel, p}
+	}
+	// Keys in key order, so that large sets are split into transactions
+	// the same way by every holder.
+	slices.SortFunc(pks, func(a, b pk) int { return strings.Compare(a.key, b.key) })
+	for _, p := range pks {
+		v, _ := json.Marshal(value{Holder: b.cfg.Holder, Since: since, Path: p.rel})
+		c.keys = append(c.keys, pathKey{key: p.key, rel: p.rel, canon: p.canon, val: string(v)})
+	}
+	seen := map[string]int{}
+	for _, ps := range r.Pools {
+		if ps.Size <= 0 {
+			return nil, fmt.Errorf("pool %s: size %d", ps.Template, ps.Size)
+		}
+		c.pools = append(c.pools, pool{template: ps.Template, size: ps.Size, prefix: b.PoolPrefix(ps.Template), since: since})
+		seen[ps.Template]++
+	}
+	for i := range c.pools {
+		c.pools[i].shared = seen[c.pools[i].template] > 1
+	}
+	return c, nil
+}
+
+type pathKey struct {
+	key, rel, canon, val string
+}
+
+type pool struct {
+	template string
+	size     int
+	prefix   string
+	since    string
+	// shared: the request names this template more than once; each
+	// occurrence takes a slot of its own (dealSlots).
+	shared bool
+}
+
+func (p *pool) slotKey(i int) string { return p.prefix + strconv.Itoa(i) }
+
+func (p *pool) value(h Holder, i int) string {
+	v, _ := json.Marshal(value{Holder: h, Since: p.since, Pool: p.template, Slot: &i})
+	return string(v)
+}
+
+type claim struct {
+	b     *Backend
+	canon []string // canonical local paths, sorted by bytes
+	keys  []pathKey
+	pools []pool
+	lease *lease // granted and kept alive; reused across busy attempts
+	held  *held
+
+	// what was busy in the last attempt, for WaitChange
+	busyKey    string
+	busyPrefix bool
+	busyRev    int64
+}
+
+// TryAcquire takes every path key and one slot of every pool, or nothing.
+func (c *claim) TryAcquire() (lockset.Held, error) {
+	if c.held != nil && !c.held.released {
+		return nil, errors.New("etcdlock: claim already held")
+	}
+	deadline := time.Now().Add(c.b.rto)
+	redeals := 0
+	for {
+		if c.lease != nil && c.lease.isLost() {
+			c.lease.revoke(c.b)
+			c.lease = nil
+		}
+		if c.lease == nil {
+			l, err := grant(c.b)
+			if err != nil {
+				return nil, err
+			}
+			c.lease = l
+		}
+		h, err := c.attempt(deadline)
+		if err == nil {
+			c.held = h
+			return h, nil
+		}
+		if errors.Is(err, errResend) {
+			// A transaction timed out and did not show when read back,
+			// but it may still be in flight (accepted by a leader, not
+			// yet committed) and apply later. Revoking its lease is the
+			// fence: a put under a revoked lease can never apply. Only
+			// once the revoke is confirmed is the set tried again, under
+			// a new lease.
+			if rerr := c.lease.revokeConfirmed(c.b, deadline); rerr != nil {
+				c.lease = nil
+				return nil, fmt.Errorf("%w (and revoking its lease: %v)", err, rerr)
+			}
+			c.lease = nil
+			if time.Until(deadline) > 200*time.Millisecond {
+				continue
+			}
+			return nil, err
+		}
+		// Nothing may stay held after a failed attempt. A busy result of
+		// a single transaction put nothing; anything else (a later chunk
+		// busy, a pool full after the paths were put, an error) may have
+		// put keys: revoking the lease deletes exactly the keys put
+		// under it.
+		var be *BusyError
+		if !errors.As(err, &be) || be.partial {
+			c.lease.revoke(c.b)
+			c.lease = nil
+		}
+		if be != nil && be.dealt && redeals < maxRedeals {
+			// Another holder took the slots dealt to one occurrence of
+			// a shared pool between the read and the transaction: the
+			// pool may still have enough free slots. Read it again.
+			redeals++
+			continue
+		}
+		return nil, err
+	}
+}
+
+// errResend marks a transaction whose outcome was unknown and that was not
+// found applied when read back; TryAcquire fences it and tries again.
+var errResend = errors.New("lock transaction timed out and was not applied when read back")
+
+// attempt runs the transactions of one try.
+func (c *claim) attempt(deadline time.Time) (*held, error) {
+	c.busyKey, c.busyPrefix, c.busyRev = "", false, 0
+	slots := make([]int, len(c.pools))
+	cands := make([][]int, len(c.pools))
+	chainLen := 0
+	for i := range c.pools {
+		p := &c.pools[i]
+		switch {
+		case p.shared:
+			if cands[i] != nil {
+				break // dealt with the template's first occurrence
+			}
+			if err := c.dealSlots(i, cands); err != nil {
+				return nil, err
+			}
+		case p.size <= maxChain:
+			cands[i] = seq(p.size)
+		default:
+			free, rev, err := c.freeSlots(p, p.size)
+			if err != nil {
+				return nil, err
+			}
+			if len(free) == 0 {
+				c.busyKey, c.busyPrefix, c.busyRev = p.prefix, true, rev
+				return nil, c.poolBusy(p, nil)
+			}
+			cands[i] = free[:min(len(free), maxChain)]
+		}
+	}
+	for i := range cands {
+		chainLen = max(chainLen, len(cands[i]))
+	}
+	// The first transaction holds the pools and as many paths as fit.
+	first := max(MaxTxnOps-len(c.pools)-chainLen, 0)
+	chunks := [][]pathKey{}
+	rest := c.keys
+	n := min(first, len(rest))
+	chunks = append(chunks, rest[:n])
+	rest = rest[n:]
+	for len(rest) > 0 {
+		n := min(MaxTxnOps, len(rest))
+		chunks = append(chunks, rest[:n])
+		rest = rest[n:]
+	}
+	var rev int64
+	for ci, ch := range chunks {
+		var pools []pool
+		var pc [][]int
+		if ci == 0 {
+			pools, pc = c.pools, cands
+		}
+		d := deadline
+		if ci > 0 {
+			d = time.Now().Add(c.b.rto) // each further chunk gets its own budget
+		}
+		r, err := c.txn(ch, pools, pc, d)
+		if err != nil {
+			return nil, err
+		}
+		if r.busy != nil {
+			r.busy.partial = r.busy.partial || ci > 0 || (r.busy.pool && len(c.keys)+len(c.pools) > 1)
+			return nil, r.busy
+		}
+		if ci == 0 {
+			copy(slots, r.slots)
+		}
+		rev = r.rev
+	}
+	h := &held{c: c, lease: c.lease, rev: rev, slots: slots}
+	return h, nil
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// dealSlots finds the candidates of every occurrence of the template of
+// pool first (its first occurrence in the request) and puts them in cands.
+//
+// The local backend takes one slot per occurrence: each occurrence locks
+// a slot file of its own, and a flock conflicts with the same process's
+// other open file descriptions, so `--slots 4 --slot-file T` given twice
+// takes two distinct slots of T's pool (a job that counts twice). Here one
+// transaction cannot put a key twice (etcd refuses it: "duplicate key given
+// in txn request"), so the occurrences' chains must be disjoint: the pool is
+// read, occurrence j (in request order) is dealt the j-th lowest free slot
+// below its own size, as the local backend would take it, and the other
+// free slots are dealt round-robin as fall-backs (at most maxChain each).
+// Fewer free slots than occurrences is busy, with nothing put. A holder that
+// takes every slot dealt to one occurrence before the transaction makes it
+// busy too; TryAcquire then reads and deals again (maxRedeals).
+func (c *claim) dealSlots(first int, cands [][]int) error {
+	p := &c.pools[first]
+	var occ []int
+	size := 0
+	for i := first; i < len(c.pools); i++ {
+		if c.pools[i].prefix == p.prefix {
+			occ = append(occ, i)
+			size = max(size, c.pools[i].size)
+		}
+	}
+	free, rev, err := c.freeSlots(p, size)
+	if err != nil {
+		return err
+	}
+	dealt := make([]bool, len(free))
+	for _, i := range occ {
+		j := 0
+		for j < len(free) && dealt[j] {
+			j++
+		}
+		if j == len(free) || free[j] >= c.pools[i].size {
+			c.busyKey, c.busyPrefix, c.busyRev = p.prefix, true, rev
+			return c.poolBusy(&c.pools[i], nil)
+		}
+		dealt[j] = true
+		cands[i] = []int{free[j]}
+	}
+	next := 0
+	for j, f := range free {
+		if dealt[j] {
+			continue
+		}
+		for range occ {
+			i := occ[next]
+			next = (next + 1) % len(occ)
+			if f < c.pools[i].size && len(cands[i]) < maxChain {
+				cands[i] = append(cands[i], f)
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// freeSlots reads a pool and returns its free indices below size, in
+// order.
+func (c *claim) freeSlots(p *pool, size int) ([]int, int64, error) {
+	var resp *clientv3.GetResponse
+	err := c.b.retry("read pool "+p.template, func(ctx context.Context) (err error) {
+		resp, err = c.b.cli.Get(ctx, p.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	taken := map[int]bool{}
+	for _, kv := range resp.Kvs {
+		if i, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), p.prefix)); err == nil {
+			taken[i] = true
+		}
+	}
+	var free []int
+	for i := 0; i < size; i++ {
+		if !taken[i] {
+			free = append(free, i)
+		}
+	}
+	return free, resp.Header.Revision, nil
+}
+
+type txnResult struct {
+	rev   int64
+	slots []int
+	busy  *BusyError
+}
+
+// txn takes the path keys of one chunk and one slot of each pool in one
+// transaction:
+//
+//	If   create_revision(path_k) == 0 for every path
+//	Then put path_k (lease) ..., chain(pool_1), chain(pool_2), ...
+//	Else get path_k ...                      (who holds what, for the message)
+//
+//	chain(pool) = If create_revision(slot_c1) == 0 Then put slot_c1
+//	              Else If create_revision(slot_c2) == 0 Then put slot_c2
+//	              Else ... Else get pool/ (prefix)
+//
+// A pool whose chain ends in the final Else is full: the transaction has
+// then put the paths and other pools' slots, which the caller revokes.
+func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.Time) (txnResult, error) {
+	lease := c.lease.id
+	cmps := make([]clientv3.Cmp, 0, len(keys))
+	then := make([]clientv3.Op, 0, len(keys)+len(pools))
+	els := make([]clientv3.Op, 0, len(keys))
+	for _, k := range keys {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0))
+		then = append(then, clientv3.OpPut(k.key, k.val, clientv3.WithLease(lease)))
+		els = append(els, clientv3.OpGet(k.key))
+	}
+	for i := range pools {
+		then = append(then, c.chain(&pools[i], cands[i], 0))
+	}
+	var resp *clientv3.TxnResponse
+	err := c.b.doFor("lock transaction", max(min(time.Until(deadline), AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) (err error) {
+		resp, err = c.b.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		return err
+	})
+	if err != nil {
+		if !ambiguous(err) {
+			if etcderr.Code(err) == codes.InvalidArgument && strings.Contains(err.Error(), "too many operations") {
+				return txnResult{}, fmt.Errorf("the etcd cluster refuses a transaction of %d keys: withlock-etcd needs --max-txn-ops of at least %d on the etcd members (%v)", len(keys)+len(pools), MaxTxnOps, err)
+			}
+			return txnResult{}, err
+		}
+		// The transaction timed out or the connection broke: it may
+		// have been applied. Read the keys back and decide by lease; if
+		// it does not show, TryAcquire fences it (errResend).
+		c.b.Rereads.Add(1)
+		res, applied, rerr := c.reread(keys, pools, cands, deadline)
+		if rerr != nil {
+			return txnResult{}, fmt.Errorf("%w (and reading it back: %v)", err, rerr)
+		}
+		if applied {
+			return res, nil
+		}
+		return txnResult{}, fmt.Errorf("%w: %v", errResend, err)
+	}
+	res := txnResult{rev: resp.Header.Revision, slots: make([]int, len(pools))}
+	if !resp.Succeeded {
+		for i, r := range resp.Responses {
+			if rr := r.GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
+				if rr.Kvs[0].Lease == int64(lease) {
+					// Held by this very lease: an earlier attempt
+					// applied after all. Never wait on oneself.
+					return txnResult{}, fmt.Errorf("%w: a key is already held under this lease", errResend)
+				}
+				c.busyKey, c.busyRev = keys[i].key, resp.Header.Revision
+				res.busy = &BusyError{What: keys[i].canon, Key: keys[i].key, Holders: holders(rr.Kvs)}
+				return res, nil
+			}
+		}
+		// A key was busy at the compare but gone by the gets (same
+		// revision, so impossible); report it generically.
+		res.busy = &BusyError{What: "a path", Key: keys[0].key}
+		return res, nil
+	}
+	for i := range pools {
+		r := resp.Responses[len(keys)+i].GetResponseTxn()
+		for j := 0; ; j++ {
+			if r.Succeeded {
+				res.slots[i] = cands[i][j]
+				break
+			}
+			next := r.Responses[0]
+			if rr := next.GetResponseRange(); rr != nil {
+				c.busyKey, c.busyPrefix, c.busyRev = pools[i].prefix, true, resp.Header.Revision
+				res.busy = c.poolBusy(&pools[i], rr.Kvs)
+				res.busy.dealt = pools[i].shared
+				break
+			}
+			r = next.GetResponseTxn()
+		}
+		if res.busy != nil {
+			return res, nil
+		}
+	}
+	return res, nil
+}
+
+func (c *claim) chain(p *pool, cands []int, j int) clientv3.Op {
+	i := cands[j]
+	k := p.slotKey(i)
+	cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)}
+	put := []clientv3.Op{clientv3.OpPut(k, p.value(c.b.cfg.Holder, i), clientv3.WithLease(c.lease.id))}
+	if j == len(cands)-1 {
+		return clientv3.OpTxn(cmp, put, []clientv3.Op{clientv3.OpGet(p.prefix, clientv3.WithPrefix())})
+	}
+	return clientv3.OpTxn(cmp, put, []clientv3.Op{c.chain(p, cands, j+1)})
+}
+
+// reread decides a transaction whose outcome is unknown: its keys are read
+// back (a read is safe to retry) and compared with the lease. The
+// transaction was atomic, so either every key it put carries the lease or
+// none does. applied is false when it was not applied: nothing of it is
+// held and it may be sent again. A pool's slot is the key under the lease
+// among its candidates (the occurrences of a shared pool have disjoint
+// candidates, see dealSlots).
+func (c *claim) reread(keys []pathKey, pools []pool, cands [][]int, deadline time.Time) (res txnResult, applied bool, err error) {
+	lease := int64(c.lease.id)
+	ops := make([]clientv3.Op, 0, len(keys)+len(pools))
+	for _, k := range keys {
+		ops = append(ops, clientv3.OpGet(k.key))
+	}
+	for _, p := range pools {
+		ops = append(ops, clientv3.OpGet(p.prefix, clientv3.WithPrefix()))
+	}
+	var resp *clientv3.TxnResponse
+	for {
+		left := time.Until(deadline)
+		err = c.b.doFor("read back the lock transaction", max(min(left, AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) (err error) {
+			resp, err = c.b.cli.Txn(ctx).Then(ops...).Commit()
+			return err
+		})
+		if err == nil || !errors.Is(err, ErrUnavailable) || left < 200*time.Millisecond {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return res, false, err
+	}
+	res.slots = make([]int, len(pools))
+	mine := 0
+	var rev int64
+	for i := range keys {
+		for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
+			if kv.Lease == lease {
+				mine++
+				rev = max(rev, kv.CreateRevision)
+			}
+		}
+	}
+	gotPools := 0
+	for i, p := range pools {
+		res.slots[i] = -1
+		for _, kv := range resp.Responses[len(keys)+i].GetResponseRange().Kvs {
+			if kv.Lease == lease {
+				if n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), p.prefix)); err == nil && slices.Contains(cands[i], n) {
+					res.slots[i] = n
+					rev = max(rev, kv.CreateRevision)
+					gotPools++
+				}
+			}
+		}
+	}
+	switch {
+	case mine == 0 && gotPools == 0:
+		// Not applied (or applied and busy, which put nothing).
+		return res, false, nil
+	case mine == len(keys) && gotPools == len(pools):
+		// Applied, and every pool had a free slot.
+		res.rev = rev
+		return res, true, nil
+	}
+	// Applied with a pool full: busy; the caller revokes what was put.
+	for i, s := range res.slots {
+		if s < 0 {
+			res.busy = c.poolBusy(&pools[i], nil)
+			break
+		}
+	}
+	if res.busy == nil {
+		res.busy = &BusyError{What: "a path", Key: keys[0].key}
+	}
+	res.busy.partial = true
+	return res, true, nil
+}
+
+func (c *claim) poolBusy(p *pool, kvs []*mvccpb.KeyValue) *BusyError {
+	return &BusyError{What: fmt.Sprintf("slot pool %s (%d slots)", p.template, p.size), Key: p.prefix, Holders: holders(kvs), pool: true}
+}
+
+func holders(kvs []*mvccpb.KeyValue) []string {
+	var hs []string
+	for _, kv := range kvs {
+		var v value
+		if json.Unmarshal(kv.Value, &v) != nil {
+			hs = append(hs, fmt.Sprintf("lease %x", kv.Lease))
+			continue
+		}
+		s := fmt.Sprintf("pid %d on %s", v.PID, v.Host)
+		if v.Cmd != "" {
+			s += " (" + v.Cmd + ")"
+		}
+		if v.Since != "" {
+			s += " since " + v.Since
+		}
+		hs = append(hs, s)
+	}
+	return hs
+}
+
+// WaitChange waits until the key (or pool) that was busy is deleted or its
+// lease expires, using an etcd watch from the revision the busy attempt saw,
+// so a release between that attempt and the watch is not missed.
+func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, poll)
+	defer cancel()
+	if c.busyKey == "" {
+		<-wctx.Done()
+		return ctx.Err()
+	}
+	opts := []clientv3.OpOption{clientv3.WithFilterPut()}
+	if c.busyRev > 0 {
+		opts = append(opts, clientv3.WithRev(c.busyRev+1))
+	}
+	if c.busyPrefix {
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	wch := c.b.cli.Watch(clientv3.WithRequireLeader(wctx), c.busyKey, opts...)
+	for {
+		select {
+		case wr, ok := <-wch:
+			if !ok || wr.Err() != nil || len(wr.Events) > 0 {
+				return ctx.Err()
+			}
+		case <-wctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Close releases anything held and the lease.
+func (c *claim) Close() {
+	if c.held != nil {
+		c.held.Release()
+	}
+	if c.lease != nil {
+		c.lease.revoke(c.b)
+		c.lease = nil
+	}
+}
+
+// do runs one attempt of a request (at most AttemptTimeout); errors that
+// mean the cluster did not answer are wrapped in ErrUnavailable.
+func (b *Backend) do(what string, f func(ctx context.Context) error) error {
+	return b.doFor(what, min(b.rto, AttemptTimeout), f)
+}
+
+func (b *Backend) doFor(what string, t time.Duration, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), t)
+	defer cancel()
+	err := f(ctx)
+	if err != nil && ambiguous(err) {
+		return &unavailableError{what: what, err: err, endpoints: b.cfg.Endpoints, timeout: t}
+	}
+	return err
+}
+
+// retry runs a request that is safe to repeat until it succeeds, fails
+// definitely, or the operation's timeout has passed since the first try.
+func (b *Backend) retry(what string, f func(ctx context.Context) error) error {
+	deadline := time.Now().Add(b.rto)
+	for {
+		left := time.Until(deadline)
+		err := b.doFor(what, min(left, AttemptTimeout), f)
+		if err == nil || !errors.Is(err, ErrUnavailable) || left < 200*time.Millisecond {
+			var ue *unavailableError
+			if errors.As(err, &ue) {
+				ue.timeout = b.rto
+			}
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type unavailableError struct {
+	what      string
+	err       error
+	endpoints []string
+	timeout   time.Duration
+}
+
+func (e *unavailableError) Error() string {
+	if errors.Is(e.err, context.DeadlineExceeded) {
+		return fmt.Sprintf("etcd unavailable: %s: no answer from %s within %v", e.what, strings.Join(e.endpoints, ","), e.timeout)
+	}
+	return fmt.Sprintf("etcd unavailable: %s: %v (%s)", e.what, e.err, strings.Join(e.endpoints, ","))
+}
+
+func (e *unavailableError) Is(t error) bool {
+	return t == ErrUnavailable || t == lockset.ErrUnavailable
+}
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// ambiguous reports whether err leaves the outcome of a write unknown: a
+// timeout, a broken connection, a leader change. Errors the server returns
+// after deciding (bad request, lease not found, too many operations) are
+// not ambiguous.
+func ambiguous(err error) bool {
+	var ue *unavailableError
+	return errors.As(err, &ue) || etcderr.Ambiguous(err)
+}
+
+// hostname for Holder defaults.
+func Hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "?"
+	}
+	return h
+}

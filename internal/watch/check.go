@@ -1,0 +1,228 @@
+//go:build linux
+
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/statedir"
+	"github.com/crongate/crongate/internal/statefile"
+)
+
+// Checker makes one check. Its zero fields are filled by New; tests set
+// their own clock, probe and notifiers.
+type Checker struct {
+	Config *gate.Config
+	// Pauses are the config's pause stores (gate.Pauses.For): the status
+	// the check judges shows the pauses of every host with [etcd].
+	Pauses    gate.Pauses
+	Now       func() time.Time
+	Probe     Probe
+	Notifiers []Notifier
+	Host      string
+	// DryRun: decide as a check would, deliver nothing, write nothing.
+	DryRun bool
+}
+
+// New returns the Checker the config describes, reading the pauses from
+// ps.
+func New(cfg *gate.Config, ps gate.Pauses, stderr io.Writer) *Checker {
+	host, _ := os.Hostname()
+	return &Checker{Config: cfg, Pauses: ps, Now: time.Now, Probe: NewSystemProbe(cfg.Check),
+		Notifiers: Notifiers(cfg, stderr), Host: host}
+}
+
+// Result is what one check saw and did (`cron-gate check --json`, schema
+// v1, README).
+type Result struct {
+	V             int               `json:"v"`
+	Time          time.Time         `json:"time"`
+	DryRun        bool              `json:"dry_run"`
+	FirstRun      bool              `json:"first_run"`
+	StateFile     string            `json:"state_file"`
+	Conditions    []ConditionStatus `json:"conditions"`
+	Notifications []*Notification   `json:"notifications"`
+	Warnings      []string          `json:"warnings,omitempty"`
+
+	Report *gate.Report `json:"-"` // the status the check judged
+	State  *State       `json:"-"` // the state after the check
+}
+
+// ConditionStatus is an observation and the condition's state after the
+// check.
+type ConditionStatus struct {
+	Observation
+	Count   int       `json:"count,omitempty"`   // consecutive bad checks
+	Since   time.Time `json:"since,omitzero"`    // first bad check of the streak
+	Muted   bool      `json:"muted,omitempty"`   // baseline of the first run
+	Alerted bool      `json:"alerted,omitempty"` // an alert went out and no recovery yet
+}
+
+// NotifyFailed reports whether a notification could not be delivered to
+// some notifier.
+func (r *Result) NotifyFailed() bool {
+	for _, n := range r.Notifications {
+		if len(n.Errors) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Run makes one check: under the state lock (held from reading the state
+// to writing it, notifications included, so that two checks at once
+// never alert twice) it reads the state, takes the status, observes every
+// gate, steps the state machine, delivers what is due and saves the
+// state. An error means the check could not be made (state dir, state
+// file); a failed notification is not an error (see Result.NotifyFailed).
+func (c *Checker) Run(ctx context.Context) (*Result, error) {
+	stateDir := gate.StateDirFor(c.Config)
+	path := filepath.Join(stateDir, StateFile)
+	if c.DryRun {
+		data, err := readStateFile(stateDir)
+		if err != nil {
+			return nil, err
+		}
+		res, _, err := c.check(ctx, path, data)
+		return res, err
+	}
+	dir, err := statedir.Open(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	var res *Result
+	err = statefile.Update(dir, LockFile, StateFile, MaxStateBytes, statefile.Options{Perm: 0o644}, func(old []byte) ([]byte, error) {
+		r, data, err := c.check(ctx, path, old)
+		res = r
+		return data, err
+	})
+	if err != nil {
+		return nil, stateErr(err)
+	}
+	return res, nil
+}
+
+// check is one check on the state's bytes; it returns the new bytes.
+func (c *Checker) check(ctx context.Context, path string, old []byte) (*Result, []byte, error) {
+	st, err := parseState(path, old)
+	if err != nil {
+		return nil, nil, err
+	}
+	first := st == nil
+	if first {
+		st = newState()
+	}
+	now := c.Now()
+	rep, err := gate.Status(c.Config, c.Pauses, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &Result{V: 1, Time: now, DryRun: c.DryRun, FirstRun: first, StateFile: path, Report: rep, State: st,
+		Conditions: []ConditionStatus{}, Notifications: []*Notification{}}
+	res.Warnings = append(res.Warnings, rep.Warnings...)
+
+	o := &observer{ctx: ctx, cfg: c.Config, probe: c.Probe, now: now}
+	var obs []Observation
+	for i := range rep.Gates {
+		gs := &rep.Gates[i]
+		obs = append(obs, o.gate(gs, st.gate(gs.Name))...)
+	}
+	sortObservations(obs)
+	res.Warnings = append(res.Warnings, o.warnings...)
+
+	m := &machine{AlertAfter: c.Config.Check.AlertAfterOr(), Host: c.Host}
+	byID := map[string]Notifier{}
+	for _, n := range c.Notifiers {
+		if _, dup := byID[n.ID()]; !dup {
+			byID[n.ID()] = n
+			m.Notifiers = append(m.Notifiers, n.ID())
+		}
+	}
+	notes := m.step(st, obs, now, first)
+	if !c.DryRun {
+		c.deliver(ctx, notes, byID, now)
+		m.settle(st, notes, now)
+	}
+	res.Notifications = append(res.Notifications, notes...)
+	for _, ob := range obs {
+		cs := ConditionStatus{Observation: ob}
+		if e := st.cond(ob.Gate, ob.Condition); e != nil {
+			cs.Count, cs.Since, cs.Muted = e.Count, e.Since, e.Muted
+			cs.Alerted = len(e.Alerted) > 0
+		}
+		res.Conditions = append(res.Conditions, cs)
+	}
+	st.Updated = now
+	st.Checks++
+	data, err := json.MarshalIndent(st, "", " ")
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, append(data, '\n'), nil
+}
+
+// deliver sends each notification to the notifiers it is due to, one at a
+// time. A notifier that fails is not tried again in this check (its later
+// messages fail at once, and are retried at the next check), so a dead
+// notifier costs one Budget per check, not one per message.
+func (c *Checker) deliver(ctx context.Context, notes []*Notification, byID map[string]Notifier, now time.Time) {
+	broken := map[string]error{}
+	for _, n := range notes {
+		msg := Message{V: 1, Kind: n.Kind, Gate: n.Gate, Condition: n.Condition, Title: n.Title, Body: n.Body,
+			Detail: n.Detail, Since: n.Since, Time: now, Host: c.Host}
+		for _, id := range n.To {
+			err := broken[id]
+			if err != nil {
+				err = fmt.Errorf("not tried: it failed earlier in this check: %v", err)
+			} else if err = send(ctx, byID[id], msg); err != nil {
+				broken[id] = err
+			}
+			if err != nil {
+				if n.Errors == nil {
+					n.Errors = map[string]string{}
+				}
+				n.Errors[id] = err.Error()
+			} else {
+				n.Delivered = append(n.Delivered, id)
+			}
+		}
+	}
+}
+
+// send runs one Notify, abandoning it after its Budget even if it ignores
+// its context.
+func send(ctx context.Context, nt Notifier, m Message) error {
+	ctx, cancel := context.WithTimeout(ctx, nt.Budget())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- nt.Notify(ctx, m) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("gave up after %v", nt.Budget())
+		}
+		return fmt.Errorf("stopped: %v", ctx.Err())
+	}
+}
+
+// ReadState reads the watchdog's state without locking (for `cron-gate
+// metrics`); nil when there is none yet.
+func ReadState(cfg *gate.Config) (*State, error) {
+	stateDir := gate.StateDirFor(cfg)
+	data, err := readStateFile(stateDir)
+	if data == nil || err != nil {
+		return nil, err
+	}
+	return parseState(filepath.Join(stateDir, StateFile), data)
+}

@@ -1,0 +1,239 @@
+//go:build linux
+
+package watch
+
+import (
+	"bufio"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/statefile"
+)
+
+// WriteMetrics writes the Prometheus text exposition (format 0.0.4) of the
+// status report and the watchdog's state (nil: no check yet) to w. Every
+// family is written with HELP and TYPE, its samples together, gates in
+// the report's order (by name). Label values are escaped as the format
+// requires (backslash, double quote, newline; invalid UTF-8 is replaced).
+func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	gates := rep.Gates
+	family := func(name, typ, help string, each func(g *gate.GateStatus, emit func(labels []string, v float64))) {
+		head := false
+		for i := range gates {
+			g := &gates[i]
+			each(g, func(labels []string, v float64) {
+				if !head {
+					head = true
+					bw.WriteString("# HELP " + name + " " + escapeHelp(help) + "\n")
+					bw.WriteString("# TYPE " + name + " " + typ + "\n")
+				}
+				writeSample(bw, name, append([]string{"gate", g.Name}, labels...), v)
+			})
+		}
+	}
+	ts := func(name, help string, pick func(g *gate.GateStatus) *journal.Event) {
+		family(name, "gauge", help, func(g *gate.GateStatus, emit func([]string, float64)) {
+			if e := pick(g); e != nil {
+				emit(nil, seconds(e.Time))
+			}
+		})
+	}
+	ts("cron_gate_last_start_timestamp_seconds", "Time the gate's last run started.",
+		func(g *gate.GateStatus) *journal.Event { return g.LastStart })
+	ts("cron_gate_last_success_timestamp_seconds", "Time the gate's last successful run ended.",
+		func(g *gate.GateStatus) *journal.Event { return g.LastSuccess })
+	ts("cron_gate_last_failure_timestamp_seconds", "Time the gate's last failed run ended (failure, timeout, signal, start error, vanished).",
+		func(g *gate.GateStatus) *journal.Event { return g.LastFailure })
+	ts("cron_gate_last_skip_timestamp_seconds", "Time the gate last skipped a run.",
+		func(g *gate.GateStatus) *journal.Event { return g.LastSkip })
+	family("cron_gate_last_duration_seconds", "gauge", "Duration of the gate's last finished run.",
+		func(g *gate.GateStatus, emit func([]string, float64)) {
+			if g.LastEnd != nil && !g.LastEnd.Started.IsZero() {
+				emit(nil, float64(g.LastEnd.DurationMS)/1000)
+			}
+		})
+	family("cron_gate_last_exit_code", "gauge", "Exit code of the gate's last finished run.",
+		func(g *gate.GateStatus, emit func([]string, float64)) {
+			if g.LastEnd != nil && g.LastEnd.Exit != nil {
+				emit(nil, float64(*g.LastEnd.Exit))
+			}
+		})
+	family("cron_gate_runs_total", "counter", "Runs of the gate by outcome (success or failure), as the journal's summary counts them.",
+		func(g *gate.GateStatus, emit func([]string, float64)) {
+			emit([]string{"outcome", "success"}, float64(g.Successes))
+			emit([]string{"outcome", "failure"}, float64(g.Failures))
+		})
+	family("cron_gate_skips_total", "counter", "Runs of the gate skipped or refused, by reason.",
+		func(g *gate.GateStatus, emit func([]string, float64)) {
+			for _, r := range sortedKeys(g.Skips) {
+				emit([]string{"reason", r}, float64(g.Skips[r]))
+			}
+		})
+	family("cron_gate_consecutive_failures", "gauge", "Failed runs of the gate since its last success.",
+		func(g *gate.GateStatus, emit func([]string, float64)) { emit(nil, float64(g.ConsecutiveFailures)) })
+	family("cron_gate_running", "gauge", "Runs of the gate in progress.",
+		func(g *gate.GateStatus, emit func([]string, float64)) { emit(nil, float64(len(g.Running))) })
+	family("cron_gate_paused", "gauge", "1 if the gate is paused (config or command line).",
+		func(g *gate.GateStatus, emit func([]string, float64)) { emit(nil, b2f(g.Pause != nil)) })
+	family("cron_gate_state", "gauge", "1 for the gate's state as cron-gate status names it, 0 for the others.",
+		func(g *gate.GateStatus, emit func([]string, float64)) {
+			for _, s := range allStates {
+				emit([]string{"state", s}, b2f(g.State == s))
+			}
+		})
+	family("cron_gate_interval_seconds", "gauge", "The gate's configured interval.",
+		func(g *gate.GateStatus, emit func([]string, float64)) {
+			if iv := cfg.Gate(g.Name).Interval; iv > 0 {
+				emit(nil, iv.Seconds())
+			}
+		})
+	family("cron_gate_journal_error", "gauge", "1 if the gate's journal has unreadable records.",
+		func(g *gate.GateStatus, emit func([]string, float64)) { emit(nil, b2f(g.JournalError != "")) })
+	cond := func(g *gate.GateStatus, c string) *Cond {
+		if st == nil {
+			return nil
+		}
+		return st.cond(g.Name, c)
+	}
+	family("cron_gate_condition", "gauge", "1 if the watchdog's last check found the condition bad (stale, failed, unscheduled).",
+		func(g *gate.GateStatus, emit func([]string, float64)) {
+			for _, c := range Watched(cfg, g) {
+				e := cond(g, c)
+				emit([]string{"condition", c}, b2f(e != nil && e.Bad))
+			}
+		})
+	family("cron_gate_alert", "gauge", "The condition's alert state: 1 for the current one of ok, pending (bad, not alerted yet), alerted, muted (first-run baseline), recovering (recovery not delivered yet).",
+		func(g *gate.GateStatus, emit func([]string, float64)) {
+			for _, c := range Watched(cfg, g) {
+				cur := AlertState(cond(g, c))
+				for _, s := range alertStates {
+					emit([]string{"condition", c, "state", s}, b2f(cur == s))
+				}
+			}
+		})
+	if st != nil && !st.Updated.IsZero() {
+		global := func(name, typ, help string, v float64) {
+			bw.WriteString("# HELP " + name + " " + escapeHelp(help) + "\n# TYPE " + name + " " + typ + "\n")
+			writeSample(bw, name, nil, v)
+		}
+		global("cron_gate_check_last_run_timestamp_seconds", "gauge", "Time of the watchdog's last check.", seconds(st.Updated))
+		global("cron_gate_check_runs_total", "counter", "Checks the watchdog has made.", float64(st.Checks))
+		global("cron_gate_check_notifications_total", "counter", "Notifications delivered (per notifier).", float64(st.Sent))
+		global("cron_gate_check_notification_failures_total", "counter", "Notifications that could not be delivered (per notifier; retried at the next check).", float64(st.Failed))
+	}
+	return bw.Flush()
+}
+
+var allStates = []string{gate.StateRunning, gate.StatePaused, gate.StateError, gate.StateFailing, gate.StateOK, gate.StateSkipped, gate.StateNeverRun}
+
+var alertStates = []string{"ok", "pending", "alerted", "muted", "recovering"}
+
+// AlertState names a condition's alert state: ok (also for nil), pending,
+// alerted, recovering or muted — the values of cron_gate_alert's state
+// label, and the dashboard's.
+func AlertState(e *Cond) string {
+	switch {
+	case e == nil:
+		return "ok"
+	case e.Muted:
+		return "muted"
+	case !e.Bad && len(e.Alerted) > 0:
+		return "recovering"
+	case len(e.Alerted) > 0:
+		return "alerted"
+	case e.Bad:
+		return "pending"
+	}
+	return "ok"
+}
+
+// writeSample writes `name{k="v",...} value`.
+func writeSample(bw *bufio.Writer, name string, labels []string, v float64) {
+	bw.WriteString(name)
+	if len(labels) > 0 {
+		bw.WriteByte('{')
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				bw.WriteByte(',')
+			}
+			bw.WriteString(labels[i])
+			bw.WriteString(`="`)
+			bw.WriteString(EscapeLabel(labels[i+1]))
+			bw.WriteByte('"')
+		}
+		bw.WriteByte('}')
+	}
+	bw.WriteByte(' ')
+	bw.WriteString(formatFloat(v))
+	bw.WriteByte('\n')
+}
+
+// EscapeLabel escapes a label value for the text format: backslash,
+// double quote and line feed are written \\, \" and \n; invalid UTF-8 is
+// replaced by U+FFFD (label values must be UTF-8).
+func EscapeLabel(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if !strings.ContainsAny(s, "\\\"\n") {
+		return s
+	}
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
+
+// escapeHelp escapes HELP text: backslash and line feed.
+func escapeHelp(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+func formatFloat(v float64) string {
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// seconds is a Unix time in seconds, to the millisecond.
+func seconds(t time.Time) float64 {
+	return float64(t.UnixMilli()) / 1000
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// WriteMetricsFile writes the exposition to path atomically (a temp file
+// in the same directory, renamed over it), as node_exporter's textfile
+// collector needs: it never sees half a file. The temp file's name starts
+// with a dot and does not end in .prom, so the collector ignores it. Both
+// are written through the directory's descriptor (package statefile); the
+// directory is the operator's choice (a collector's, often owned by its
+// own user), so it is taken whoever owns it, as a path given on the
+// command line.
+func WriteMetricsFile(path string, cfg *gate.Config, rep *gate.Report, st *State) error {
+	var b strings.Builder
+	if err := WriteMetrics(&b, cfg, rep, st); err != nil {
+		return err
+	}
+	d, err := safeopen.OpenDir(filepath.Dir(path), safeopen.DirOptions{What: "metrics dir", Trust: safeopen.TrustAny})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return statefile.Write(d, filepath.Base(path), []byte(b.String()), statefile.Options{Perm: 0o644})
+}

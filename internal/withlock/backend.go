@@ -1,0 +1,258 @@
+//go:build linux
+
+package withlock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/crongate/crongate/internal/lockset"
+	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/sibling"
+	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/lockfile"
+)
+
+// Backend is one place withlock can keep its locks, as the registry knows
+// it: a name and the program that serves it. It names no implementation,
+// so that the per-tick withlock holds the whole list while linking only the
+// local backend (the etcd client would cost it about 7 ms and 15 MB a
+// call); the program that serves a backend brings its Driver.
+type Backend struct {
+	// Name is the value of --backend and $WITHLOCK_BACKEND.
+	Name string
+	// Binary is the program that links the backend and runs every
+	// command line that chooses it: withlock execs it with the same
+	// arguments (same PID, so a supervisor's signals still reach the
+	// process that holds the locks). Its messages carry its name.
+	Binary string
+	// Flags names the flags only this backend reads, for messages; with
+	// another backend they are refused.
+	Flags string
+	// sets reports whether one of Flags is given.
+	sets func(*CLI) bool
+}
+
+// backends is the registry: every backend withlock knows, the default
+// first. Adding one is an entry here, its flags in CLI, and a Driver in
+// the program named.
+var backends = [...]Backend{
+	{Name: "local", Binary: "withlock"},
+	{Name: "etcd", Binary: "withlock-etcd",
+		Flags: "--endpoints, --key-root, --key-prefix, --ttl and --on-coordinator-down",
+		sets: func(c *CLI) bool {
+			return len(c.Endpoints) > 0 || c.KeyRoot != "" || c.KeyPrefix != "" || c.TTL != 0 || c.OnCoordinatorDown != ""
+		}},
+}
+
+// LookupBackend returns the registry's entry for name.
+func LookupBackend(name string) (Backend, bool) {
+	for i := range backends {
+		if backends[i].Name == name {
+			return backends[i], true
+		}
+	}
+	return Backend{}, false
+}
+
+// backendNames lists the backends for messages: "local or etcd".
+func backendNames() string {
+	names := make([]string, len(backends))
+	for i, b := range backends {
+		names[i] = b.Name
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Driver is a backend as the program that serves it runs it: what Run
+// needs from a backend beyond lockset's interfaces (lockset.Leased,
+// lockset.BusyError, lockset.ErrUnavailable), which carry its behaviour
+// while the command runs.
+type Driver interface {
+	// Name is the backend's name in the registry.
+	Name() string
+	// Configure fills in the backend's defaults (from the environment,
+	// else built in) and checks its own flags; Check has checked the
+	// rest of the command line.
+	Configure(o *Options) error
+	// Open opens the backend for one run of o. It takes nothing, and
+	// need not contact a coordinator yet.
+	Open(o *Options) (Conn, error)
+}
+
+// Conn is a backend opened for one run.
+type Conn interface {
+	lockset.Backend
+	// Hint returns a hint line for an error of the backend, or "".
+	Hint(err error) string
+	// Notes returns what -v says after an attempt to take the locks,
+	// whatever its outcome (for etcd: transactions read back), if
+	// anything.
+	Notes() []string
+	// Holding says what h holds and where, for -v: the text after
+	// "holding ".
+	Holding(h lockset.Held) string
+	// Env returns the environment entries the command gets for h beyond
+	// WITHLOCK_PATHS and WITHLOCK_SLOT (for etcd: the fencing token), if
+	// any.
+	Env(h lockset.Held) []string
+	// Close closes the connection. It does not release what is held.
+	Close()
+}
+
+// Local is the driver of the local flock backend (lockset.Local), which
+// withlock and withlock-full serve.
+var Local Driver = localDriver{}
+
+type localDriver struct{}
+
+func (localDriver) Name() string             { return backends[0].Name }
+func (localDriver) Configure(*Options) error { return nil }
+func (localDriver) Open(o *Options) (Conn, error) {
+	return localConn{lockset.Local{LockDir: o.LockDir}}, nil
+}
+
+type localConn struct{ lockset.Local }
+
+func (localConn) Hint(err error) string {
+	if errors.Is(err, lockfile.ErrUnsafe) {
+		return "withlock never follows a symlink or uses another user's lock dir; see README, Permissions"
+	}
+	return ""
+}
+
+func (localConn) Notes() []string { return nil }
+
+func (c localConn) Holding(h lockset.Held) string {
+	return fmt.Sprintf("%d path lock(s) in %s, slot(s) %s", len(h.Paths()), c.LockDir, SlotList(h))
+}
+
+func (localConn) Env(lockset.Held) []string { return nil }
+func (localConn) Close()                    {}
+
+// SlotList is the value of WITHLOCK_SLOT: the slot held in each pool, in
+// request order, comma-separated.
+func SlotList(h lockset.Held) string {
+	var b []byte
+	for i, s := range h.Slots() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(s), 10)
+	}
+	return string(b)
+}
+
+// Check checks o for the program that serves d: Validate's checks, then
+// the backend's. The backend chosen (--backend, else $WITHLOCK_BACKEND,
+// else d's own) must be in the registry and be d's, and no other
+// backend's flags may be given; then d.Configure fills in and checks d's
+// own. It sets o.Backend to the backend chosen.
+func (o *Options) Check(found bool, d Driver) error {
+	if err := o.Validate(found); err != nil {
+		return err
+	}
+	name, what := o.Backend, "--backend "
+	if name == "" {
+		name, what = os.Getenv("WITHLOCK_BACKEND"), "WITHLOCK_BACKEND="
+	}
+	if name == "" {
+		name = d.Name()
+	}
+	b, ok := LookupBackend(name)
+	if !ok {
+		return UsageError{fmt.Sprintf("%s%q: use %s", what, name, backendNames())}
+	}
+	for _, other := range backends {
+		if other.Name != name && other.sets != nil && other.sets(&o.CLI) {
+			return UsageError{fmt.Sprintf("%s need --backend %s", other.Flags, other.Name)}
+		}
+	}
+	if name != d.Name() {
+		msg := fmt.Sprintf("--backend %s is run by %s: call withlock", name, b.Binary)
+		if b.Binary != backends[0].Binary {
+			msg += " (which hands it over) or " + b.Binary
+		}
+		return UsageError{msg}
+	}
+	o.Backend = name
+	return d.Configure(o)
+}
+
+// SeeHelp is the hint after a usage error on a command line for d.
+func SeeHelp(d Driver) string {
+	if d.Name() == backends[0].Name {
+		return "see withlock --help"
+	}
+	return "see withlock --backend " + d.Name() + " --help"
+}
+
+// chosenBackend returns the backend args (withlock's flags, before the
+// first "--") or $WITHLOCK_BACKEND choose. As in kong, the last --backend
+// wins; a flag wins over the environment. A value of "--" is not taken (it
+// ends the flags), so the command's own arguments are never read.
+func chosenBackend(args []string) (v string, fromEnv bool) {
+	set := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			i = len(args)
+		case a == "--backend":
+			if i+1 < len(args) && args[i+1] != "--" {
+				v, set = args[i+1], true
+				i++
+			}
+		case len(a) > len("--backend=") && a[:len("--backend=")] == "--backend=":
+			v, set = a[len("--backend="):], true
+		}
+	}
+	if !set {
+		return os.Getenv("WITHLOCK_BACKEND"), true
+	}
+	return v, false
+}
+
+// dispatch hands a command line whose backend another program serves to
+// that program, by exec, and returns only on failure (done, with the exit
+// code); for the local backend it returns done == false and withlock goes
+// on. An unknown $WITHLOCK_BACKEND is refused here (an unknown --backend
+// is refused by the parser). The local path pays one scan of its flags.
+func dispatch(args []string, sigs chan os.Signal) (code int, done bool) {
+	name, fromEnv := chosenBackend(args)
+	if name == "" || name == backends[0].Name {
+		return 0, false // the local path: nothing more to pay
+	}
+	b, ok := LookupBackend(name)
+	switch {
+	case ok && b.Binary != backends[0].Binary:
+		if code, stop := runner.HandOff(sigs); stop {
+			return code, true
+		}
+		err := sibling.Exec(b.Binary, b.Binary, args)
+		return handOverFailed(err, fmt.Sprintf("--backend %s needs %s", b.Name, b.Binary),
+			"install it: CGO_ENABLED=0 go install ./cmd/"+b.Binary), true
+	case !ok && fromEnv:
+		out := &tui.Printer{Prog: "withlock"}
+		out.Errorf("WITHLOCK_BACKEND=%q: use %s", name, backendNames())
+		return runner.ExitFailure, true
+	}
+	return 0, false
+}
+
+// handOverFailed reports that withlock could not exec a companion
+// binary (sibling.Exec's error err): need says what needs it, hint how to
+// install it.
+func handOverFailed(err error, need, hint string) int {
+	out := &tui.Printer{Prog: "withlock"}
+	if errors.Is(err, sibling.ErrNotFound) {
+		out.Errorf("%s, which is not installed next to withlock or on PATH", need)
+		out.Hintf("%s", hint)
+		return runner.ExitFailure
+	}
+	out.Errorf("%v", err)
+	return runner.ExitFailure
+}

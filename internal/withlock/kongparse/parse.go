@@ -1,0 +1,98 @@
+//go:build linux
+
+// Package withlockkong parses withlock's command line with kong: help,
+// error messages and every form of the line. withlock-full and
+// withlock-etcd use it (Main); the per-tick withlock binary does not link
+// it (README, "Start-up cost").
+package kongparse
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/crongate/crongate/internal/buildinfo"
+	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/tui"
+	wc "github.com/crongate/crongate/internal/withlock"
+)
+
+// Main is the main of a program that parses with kong and serves d's
+// backend: withlock-full (withlock.Local) and withlock-etcd. It parses
+// args, checks them for d (Options.Check) and runs withlock.Run.
+func Main(p Program, d wc.Driver, args []string) int {
+	// Signals first: until the command starts, one ends the program
+	// with 128+N (runner.Notify).
+	sigs := runner.Notify()
+	var o wc.Options
+	err := Parse(p, args, &o, os.Stdout, os.Exit, func(found bool) error { return o.Check(found, d) })
+	if err != nil {
+		out := &tui.Printer{Prog: p.Name}
+		out.Errorf("%v", err)
+		out.Hintf("%s", wc.SeeHelp(d))
+		return runner.ExitFailure
+	}
+	return wc.Run(&o, sigs, d)
+}
+
+// Program names what is being parsed: the name and texts kong shows.
+type Program struct {
+	Name        string // "withlock"; also the prefix of its messages
+	Description string
+	Usage       string // first line of --help
+}
+
+// Parse parses args into o (whose CLI may be embedded in a larger struct:
+// target is what kong fills, usually &o.CLI). It returns an error for every
+// usage problem (exit 125); --help and --version print to stdout and exit
+// 0 through exit. validate runs last, with whether a "--" was found.
+func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(int), validate func(found bool) error) error {
+	flagArgs, command, found := runner.SplitCommand(args)
+	// Kong turns bytes that are not UTF-8 into U+FFFD, which would lock
+	// another path. The fast parser keeps bytes as they are and accepts
+	// every well-formed line, so a line that reaches kong with such bytes
+	// is malformed anyway; refuse it rather than guess.
+	for _, a := range flagArgs {
+		if !utf8.ValidString(a) {
+			return wc.UsageError{Msg: fmt.Sprintf("argument %q is not valid UTF-8 and the command line is not one withlock can read without altering it; give such paths with --paths-from", a)}
+		}
+	}
+	k, err := kong.New(&o.CLI,
+		kong.Name(p.Name),
+		kong.Description(p.Description),
+		kong.Vars(wc.Vars()),
+		kong.Writers(stdout, os.Stderr),
+		kong.Exit(exit),
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
+		kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
+			fmt.Fprintln(ctx.Stdout, p.Usage)
+			return kong.DefaultHelpPrinter(opts, ctx)
+		}),
+	)
+	if err != nil {
+		return err
+	}
+	if _, err := k.Parse(flagArgs); err != nil {
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			if !found && strings.Contains(pe.Error(), "unexpected argument") {
+				return validate(false)
+			}
+			return wc.UsageError{Msg: pe.Error()}
+		}
+		return err
+	}
+	if o.Version {
+		fmt.Fprintln(stdout, buildinfo.String())
+		exit(0)
+		return nil
+	}
+	o.Command = command
+	return validate(found)
+}

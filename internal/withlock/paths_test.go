@@ -1,0 +1,84 @@
+package withlock
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// refScan is scanPaths without limits or early checks, for comparison:
+// split on the separator, drop empty entries and exact duplicates.
+func refScan(data []byte, null bool) (paths []string, hasNUL bool) {
+	sep := byte('\n')
+	if null {
+		sep = 0
+	} else if bytes.IndexByte(data, 0) >= 0 {
+		return nil, true
+	}
+	seen := map[string]bool{}
+	for _, e := range bytes.Split(data, []byte{sep}) {
+		if len(e) > 0 && !seen[string(e)] {
+			seen[string(e)] = true
+			paths = append(paths, string(e))
+		}
+	}
+	return paths, false
+}
+
+func TestScanPaths(t *testing.T) {
+	cases := []struct {
+		in   string
+		null bool
+		want []string
+		err  string
+	}{
+		{"a\nb\n\n\na\nc", false, []string{"a", "b", "c"}, ""},
+		{"a\r\n b \n", false, []string{"a\r", " b "}, ""},
+		{"a\x00b\x00\x00\x00a\x00x\ny", true, []string{"a", "b", "x\ny"}, ""},
+		{"", false, nil, ""},
+		{"a\nb\n\nc\x00d\n", false, nil, "--paths-from f: line 4 holds a NUL byte, which no path can (a NUL-separated list needs -0)"},
+		{"ok\n" + strings.Repeat("x", MaxEntryBytes+1) + "\n", false, nil, "--paths-from f: line 2 is longer than 1 MiB"},
+		{"\x00\x00" + strings.Repeat("x", MaxEntryBytes+1), true, nil, "--paths-from f: entry 3 is longer than 1 MiB"},
+		{strings.Repeat("x", MaxEntryBytes) + "\n", false, []string{strings.Repeat("x", MaxEntryBytes)}, ""},
+	}
+	for _, c := range cases {
+		// Byte by byte too: entries and runs cut across reads.
+		for _, r := range []io.Reader{strings.NewReader(c.in), iotest.OneByteReader(strings.NewReader(c.in))} {
+			got, err := scanPaths(r, "f", c.null)
+			if c.err != "" {
+				if err == nil || err.Error() != c.err {
+					t.Errorf("scanPaths(%.40q): %v, want error %q", c.in, err, c.err)
+				}
+				continue
+			}
+			if err != nil || strings.Join(got, "|") != strings.Join(c.want, "|") {
+				t.Errorf("scanPaths(%.40q) = %q, %v; want %q", c.in, got, err, c.want)
+			}
+		}
+	}
+}
+
+// FuzzScanPaths holds scanPaths to the plain reference on any input, read
+// in one go and in small pieces.
+func FuzzScanPaths(f *testing.F) {
+	f.Add([]byte("a\nb\n\na\n"), false)
+	f.Add([]byte("a\x00\x00b\x00"), true)
+	f.Add([]byte("x\x00y\n"), false)
+	f.Fuzz(func(t *testing.T, data []byte, null bool) {
+		want, hasNUL := refScan(data, null)
+		for _, r := range []io.Reader{bytes.NewReader(data), iotest.HalfReader(bytes.NewReader(data))} {
+			got, err := scanPaths(r, "f", null)
+			if hasNUL {
+				if err == nil || !strings.Contains(err.Error(), "holds a NUL byte") {
+					t.Fatalf("NUL in line mode: %q %v", got, err)
+				}
+				continue
+			}
+			if err != nil || strings.Join(got, "\x00") != strings.Join(want, "\x00") || len(got) != len(want) {
+				t.Fatalf("scanPaths(%q, %v) = %q, %v; want %q", data, null, got, err, want)
+			}
+		}
+	})
+}

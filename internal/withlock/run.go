@@ -1,0 +1,396 @@
+//go:build linux
+
+// Package withlockcmd is the withlock command: its options, the fast
+// parser, the registry of backends, and Run, the one run loop of every
+// backend. Three binaries share it: withlock, the one cron runs on every
+// tick, which parses the common command lines itself and links no CLI
+// library and no backend but the local one; withlock-full, which parses
+// with kong (help, errors, every other form); and withlock-etcd, the etcd
+// backend's program, which parses with kong too and brings its Driver.
+// withlock hands a line it does not parse to withlock-full, and a line
+// whose backend another program serves to that program, unchanged (by
+// exec); see README, "Start-up cost".
+package withlock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crongate/crongate/internal/buildinfo"
+	"github.com/crongate/crongate/internal/lockset"
+	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/sibling"
+	"github.com/crongate/crongate/internal/tui"
+)
+
+// FullBinary is the name of the binary with the full parser.
+const FullBinary = "withlock-full"
+
+// Main is withlock's main: a command line whose backend another program
+// serves goes to that program (the registry says which), a common one to
+// the fast parser, any other to withlock-full.
+func Main(args []string) int {
+	// Signals first: until the command starts, one ends withlock with
+	// 128+N (runner.Notify); a hand-off keeps one caught before the exec
+	// (runner.HandOff).
+	sigs := runner.Notify()
+	if code, done := dispatch(args, sigs); done {
+		return code
+	}
+	flagArgs, command, found := runner.SplitCommand(args)
+	var o Options
+	if !FastParse(flagArgs, &o.CLI) {
+		if code, stop := runner.HandOff(sigs); stop {
+			return code
+		}
+		return execFull(args)
+	}
+	o.Command = command
+	if err := o.Check(found, Local); err != nil {
+		out := &tui.Printer{Prog: "withlock"}
+		out.Errorf("%v", err)
+		out.Hintf("%s", SeeHelp(Local))
+		return runner.ExitFailure
+	}
+	return Run(&o, sigs, Local)
+}
+
+// execFull replaces this process with withlock-full, found next to this
+// executable or on PATH, with the same arguments.
+func execFull(args []string) int {
+	err := sibling.Exec(FullBinary, "withlock", args)
+	if errors.Is(err, sibling.ErrNotFound) && len(args) == 1 && args[0] == "--version" {
+		fmt.Println(buildinfo.String())
+		return 0
+	}
+	return handOverFailed(err, "this command line needs "+FullBinary+", the full parser (help, errors, rare forms)",
+		"install both: CGO_ENABLED=0 go install ./cmd/...")
+}
+
+// Run runs withlock with options Check has accepted for d, on d's backend.
+// It is the one run loop of every backend: what differs between them comes
+// through d's Conn and lockset's interfaces (a lockset.Leased held set is
+// run under a parent-death signal and stopped, exit 70, if its lease is
+// lost).
+//
+// sigs is runner.Notify's channel: until the command starts, runner's
+// guard ends withlock on a signal with 128+N (whatever stage it is in:
+// reading --paths-from, waiting for locks; what a backend holds by then is
+// released as after a SIGKILL: flock locks at once, a lease when it
+// expires); from then on the signals arrive on sigs and are forwarded to
+// the command's process group.
+func Run(o *Options, sigs chan os.Signal, d Driver) int { return runWith(o, sigs, d, nil) }
+
+// runWith is Run with its messages written to w (nil: stderr).
+func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
+	b, _ := LookupBackend(d.Name())
+	r := &run{o: o, backend: b.Name, out: &tui.Printer{Prog: b.Binary, W: w, Quiet: o.Quiet, Verbose: o.Verbose}}
+	if o.Version {
+		fmt.Println(buildinfo.String())
+		return 0
+	}
+	req, err := o.Request()
+	if err != nil {
+		r.out.Errorf("%v", err)
+		return runner.ExitFailure
+	}
+	// Resolve the command before taking any lock: "not found" needs none.
+	child, err := runner.Prepare(runner.Spec{Argv: o.Command, Timeout: o.Timeout, KillAfter: o.KillAfter})
+	if err != nil {
+		r.out.Errorf("%v", err)
+		return runner.ExitCode(err)
+	}
+	conn, err := d.Open(o)
+	if err != nil {
+		return r.fail(nil, err)
+	}
+	defer conn.Close()
+	claim, err := conn.Open(req)
+	if err != nil {
+		return r.fail(conn, err)
+	}
+	defer claim.Close()
+	held, err := Acquire(claim, o.Wait)
+	for _, n := range conn.Notes() {
+		r.out.Infof("%s", n)
+	}
+	if err != nil {
+		return r.notHeld(conn, err)
+	}
+	defer r.release(held)
+	return r.runHeld(child, conn, held, sigs)
+}
+
+// runHeld runs the command under the locks held, and returns withlock's
+// exit code.
+func (r *run) runHeld(child *runner.Child, conn Conn, held lockset.Held, sigs chan os.Signal) int {
+	pathsFile, err := r.handTo(child, conn, held)
+	if err != nil {
+		return r.fail(conn, err)
+	}
+	if pathsFile != nil {
+		defer pathsFile.Close()
+	}
+	r.out.Infof("holding %v", holding{conn, held}) // formatted only with -v
+	leased, _ := held.(lockset.Leased)
+	if leased != nil {
+		if code, stop := r.underLease(child, leased); stop {
+			return code
+		}
+	}
+	start := time.Now()
+	if err := child.Start(); err != nil {
+		r.out.Errorf("%v", err)
+		return runner.ExitCode(err)
+	}
+	var res runner.Result
+	if leased == nil {
+		res = child.Wait(sigs, start)
+	} else if res = r.waitLeased(child, sigs, start, leased); r.lost {
+		return runner.ExitLost
+	}
+	if res.TimedOut {
+		r.out.Errorf("%s timed out after %v", QuoteArgs(r.o.Command), r.o.Timeout)
+	}
+	return res.Code
+}
+
+// holding is what -v says is held: Conn.Holding, called only if the
+// message is written.
+type holding struct {
+	conn Conn
+	held lockset.Held
+}
+
+func (h holding) String() string { return h.conn.Holding(h.held) }
+
+// run is one Run: what its steps share.
+type run struct {
+	o       *Options
+	backend string // its name, for messages
+	out     *tui.Printer
+	lost    bool // the lease was lost while the command ran
+}
+
+// fail reports that the command cannot run: withlock's own failure (exit
+// 125), with the backend's hint where it has one (conn may be nil); or,
+// for a coordinator that did not answer, the skip code under
+// --on-coordinator-down skip.
+func (r *run) fail(conn Conn, err error) int {
+	if errors.Is(err, lockset.ErrUnavailable) {
+		if r.o.OnCoordinatorDown == "skip" {
+			r.out.Skipf("skipped %s: %v", QuoteArgs(r.o.Command), err)
+			return r.o.SkipCode
+		}
+		r.out.Errorf("%v", err)
+		r.out.Hintf("the command did not run; --on-coordinator-down skip exits with the skip code instead")
+		return runner.ExitFailure
+	}
+	r.out.Errorf("%v", err)
+	if conn != nil {
+		if h := conn.Hint(err); h != "" {
+			r.out.Hintf("%s", h)
+		}
+	}
+	return runner.ExitFailure
+}
+
+// notHeld ends a run whose locks could not be taken: busy is the skip code
+// (saying who holds what, unless -q), anything else a failure.
+func (r *run) notHeld(conn Conn, err error) int {
+	be, ok := errors.AsType[lockset.BusyError](err)
+	if !ok {
+		return r.fail(conn, err)
+	}
+	if !r.o.Quiet {
+		be.FindHolders()
+		r.out.Skipf("skipped %s: %v", QuoteArgs(r.o.Command), be)
+	}
+	return r.o.SkipCode
+}
+
+// release gives the locks back, and warns if a lease could not be
+// revoked (its locks then end when it expires).
+func (r *run) release(held lockset.Held) {
+	held.Release()
+	if leased, ok := held.(lockset.Leased); ok && leased.ReleaseErr() != nil {
+		r.out.Warnf("could not release the locks (%v); they expire with the lease, within %v", leased.ReleaseErr(), leased.TTL())
+	}
+}
+
+// handTo tells the command what it holds: the descriptors that carry the
+// locks (inherited, so the locks live as long as the command does, even if
+// withlock itself is killed: README, Lock lifetime), WITHLOCK_PATHS (or a
+// memory file for a long list, returned for the caller to close),
+// WITHLOCK_SLOT and the backend's own entries (Conn.Env).
+func (r *run) handTo(child *runner.Child, conn Conn, held lockset.Held) (*os.File, error) {
+	child.AddFiles(held.Files()...)
+	env, pathsFile, err := PathsEnv(held.Paths(), 3+len(child.Files()))
+	if err != nil {
+		return nil, err
+	}
+	if pathsFile != nil {
+		child.AddFiles(pathsFile)
+	}
+	env = append(env, "WITHLOCK_SLOT="+SlotList(held))
+	child.AddEnv(append(env, conn.Env(held)...)...)
+	return pathsFile, nil
+}
+
+// Acquire takes the claim, waiting up to wait. Signals are not its
+// concern: until the command starts, runner's guard (runner.Notify) ends
+// withlock at once with 128+N, during --wait too (nothing is held then),
+// and the command never starts.
+func Acquire(c lockset.Claim, wait time.Duration) (lockset.Held, error) {
+	return lockset.Acquire(context.Background(), c, wait)
+}
+
+// Request builds the lock request from the options.
+func (o *Options) Request() (lockset.Request, error) {
+	r := lockset.Request{Paths: o.Paths}
+	if o.PathsFrom != "" {
+		more, err := readPaths(o.PathsFrom, o.Null)
+		if err != nil {
+			return r, err
+		}
+		r.Paths = append(r.Paths, more...)
+	}
+	for i, n := range o.Slots {
+		t := filepath.Join(o.LockDir, lockset.DefaultSlotTemplate)
+		if i < len(o.SlotFile) {
+			t = o.SlotFile[i]
+		}
+		r.Pools = append(r.Pools, lockset.PoolSpec{Size: n, Template: t})
+	}
+	if len(r.Paths) == 0 && len(r.Pools) == 0 {
+		return r, fmt.Errorf("nothing to lock: %s holds no paths", o.PathsFrom)
+	}
+	return r, nil
+}
+
+// Limits of --paths-from (README, withlock). They bound the time and
+// memory a list can cost, whatever is named: /dev/zero, an endless pipe.
+const (
+	// MaxPathsFromBytes bounds what is read, duplicates included.
+	MaxPathsFromBytes = 128 << 20
+	// MaxPathsFromEntries bounds the distinct entries kept (exact
+	// duplicates are dropped as they are read; a set is further bounded
+	// by the open-file limit once canonicalised).
+	MaxPathsFromEntries = 1 << 20
+	// MaxEntryBytes is the longest entry. A spelling may be longer than
+	// PATH_MAX and still name a lock (Python resolves it as text: README,
+	// Python compatibility), so the bound is far above it.
+	MaxEntryBytes = 1 << 20
+)
+
+// readPaths reads one path per line (or per NUL with -0) from the file
+// name, or stdin for "-"; empty entries are skipped and only the
+// terminator is removed. The file must be a regular file or a pipe
+// (safeopen.OpenStream: never a device, and opening it never blocks).
+func readPaths(name string, null bool) ([]string, error) {
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		f, err := safeopen.OpenStream(name)
+		if err != nil {
+			if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
+				return nil, fmt.Errorf("--paths-from: %s is %s; give a regular file, a pipe, or - for stdin", name, fe.Kind)
+			}
+			return nil, fmt.Errorf("--paths-from: %s: %w", name, safeopen.Cause(err))
+		}
+		defer f.Close()
+		r = f
+	}
+	return scanPaths(r, name, null)
+}
+
+// scanPaths reads the entries of r as readPaths says, checking each as it
+// is read: a NUL in a line (no path holds one) or an entry longer than
+// MaxEntryBytes is refused at once, and reading stops with an error past
+// MaxPathsFromBytes or MaxPathsFromEntries.
+func scanPaths(r io.Reader, name string, null bool) ([]string, error) {
+	sep, unit := byte('\n'), "line"
+	if null {
+		sep, unit = 0, "entry"
+	}
+	if name == "-" {
+		name = "- (stdin)"
+	}
+	seen := map[string]struct{}{}
+	var paths []string
+	var cur []byte // the entry being read
+	n := 1         // its number
+	var total int64
+	add := func() error {
+		if _, dup := seen[string(cur)]; len(cur) > 0 && !dup {
+			if len(paths) == MaxPathsFromEntries {
+				return fmt.Errorf("--paths-from %s: more than %d distinct paths; split the list", name, MaxPathsFromEntries)
+			}
+			s := string(cur)
+			seen[s] = struct{}{}
+			paths = append(paths, s)
+		}
+		cur = cur[:0]
+		n++
+		return nil
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		got, err := r.Read(buf)
+		total += int64(got)
+		if total > MaxPathsFromBytes {
+			return nil, fmt.Errorf("--paths-from %s: more than %s; split the list", name, safeopen.Size(MaxPathsFromBytes))
+		}
+		data := buf[:got]
+		if !null {
+			if i := bytes.IndexByte(data, 0); i >= 0 {
+				return nil, fmt.Errorf("--paths-from %s: line %d holds a NUL byte, which no path can (a NUL-separated list needs -0)",
+					name, n+bytes.Count(data[:i], []byte{sep}))
+			}
+		}
+		for len(data) > 0 {
+			if len(cur) == 0 && data[0] == sep {
+				// A run of empty entries (-0 on /dev/zero): skipped
+				// whole, not one call per byte.
+				j := 1
+				for j < len(data) && data[j] == sep {
+					j++
+				}
+				n += j
+				data = data[j:]
+				continue
+			}
+			i := bytes.IndexByte(data, sep)
+			piece := data
+			if i >= 0 {
+				piece, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			if len(cur)+len(piece) > MaxEntryBytes {
+				return nil, fmt.Errorf("--paths-from %s: %s %d is longer than %s", name, unit, n, safeopen.Size(MaxEntryBytes))
+			}
+			cur = append(cur, piece...)
+			if i >= 0 {
+				if err := add(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		switch {
+		case err == io.EOF:
+			if err := add(); err != nil {
+				return nil, err
+			}
+			return paths, nil
+		case err != nil:
+			return nil, fmt.Errorf("--paths-from %s: %w", name, err)
+		}
+	}
+}
