@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The etcd backend's suite (tests/etcd; README, "Across hosts (etcd)").
+# The etcd backend's suite (tests/etcd; docs/etcd.md, "Across hosts (etcd)").
 # Runs the suite on its own: the tests start their own 3-member cluster on
 # loopback ports 23791-23793 and 23801-23803 (ETCD_TEST_PORTS=CLIENT,PEER
 # moves them), so a packaged etcd on 2379/2380 is in nobody's way. The suite

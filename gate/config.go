@@ -82,7 +82,7 @@ type GateConfig struct {
 	LogMaxBytes    int64         // `log_max_bytes`, >= MinLogMaxBytes; DefaultLogMaxBytes when LogOutput and not set, else 0 when not set
 	PausedLine     int           // line of the `paused` key in the file, 0 if absent (for the editor and messages)
 
-	// The watchdog's per-gate settings (cron-gate check, README).
+	// The watchdog's per-gate settings (cron-gate check, docs/watchdog.md).
 	SystemdTimer     string // `systemd_timer`: a systemd unit (e.g. "x.timer") that must be active; then the crontab is not looked at
 	FailureStateFile string // `failure_state_file`: absolute path of the worker's JSON state file
 	FailureStateKey  string // `failure_state_key`: its key whose truthy value means the worker reports the failure itself; DefaultFailureStateKey when the file is set

@@ -13,7 +13,7 @@ package gate
 //     same Spec.Problems and Rule, so a Config built in code meets the
 //     same ranges as one decoded from a file;
 //   - unknown-key suggestions come from the tables' names (Table.Names);
-//   - the README's key tables are generated from KeyDocs (TestREADMEConfigKeys).
+//   - docs/config.md's key tables are generated from KeyDocs (TestDocsConfigKeys).
 //
 // Adding a key is one entry here plus its use. The tables are plain
 // composite literals of functions without captured variables, so they are
@@ -69,7 +69,7 @@ type Value struct {
 type Spec struct {
 	Name string // as written in the file
 	Kind Kind
-	Doc  string // one line, for the docs (README, man page) and some messages
+	Doc  string // one line, for the docs (docs/config.md, man page) and some messages
 
 	// Default is the value used when the key is not given, rendered in
 	// the docs; DefaultNote qualifies it ("with log_output") or, when
@@ -704,7 +704,7 @@ func prefixCheck(s *Spec, v Value) string {
 	return ""
 }
 
-// KeyDoc describes one key for documentation (the README's key tables;
+// KeyDoc describes one key for documentation (docs/config.md's key tables;
 // a man page).
 type KeyDoc struct {
 	Table   string // "" for the top level, else as in a header: "gates.NAME", "check", "[notify]", ...

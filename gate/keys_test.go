@@ -16,7 +16,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the README's generated config key tables")
 
 const (
-	readmeKeysBegin = "<!-- config keys: generated from gate/keys.go by `go test ./gate -run TestREADMEConfigKeys -update`; do not edit -->"
+	readmeKeysBegin = "<!-- config keys: generated from gate/keys.go by `go test ./gate -run TestDocsConfigKeys -update`; do not edit -->"
 	readmeKeysEnd   = "<!-- end of config keys -->"
 )
 
@@ -45,11 +45,11 @@ func readmeKeys() string {
 	return b.String()
 }
 
-// The README's key tables are the table of keys: every key, its type and
+// docs/config.md's key tables are the table of keys: every key, its type and
 // range, its default and its meaning, written once in keys.go. Run with
 // -update after changing a key.
-func TestREADMEConfigKeys(t *testing.T) {
-	const path = "../README.md"
+func TestDocsConfigKeys(t *testing.T) {
+	const path = "../docs/config.md"
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestREADMEConfigKeys(t *testing.T) {
 		return
 	}
 	if !*update {
-		t.Fatalf("%s: the config key tables differ from gate/keys.go; run go test ./gate -run TestREADMEConfigKeys -update\n--- want\n%s", path, want)
+		t.Fatalf("%s: the config key tables differ from gate/keys.go; run go test ./gate -run TestDocsConfigKeys -update\n--- want\n%s", path, want)
 	}
 	if err := os.WriteFile(path, []byte(s[:i]+want+s[j:]), 0o644); err != nil {
 		t.Fatal(err)

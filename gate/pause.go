@@ -10,7 +10,7 @@ import (
 
 // Pauses says where the command-line pauses of a config's gates live:
 // this host's pauses.json and, for a config with an [etcd] section, the
-// store every host shares (README, "Across hosts (etcd)"). It is passed
+// store every host shares (docs/etcd.md, "Across hosts (etcd)"). It is passed
 // to Run, Status and pause control explicitly; the config only says
 // whether pauses are shared, the caller holds the connection. The zero
 // value is this host's pauses only.

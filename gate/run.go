@@ -69,7 +69,7 @@ type RunObserver interface {
 // on_coordinator_down = "run"); then legacy locks and pidfiles. Every
 // outcome is recorded in the gate's journal; if the journal cannot be
 // written the command still runs and the loss is reported on stderr
-// (README, "Unwritable state dir").
+// (docs/cron-gate.md, "Unwritable state dir").
 func Run(inv Invocation) int {
 	if err := CheckName(inv.Gate); err != nil {
 		inv.Out.Errorf("%v", err)

@@ -28,7 +28,7 @@ const (
 	StateNeverRun = "never-run" // no record at all
 )
 
-// GateStatus is one gate in the status report (JSON schema v1, README).
+// GateStatus is one gate in the status report (JSON schema v1, docs/cron-gate.md, "Status").
 type GateStatus struct {
 	Name     string            `json:"name"`
 	Declared bool              `json:"declared"`

@@ -12,7 +12,7 @@ import (
 // forbiddenDeps is what each binary must not link, by import path or
 // import path prefix (ending in "/"). The lean binaries are what cron and
 // the workers run on every call: what they leave out is start-up time
-// saved on each one (README, "cron-gate: start-up cost").
+// saved on each one (docs/benchmarks.md, "cron-gate: start-up cost").
 var forbiddenDeps = map[string][]string{
 	// No CLI library, no TOML decoder, no network code at all, no etcd.
 	"./cmd/cron-gate": {"net", "net/http", "crypto/tls", "github.com/alecthomas/kong", "github.com/BurntSushi/toml", "go.etcd.io/", "google.golang.org/grpc"},

@@ -17,7 +17,7 @@ import (
 // bytes; lock dirs and lock files planted as symlinks, FIFOs or hard links
 // by another user; wrong permissions; gate names with path separators;
 // huge --paths-from lists; an environment without HOME or PATH.
-// RELIABILITY.md lists what each script proves.
+// docs/reliability.md lists what each script proves.
 func TestHostile(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:       "testdata/hostile",

@@ -4,7 +4,7 @@
 // for a config with an [etcd] section, the command-line pauses live in the
 // cluster and apply to every host (package etcdpause). cron-gate and
 // cron-gate-full exec it for such configs; it is never on the path of a
-// config without [etcd]. See README.md, "Across hosts (etcd)".
+// config without [etcd]. See docs/etcd.md, "Across hosts (etcd)".
 package main
 
 import (

@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command cron-gate runs a cron job's command unless its gate is paused or
-// a legacy lock is held, and journals every run. See README.md.
+// a legacy lock is held, and journals every run. See docs/cron-gate.md.
 //
 // This is the binary cron runs on every tick. It links no CLI library, no
 // TOML decoder and no network code: it parses the crontab run forms itself

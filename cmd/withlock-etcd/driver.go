@@ -103,7 +103,7 @@ func (c conn) Holding(h lockset.Held) string {
 }
 
 // Env is the fencing token and the paths' names relative to the key root
-// (README, "The fencing contract"); WITHLOCK_KEY_PATHS is left out when
+// (docs/etcd.md, "The fencing contract"); WITHLOCK_KEY_PATHS is left out when
 // longer than withlock's limit for WITHLOCK_PATHS in the environment.
 func (conn) Env(h lockset.Held) []string {
 	f := h.(etcdlock.Fenced)

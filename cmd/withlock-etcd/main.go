@@ -6,7 +6,7 @@
 // for --backend etcd (or WITHLOCK_BACKEND=etcd); it is a binary of its own so
 // that the local withlock never links the etcd client. It runs withlock's
 // one run loop (withlock.Run) with the etcd Driver (driver.go). See
-// README, "Across hosts (etcd)".
+// docs/etcd.md, "Across hosts (etcd)".
 package main
 
 import (
@@ -17,7 +17,7 @@ import (
 
 const description = `Run COMMAND while holding per-path locks and concurrency slots in an etcd
 cluster, all or nothing, so that withlock on several hosts exclude each other.
-withlock --backend etcd runs this program with the same arguments; see README,
+withlock --backend etcd runs this program with the same arguments; see docs/etcd.md,
 "Across hosts (etcd)".
 
 Exit codes: the command's own; 75 (--skip-code) skipped because busy, or the

@@ -2,7 +2,7 @@
 
 // Command withlock runs a command while holding per-path flock locks that
 // are byte-compatible with the example blog's Python workers, plus
-// concurrency slots, all or nothing. See README.md for the contract.
+// concurrency slots, all or nothing. See docs/withlock.md for the contract.
 //
 // This is the binary cron runs on every tick: it links no CLI library and
 // no backend but the local one, and parses the common command lines

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Dependency classifier (seed: scripts/dependency-classifier/dependency_classifier.py).
+"""Dependency classifier (modelled on scripts/dependency-classifier/dependency_classifier.py).
 
 Takes one KO/EN pair whose links are not classified yet, asks the "model"
 how each linked post relates to this one, and writes the answer into the

@@ -13,7 +13,7 @@ skip code 75 (busy) ends it, with that run's status. If every candidate is
 busy, or the queue is empty, it exits 75 and cron-gate records the tick as
 skipped (busy).
 
-This is the seed classifier's "take the first pair you can lock" rule,
+This is the original Python classifier's "take the first pair you can lock" rule,
 moved out of the worker: a post another worker holds is passed over, not
 waited for. Nothing is held between attempts, and each attempt is
 withlock's own all-or-nothing try, so there is no check-then-lock race.

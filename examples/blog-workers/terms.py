@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Term extraction worker (seed: scripts/term-extraction/term_extract_worker.py).
+"""Term extraction worker (modelled on scripts/term-extraction/term_extract_worker.py).
 
 Takes one KO post that has no glossary line yet, asks the "model" for the
 post's terms, and appends a bilingual glossary line (한영 병기) to the KO file.

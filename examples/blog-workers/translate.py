@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Translation worker (seed: scripts/translation/translate_worker.py).
+"""Translation worker (modelled on scripts/translation/translate_worker.py).
 
 Takes the first KO post that has no EN file yet and translates it, in two
-steps as the seed's worker does: a draft (a few simulated minutes), written
+steps as the original Python worker does: a draft (a few simulated minutes), written
 to the EN file as soon as it exists, then polishing (the rest of ~20
 simulated minutes) - a read-modify-write of the EN file with the model call
 in between. A classifier that edits the fresh EN file while it is being
@@ -30,7 +30,7 @@ def queue():
 
 
 def paths(n):
-    """KO and EN as a pair, as the seed's worker locks them."""
+    """KO and EN as a pair, as the original Python worker locks them."""
     return [w.ko(n), w.en(n)]
 
 

@@ -72,7 +72,7 @@ const (
 )
 
 // Record is one line of a gate's journal (JSON Lines, schema version 1;
-// README, "Journal"). Fields not relevant to an event are omitted.
+// docs/cron-gate.md, "Journal"). Fields not relevant to an event are omitted.
 type Record struct {
 	V          int       `json:"v"`
 	Gate       string    `json:"gate"`

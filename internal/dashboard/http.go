@@ -132,7 +132,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // dispatch checks the method, the auth and, for POST, the origin, and the
-// session's key, then runs the route. The rules (README, "Security"):
+// session's key, then runs the route. The rules (docs/dashboard.md, "Security"):
 //
 //   - who: Authorization: Bearer TOKEN, or a live session's cookie; without
 //     a configured token (loopback), reads need neither;

@@ -287,7 +287,7 @@ func (h *held) ReleaseErr() error { return h.lease.revokeErr }
 func (h *held) TTL() time.Duration { return h.c.b.cfg.TTL }
 
 // Fenced is what an etcd Held offers beyond lockset.Leased: the fencing
-// token and the names other hosts know the paths by (README, "The fencing
+// token and the names other hosts know the paths by (docs/etcd.md, "The fencing
 // contract").
 type Fenced interface {
 	lockset.Leased

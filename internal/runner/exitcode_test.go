@@ -123,7 +123,7 @@ func code(e ast.Expr) bool {
 }
 
 // Every exit code is a named constant of this package (exitcode.go): no
-// other non-test file writes one as a number (README, "Exit codes").
+// other non-test file writes one as a number (docs/exit-codes.md, "Exit codes").
 // CRONGATE_SOURCE names another tree to check (for checking this test
 // against an older tree).
 func TestNoLiteralExitCodes(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 // KillWithParent makes the kernel kill the command (SIGKILL) the moment
 // this process dies, for a wrapper whose locks cannot outlive it (an etcd
-// lease: README, "Across hosts (etcd)"). The command is started through
+// lease: docs/etcd.md, "Across hosts (etcd)"). The command is started through
 // util-linux's `setpriv --pdeathsig KILL --`. The signal fires when the
 // thread that forked the command exits, which in Go can come before the
 // process does (go.dev/issue/27505), so the calling goroutine is locked to

@@ -41,7 +41,7 @@ func New(cfg *gate.Config, ps gate.Pauses, stderr io.Writer) *Checker {
 }
 
 // Result is what one check saw and did (`cron-gate check --json`, schema
-// v1, README).
+// v1, docs/watchdog.md).
 type Result struct {
 	V             int               `json:"v"`
 	Time          time.Time         `json:"time"`

@@ -2,8 +2,7 @@
 
 // Package watch is cron-gate's watchdog, `cron-gate check`: run from cron
 // every few minutes, it alerts once when a gate goes stale, fails or is no
-// longer scheduled, and once more when that clears (README, "cron-gate
-// check").
+// longer scheduled, and once more when that clears (docs/watchdog.md).
 //
 // It does not judge a gate's state itself: every fact about a gate comes
 // from gate.Status (the one judgement the status view and the dashboard

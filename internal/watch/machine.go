@@ -54,7 +54,7 @@ type Notification struct {
 	Errors    map[string]string `json:"errors,omitempty"`    // those it did not, and why
 }
 
-// machine is the alert state machine of the README's "Alerts" rules. It is
+// machine is the alert state machine of docs/watchdog.md's "Alerts" rules. It is
 // pure: time comes in as now, notifiers as their IDs, and it only changes
 // the State it is given.
 //

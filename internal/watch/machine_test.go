@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The alert state machine, one test per rule of the README's "Alerts",
+// The alert state machine, one test per rule of docs/watchdog.md's "Alerts",
 // driven by an injected clock and a recording notifier: nothing sleeps.
 
 const oneGate = `

@@ -22,7 +22,7 @@ import (
 )
 
 // Message is what a notifier sends: one alert or recovery. It is also the
-// webhook's JSON body (README, "Notifiers"). Its text holds no control or
+// webhook's JSON body (docs/watchdog.md, "Notifiers"). Its text holds no control or
 // bidirectional character but the line feeds that separate Body's lines:
 // the details it quotes are neutralised when they are observed
 // (safetext.Line), and the webhook's JSON carries the rest escaped.

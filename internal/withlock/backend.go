@@ -119,7 +119,7 @@ type localConn struct{ lockset.Local }
 
 func (localConn) Hint(err error) string {
 	if errors.Is(err, lockfile.ErrUnsafe) {
-		return "withlock never follows a symlink or uses another user's lock dir; see README, Permissions"
+		return "withlock never follows a symlink or uses another user's lock dir; see docs/security.md, Permissions"
 	}
 	return ""
 }

@@ -13,7 +13,7 @@ import (
 
 // FastParse parses the common, well-formed command lines without kong, so
 // that a per-tick call does not pay for kong's reflective set-up (about
-// 0.4 ms, most of withlock's own cost; see BENCHMARKS.md). It accepts only
+// 0.4 ms, most of withlock's own cost; see docs/benchmarks.md). It accepts only
 // long flags with "=" or a separate value, -p VALUE, and -v, -q, -0 on their
 // own; on anything else — --help, --version, an unknown or repeated flag, a
 // value it is not sure about — it returns false and kong parses the line,

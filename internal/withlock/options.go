@@ -31,7 +31,7 @@ type CLI struct {
 	KillAfter time.Duration `default:"${killafter}" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
 	Verbose   bool          `short:"v" help:"Say what was taken."`
 	Quiet     bool          `short:"q" help:"Do not say why the command was skipped."`
-	// The etcd backend (README, "Across hosts (etcd)"). withlock itself
+	// The etcd backend (docs/etcd.md, "Across hosts (etcd)"). withlock itself
 	// never sees these with --backend etcd: it hands such a line to
 	// withlock-etcd (the registry, backend.go), which parses this same
 	// struct and applies the defaults named in the help (its Driver's

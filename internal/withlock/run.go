@@ -9,7 +9,7 @@
 // backend's program, which parses with kong too and brings its Driver.
 // withlock hands a line it does not parse to withlock-full, and a line
 // whose backend another program serves to that program, unchanged (by
-// exec); see README, "Start-up cost".
+// exec); see docs/benchmarks.md, "Start-up cost".
 package withlock
 
 import (
@@ -227,7 +227,7 @@ func (r *run) release(held lockset.Held) {
 
 // handTo tells the command what it holds: the descriptors that carry the
 // locks (inherited, so the locks live as long as the command does, even if
-// withlock itself is killed: README, Lock lifetime), WITHLOCK_PATHS (or a
+// withlock itself is killed: docs/withlock.md, Lock lifetime), WITHLOCK_PATHS (or a
 // memory file for a long list, returned for the caller to close),
 // WITHLOCK_SLOT and the backend's own entries (Conn.Env).
 func (r *run) handTo(child *runner.Child, conn Conn, held lockset.Held) (*os.File, error) {
@@ -275,7 +275,7 @@ func (o *Options) Request() (lockset.Request, error) {
 	return r, nil
 }
 
-// Limits of --paths-from (README, withlock). They bound the time and
+// Limits of --paths-from (docs/withlock.md). They bound the time and
 // memory a list can cost, whatever is named: /dev/zero, an endless pipe.
 const (
 	// MaxPathsFromBytes bounds what is read, duplicates included.
@@ -285,7 +285,7 @@ const (
 	// by the open-file limit once canonicalised).
 	MaxPathsFromEntries = 1 << 20
 	// MaxEntryBytes is the longest entry. A spelling may be longer than
-	// PATH_MAX and still name a lock (Python resolves it as text: README,
+	// PATH_MAX and still name a lock (Python resolves it as text: docs/python.md,
 	// Python compatibility), so the bound is far above it.
 	MaxEntryBytes = 1 << 20
 )

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cron-gate's per-call cost against the bare Go os/exec runner (the anchor),
-# interleaved in one run so that drifting load cancels out (README,
+# interleaved in one run so that drifting load cancels out (docs/benchmarks.md,
 # "cron-gate: start-up cost"):
 #
 #   bash tests/bench/crongate.sh [ROUNDS]      # default 400

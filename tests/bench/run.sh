@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the figures of BENCHMARKS.md:   bash tests/bench/run.sh
+# Reproduces the figures of docs/benchmarks.md:   bash tests/bench/run.sh
 #
 # Builds withlock (CGO_ENABLED=0, as released; plus a default cgo build for
 # comparison), a bare os/exec runner (tests/bench/anchor), a clock stamp

@@ -2,7 +2,7 @@
 // SIGKILL of withlock, of cron-gate and of the command at random moments,
 // signals sent to a cron-gate + withlock chain, a state dir that fills up,
 // a lock dir removed under its holders, and wall-clock jumps seen by the
-// journal and the status. RELIABILITY.md says what each test proves, how
+// journal and the status. docs/reliability.md says what each test proves, how
 // many iterations it runs and how to run the long modes.
 //
 // The critical section used here is tests/fault/faultworker, a variant of

@@ -18,7 +18,7 @@ import (
 	"github.com/crongate/crongate/internal/watch"
 )
 
-// check is `cron-gate check` (README, "cron-gate check"). Exit codes: 0
+// check is `cron-gate check` (docs/watchdog.md, "cron-gate check"). Exit codes: 0
 // checked; 1 checked, but a notification could not be delivered (the
 // state says so, and the next check tries again); 125 could not check
 // (config, state dir, state file) or could not write the metrics file;

@@ -4,7 +4,7 @@
 // and the TOML decoder: the binaries cron-gate-full, and cron-gate-etcd
 // (the same with the etcd client, for configs with shared pauses).
 // cron-gate (cmd/cron-gate) execs cron-gate-full for every line but a run
-// whose config is cached. See README.md, "cron-gate: start-up cost".
+// whose config is cached. See docs/benchmarks.md, "cron-gate: start-up cost".
 package full
 
 import (

@@ -24,7 +24,7 @@ import (
 	"github.com/crongate/crongate/internal/watch"
 )
 
-// serve is `cron-gate serve` (README, "cron-gate serve"). It runs until
+// serve is `cron-gate serve` (docs/dashboard.md, "cron-gate serve"). It runs until
 // SIGTERM or SIGINT, then stops gracefully and exits 0; 125 when it cannot
 // start (address in use, no token off loopback, bad config).
 func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *tui.Printer, sigs <-chan os.Signal) int {

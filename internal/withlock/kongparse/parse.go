@@ -3,7 +3,7 @@
 // Package withlockkong parses withlock's command line with kong: help,
 // error messages and every form of the line. withlock-full and
 // withlock-etcd use it (Main); the per-tick withlock binary does not link
-// it (README, "Start-up cost").
+// it (docs/benchmarks.md, "Start-up cost").
 package kongparse
 
 import (
