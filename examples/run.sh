@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The demo (README: "The two commands"): the Python workers' three blog workers -
+# The demo (README, "The demo and the tests"): an example blog's three workers -
 # translation, term extraction, dependency classifier - play the same
 # crontab three ways, with real processes and real locks:
 #   (a) no locks, (b) the old whole-worker locks (flock -n), (c) cron-gate + withlock;
