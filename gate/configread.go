@@ -42,6 +42,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/safeopen"
 )
 
 // The settling rule's constants; variables, with the clock, only so that
@@ -240,23 +241,7 @@ func readConfigOnce(path string, flags int) (*configRead, error) {
 // configKindError: the path is not a regular file.
 type configKindError struct{ kind uint32 }
 
-func (e *configKindError) Error() string {
-	switch e.kind {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a named pipe (FIFO)"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFLNK:
-		return "a symlink"
-	}
-	return fmt.Sprintf("file type %#o", e.kind)
-}
+func (e *configKindError) Error() string { return safeopen.Kind(e.kind) }
 
 // configStepError: a step after the open failed.
 type configStepError struct {

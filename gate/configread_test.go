@@ -162,7 +162,7 @@ func TestReadConfigSpecialFiles(t *testing.T) {
 	if err := os.Symlink("/dev/zero", zero); err != nil {
 		t.Fatal(err)
 	}
-	for path, kind := range map[string]string{fifo: "a named pipe (FIFO)", zero: "a character device", dir: "a directory"} {
+	for path, kind := range map[string]string{fifo: "a FIFO", zero: "a character device", dir: "a directory"} {
 		done := make(chan error, 1)
 		go func() {
 			_, err := ReadConfig(path, false)

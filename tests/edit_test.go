@@ -271,7 +271,7 @@ func TestEditCommand(t *testing.T) {
 	if err := os.Symlink("/dev/zero", zero); err != nil {
 		t.Fatal(err)
 	}
-	for path, kind := range map[string]string{fifo: "a named pipe (FIFO)", zero: "a character device"} {
+	for path, kind := range map[string]string{fifo: "a FIFO", zero: "a character device"} {
 		steps(`echo the editor ran >` + dir + `/ran`)
 		p = startOnPTY(t, dir, append(env, "EDITOR="+editor), "--config", path, "edit")
 		if code := p.wait(t); code != 125 || !strings.Contains(p.output(), "is not a regular file but "+kind) {

@@ -41,8 +41,9 @@ func Size(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// kind names a file type for messages.
-func kind(mode uint32) string {
+// Kind names the file type of mode (its S_IFMT bits) for messages: "a
+// FIFO", "a directory", "a regular file", ...
+func Kind(mode uint32) string {
 	switch mode & unix.S_IFMT {
 	case unix.S_IFIFO:
 		return "a FIFO"
@@ -63,7 +64,7 @@ func kind(mode uint32) string {
 }
 
 func notRegular(path string, mode uint32) error {
-	return &FileError{Path: path, Kind: kind(mode), Err: ErrNotRegular}
+	return &FileError{Path: path, Kind: Kind(mode), Err: ErrNotRegular}
 }
 
 // openFlags are added to every open of a file.
