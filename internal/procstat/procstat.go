@@ -27,7 +27,8 @@ const ClockTicks = 100
 type Stat struct {
 	Pid        int
 	Comm       string // raw, unsanitized: any byte but NUL, chosen by the process
-	State      byte
+	State      byte   // field 3: R, S, D, Z, X, ...
+	Pgrp       int    // field 5: the process group
 	StartTicks uint64 // field 22: start time, clock ticks since boot
 }
 
@@ -67,8 +68,19 @@ func Parse(data []byte) (Stat, error) {
 	if err != nil {
 		return st, errors.New("bad starttime field")
 	}
-	st.Pid, st.Comm, st.State, st.StartTicks = pid, string(data[open+1:end]), rest[1], start
+	pgrp, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return st, errors.New("bad pgrp field")
+	}
+	st.Pid, st.Comm, st.State, st.Pgrp, st.StartTicks = pid, string(data[open+1:end]), rest[1], pgrp, start
 	return st, nil
+}
+
+// Live reports whether the process pid exists and is not a zombie (or
+// dead): a zombie holds no file and no lock, and PID 1 may never reap it.
+func Live(pid int) bool {
+	st, err := Read(pid)
+	return err == nil && st.State != 'Z' && st.State != 'X'
 }
 
 // Read reads and parses /proc/PID/stat.

@@ -18,21 +18,21 @@ func TestParse(t *testing.T) {
 			t.Errorf("comm %q: %v", comm, err)
 			continue
 		}
-		if st.Pid != 4242 || st.Comm != comm || st.State != 'S' || st.StartTicks != 123456 {
+		if st.Pid != 4242 || st.Comm != comm || st.State != 'S' || st.Pgrp != 1 || st.StartTicks != 123456 {
 			t.Errorf("comm %q: got %+v", comm, st)
 		}
 	}
 	for _, bad := range []string{
 		"", "4242", "4242 (x", "4242 x)", "(x)" + tail, "-1 (x)" + tail, "4242 (x)", "4242 (x) S 1 2",
 		"4242 (x)S" + tail[2:], "4242 (x) SS" + tail[2:], "4242 (x) S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 -5 1",
-		"99999999999999999999 (x)" + tail,
+		"99999999999999999999 (x)" + tail, "4242 (x)\x00 0 0", "4242 (x) \x00 0 0",
 	} {
 		if st, err := Parse([]byte(bad)); err == nil {
 			t.Errorf("%q parsed as %+v", bad, st)
 		}
 	}
 	st, err := Read(os.Getpid())
-	if err != nil || st.Pid != os.Getpid() || st.StartTicks == 0 {
+	if err != nil || st.Pid != os.Getpid() || st.StartTicks == 0 || st.Pgrp != unix.Getpgrp() {
 		t.Fatalf("/proc/self/stat: %+v, %v", st, err)
 	}
 	if got := StartTicks(os.Getpid()); got != st.StartTicks {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/internal/procstat"
 )
 
 const pdeathHelperEnv = "RUNNER_PDEATH_HELPER"
@@ -100,10 +102,5 @@ func TestKillWithParent(t *testing.T) {
 // orphan stays a zombie until PID 1 reaps it, which some containers never
 // do).
 func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	state, _, ok := statFields(b)
-	return ok && state != 'Z' && state != 'X'
+	return procstat.Live(pid)
 }

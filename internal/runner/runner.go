@@ -30,7 +30,6 @@
 package runner
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +43,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/internal/procstat"
 )
 
 // DefaultKillAfter is the grace between TERM and KILL when a timeout fires.
@@ -534,34 +535,15 @@ func (c *Child) groupAlive() bool {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
 		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if state, pg, ok := statFields(data); ok && pg == pgid && state != 'Z' && state != 'X' {
+		if st, err := procstat.Read(pid); err == nil && st.Pgrp == pgid && st.State != 'Z' && st.State != 'X' {
 			return true
 		}
 	}
 	return false
-}
-
-// statFields returns the state and the process group of a /proc/PID/stat
-// line: "pid (comm) S ppid pgrp ...", where comm may hold spaces and
-// parentheses, so the fields are counted from the last ')'.
-func statFields(stat []byte) (state byte, pgrp int, ok bool) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
-	}
-	pg, err := strconv.Atoi(f[2])
-	if err != nil {
-		return 0, 0, false
-	}
-	return f[0][0], pg, true
 }
 
 func codeOf(ps *os.ProcessState, err error) (int, syscall.Signal) {

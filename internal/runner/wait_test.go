@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crongate/crongate/internal/procstat"
 )
 
 // syncBuffer is a bytes.Buffer safe for the runner's copy goroutines.
@@ -53,12 +55,7 @@ func waitFile(t *testing.T, path string) int {
 
 // live reports whether pid exists and is not a zombie.
 func live(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	st, _, ok := statFields(data)
-	return ok && st != 'Z' && st != 'X'
+	return procstat.Live(pid)
 }
 
 // waitBounded runs Wait in a goroutine and fails the test if it has not
@@ -190,34 +187,4 @@ func TestStdinReader(t *testing.T) {
 	if res.Code != 0 || out.String() != "got x\n" {
 		t.Errorf("Wait = %+v, output %q; want got x", res, out.String())
 	}
-}
-
-func TestStatFields(t *testing.T) {
-	for _, c := range []struct {
-		in    string
-		state byte
-		pgrp  int
-		ok    bool
-	}{
-		{"12 (sleep) S 1 12 12 0 -1", 'S', 12, true},
-		{"13 (a) b) (c) Z 1 9 9 0", 'Z', 9, true},
-		{"14 (x", 0, 0, false},
-		{"15 (x) S 1", 0, 0, false},
-	} {
-		st, pg, ok := statFields([]byte(c.in))
-		if st != c.state || pg != c.pgrp || ok != c.ok {
-			t.Errorf("statFields(%q) = %c %d %v; want %c %d %v", c.in, st, pg, ok, c.state, c.pgrp, c.ok)
-		}
-	}
-}
-
-// statFields reads /proc/PID/stat, whose comm any process chooses.
-func FuzzStatFields(f *testing.F) {
-	f.Add([]byte("12 (sleep) S 1 12 12 0 -1"))
-	f.Add([]byte("1 ()) R 0 1"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if st, _, ok := statFields(b); ok && st == 0 {
-			t.Fatalf("ok with no state for %q", b)
-		}
-	})
 }
