@@ -7,24 +7,28 @@ package gate
 //
 // An editor that saves in place (nano, vim with backupcopy=yes, `cat >`,
 // sed -i is not one: it renames) truncates the file and writes it again,
-// possibly in several writes. A reader that lands in between sees a prefix
-// of the file, which may well parse: a gate whose `paused = true` line is
-// not written yet would run. Every write sets the file's ctime to the
-// current time (and, unlike mtime, ctime cannot be set back), so a file
-// whose ctime is more than configSettle old is not being written, and one
-// read, checked by a second fstat for a change during the read, is enough:
-// the common case costs one fstat more than a plain read. A file changed
-// more recently is read again after configSettlePause until two
-// consecutive reads agree (same bytes, same inode, size, mtime and ctime),
-// for at most configSettleMax; a file that never settles is an error, so a
-// run does not happen on it (exit 125).
+// possibly in several writes and with pauses between them. A reader that
+// lands in between sees a prefix of the file, which may well parse: a gate
+// whose `paused = true` line is not written yet would run. Every write
+// sets the file's ctime to the current time (and, unlike mtime, ctime
+// cannot be set back), so the rule is: a version of the file is used only
+// once it has been quiet for configSettle — its ctime at least that old —
+// and did not change while it was read (a second fstat). The common case
+// (a file not changed in the last second) costs one fstat more than a
+// plain read; a run that comes within a second of a save waits until the
+// second is over, and a file that keeps changing for configSettleMax is
+// an error, so a run does not happen on it (exit 125).
 //
 // What this does not catch: a writer that stops for longer than
-// configSettlePause in the middle of a save (two reads agree on the
-// prefix), or one that pauses for more than configSettle (the prefix is
-// then old enough to be read once). The README asks for atomic
+// configSettle in the middle of a save. The docs ask for atomic
 // replacement (write a new file, rename it over the old one) or `cron-gate
 // edit`, which never expose a partial file.
+//
+// cron-gate's own edits (gateconf: resume, cron-gate edit) replace the
+// file atomically and, under the config's edit lock, record the version
+// they wrote; the next edit, holding the same lock, may take exactly that
+// version at once (ReadConfigVersion's trusted), so back-to-back edits do
+// not wait for each other's second.
 //
 // An editor that renames the old file away and then writes a new one (vim
 // with backupcopy=no) leaves a moment without any file: a missing config
@@ -51,8 +55,8 @@ var (
 	// configSettle: a file whose ctime is this recent may still be being
 	// written.
 	configSettle = time.Second
-	// configSettlePause: the time between two reads that must agree.
-	configSettlePause = 100 * time.Millisecond
+	// configSettlePause: the shortest wait before the next look.
+	configSettlePause = 50 * time.Millisecond
 	// configSettleMax: a file still changing after this is an error.
 	configSettleMax = 5 * time.Second
 
@@ -70,6 +74,10 @@ type FileVersion struct {
 	Mode         uint32 // st_mode: the type and permission bits
 	Uid, Gid     uint32
 }
+
+// VersionOf is the FileVersion of a file as st (fstat's or lstat's)
+// describes it.
+func VersionOf(st *unix.Stat_t) FileVersion { return versionOf(st) }
 
 func versionOf(st *unix.Stat_t) FileVersion {
 	return FileVersion{
@@ -93,21 +101,38 @@ func (v FileVersion) recent(now time.Time) bool {
 // O_NONBLOCK and must be a regular file, else an error); it reads at most
 // MaxConfigBytes (a larger file is an error); and it returns only a
 // version of the file that was not being written (see the comment at the
-// top of this file: a file changed within the last second is read again
-// until two reads agree, for at most a few seconds, after which it is an
-// error). A final symlink is followed. Errors are single lines starting
+// top of this file: a file changed within the last second is read once it
+// has been quiet for a second, waiting at most a few seconds, after which
+// it is an error). A final symlink is followed. Errors are single lines starting
 // with "config PATH" that say what to do.
 func ReadConfig(path string, missingOK bool) ([]byte, error) {
-	data, _, err := readConfigStable(path, missingOK, 0)
+	data, _, err := readConfigStable(path, missingOK, 0, FileVersion{})
 	return data, err
 }
 
 // ReadConfigVersion is ReadConfig for an editor of the file (gateconf): a
 // missing file is an error, a symlink is refused (resolve it first), and
 // the version read is returned, to be checked with ConfigUnchanged before
-// the file is replaced.
-func ReadConfigVersion(path string) ([]byte, FileVersion, error) {
-	return readConfigStable(path, false, unix.O_NOFOLLOW)
+// the file is replaced. A file whose version is trusted (not the zero
+// FileVersion: the one the previous edit under the same lock wrote, see
+// WrittenVersion) is taken at once, however recent.
+func ReadConfigVersion(path string, trusted FileVersion) ([]byte, FileVersion, error) {
+	return readConfigStable(path, false, unix.O_NOFOLLOW, trusted)
+}
+
+// WrittenVersion returns the version of the file at path (not followed if
+// a symlink) that an editor just renamed into place, given the version of
+// the new file before the rename: the rename changes only its ctime, so
+// any other difference means somebody changed it since, and ok is false.
+func WrittenVersion(path string, before FileVersion) (v FileVersion, ok bool) {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return FileVersion{}, false
+	}
+	v = versionOf(&st)
+	after := v
+	after.Ctime = before.Ctime
+	return v, after == before
 }
 
 // ConfigUnchanged reports whether the file at path (not followed if a
@@ -128,14 +153,7 @@ type configRead struct {
 	missing bool // it does not exist
 }
 
-func (r *configRead) agrees(o *configRead) bool {
-	if r.missing || o.missing {
-		return r.missing && o.missing
-	}
-	return !r.torn && !o.torn && r.v == o.v && bytes.Equal(r.data, o.data)
-}
-
-func readConfigStable(path string, missingOK bool, flags int) ([]byte, FileVersion, error) {
+func readConfigStable(path string, missingOK bool, flags int, trusted FileVersion) ([]byte, FileVersion, error) {
 	where := cfgtext.Where(path, 0)
 	deadline := configNow().Add(configSettleMax)
 	var prev *configRead
@@ -147,14 +165,18 @@ func readConfigStable(path string, missingOK bool, flags int) ([]byte, FileVersi
 		if err != nil {
 			r = &configRead{missing: true}
 		}
+		now := configNow()
 		settled := false
 		switch {
-		case prev != nil:
-			settled = r.agrees(prev)
 		case r.missing:
-			settled = !dirChangedRecently(path)
+			// Missing twice in a row, or in a directory that has not
+			// changed lately: missing.
+			settled = prev != nil && prev.missing || !dirChangedRecently(path)
+		case r.torn:
+		case trusted != FileVersion{} && r.v == trusted:
+			settled = true
 		default:
-			settled = !r.torn && !r.v.recent(configNow())
+			settled = !r.v.recent(now)
 		}
 		if settled && r.missing {
 			return nil, FileVersion{}, configMissing(where, path, missingOK)
@@ -162,13 +184,26 @@ func readConfigStable(path string, missingOK bool, flags int) ([]byte, FileVersi
 		if settled {
 			return r.data, r.v, nil
 		}
-		if configNow().After(deadline) {
+		if now.After(deadline) {
 			return nil, FileVersion{}, fmt.Errorf("%s: kept changing for %s while cron-gate read it; replace it atomically (write a new file and rename it over the old one) or edit it with cron-gate edit",
 				where, configSettleMax)
 		}
 		prev = r
-		configSleep(configSettlePause)
+		configSleep(settleWait(r, now))
 	}
+}
+
+// settleWait is how long to wait before looking at the file again: until
+// the version just read has been quiet for configSettle (a write meanwhile
+// makes the next look wait again), at least configSettlePause.
+func settleWait(r *configRead, now time.Time) time.Duration {
+	wait := configSettlePause
+	if !r.missing && !r.torn {
+		if w := time.Unix(0, r.v.Ctime).Add(configSettle).Sub(now); w > wait {
+			wait = min(w, configSettle)
+		}
+	}
+	return wait
 }
 
 // dirChangedRecently reports whether the directory of path had an entry

@@ -23,30 +23,53 @@ func withSettle(t *testing.T, now func() time.Time, sleep func(time.Duration)) {
 	}
 }
 
+// fakeClock starts at the real time and moves only when slept on; each
+// sleep first runs step (the "editor" acting while cron-gate waits).
+type fakeClock struct {
+	t      time.Time
+	sleeps int
+	step   func(n int)
+}
+
+func newFakeClock(t *testing.T, step func(n int)) *fakeClock {
+	c := &fakeClock{t: time.Now(), step: step}
+	withSettle(t, func() time.Time { return c.t }, func(d time.Duration) {
+		c.sleeps++
+		if c.step != nil {
+			c.step(c.sleeps)
+		}
+		c.t = c.t.Add(d)
+	})
+	return c
+}
+
 const (
 	fullConfig = "# held\n[gates.held]\npaused = true\n# end\n"
 	halfConfig = "# held\n[gates.held]\n" // what a reader sees mid-save
 )
 
-// A file written just now may be half written: ReadConfig reads it again
-// until two reads agree, so it returns the finished file, not the prefix
-// it saw first. The "editor" finishes its save during the first pause.
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(s)
+	f.Close()
+}
+
+// A file written just now may be half written: ReadConfig uses a version
+// only once it has been quiet for configSettle, so it returns the finished
+// file, not the prefix it saw first. The "editor" finishes its save during
+// the first wait.
 func TestReadConfigWaitsForTheSave(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.toml")
 	if err := os.WriteFile(path, []byte(halfConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sleeps, appended := 0, false
-	withSettle(t, nil, func(time.Duration) {
-		sleeps++
-		if !appended {
-			appended = true
-			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.WriteString(fullConfig[len(halfConfig):])
-			f.Close()
+	c := newFakeClock(t, func(n int) {
+		if n == 1 {
+			appendTo(t, path, fullConfig[len(halfConfig):])
 		}
 	})
 	data, err := ReadConfig(path, false)
@@ -56,12 +79,11 @@ func TestReadConfigWaitsForTheSave(t *testing.T) {
 	if string(data) != fullConfig {
 		t.Fatalf("ReadConfig returned %q, want the finished file %q", data, fullConfig)
 	}
-	if sleeps != 2 {
-		t.Errorf("%d pauses, want 2 (prefix, then the file twice)", sleeps)
+	if c.sleeps < 2 {
+		t.Errorf("%d waits, want at least 2 (the prefix, then the finished file until it is a second old)", c.sleeps)
 	}
 	// ReadConfigVersion the same, and its version is the file's.
-	sleeps = 0
-	data, v, err := ReadConfigVersion(path)
+	data, v, err := ReadConfigVersion(path, FileVersion{})
 	if err != nil || string(data) != fullConfig {
 		t.Fatalf("ReadConfigVersion: %q %v", data, err)
 	}
@@ -76,6 +98,84 @@ func TestReadConfigWaitsForTheSave(t *testing.T) {
 	}
 	if ConfigUnchanged(path, data, v) {
 		t.Errorf("ConfigUnchanged after a rewrite with the same bytes is true (the mtime changed)")
+	}
+}
+
+// An editor that stops in the middle of its save for longer than a short
+// pause (here 500 ms, as a loaded machine or a slow disk makes it) must
+// not have its prefix taken for the config: two reads that agree are not
+// enough, the version must have been quiet for configSettle. (Finding F8,
+// docs/reliability.md: with "two reads 100 ms apart agree", a paused gate
+// ran.)
+func TestReadConfigWriterStallsMidSave(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.toml")
+	if err := os.WriteFile(path, []byte(halfConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The editor writes the rest 500 ms after its first write, in the
+	// reader's time: during whichever wait of the reader spans that.
+	resume := time.Unix(0, statCtime(t, path)).Add(500 * time.Millisecond)
+	appended := false
+	c := &fakeClock{t: time.Now()}
+	withSettle(t, func() time.Time { return c.t }, func(d time.Duration) {
+		c.sleeps++
+		if !appended && !c.t.Add(d).Before(resume) {
+			appended = true
+			appendTo(t, path, fullConfig[len(halfConfig):])
+		}
+		c.t = c.t.Add(d)
+	})
+	data, err := ReadConfig(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != fullConfig {
+		t.Fatalf("ReadConfig returned the prefix %q of a save that stalled for 500 ms, want %q", data, fullConfig)
+	}
+}
+
+func statCtime(t *testing.T, path string) int64 {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ctim.Nano()
+}
+
+// The version an edit under the config lock wrote (WrittenVersion) is
+// taken at once by the next edit, however recent; any other version waits.
+func TestReadConfigVersionTrusted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.toml")
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(fullConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(tmp, &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := WrittenVersion(path, VersionOf(&st))
+	if !ok {
+		t.Fatal("WrittenVersion: the renamed file is not the one written")
+	}
+	c := newFakeClock(t, nil)
+	data, got, err := ReadConfigVersion(path, v)
+	if err != nil || string(data) != fullConfig || got != v || c.sleeps != 0 {
+		t.Fatalf("trusted version: %q %v %v, %d waits; want it at once", data, got, err, c.sleeps)
+	}
+	// Changed since (an in-place save): no longer trusted, nor written.
+	appendTo(t, path, "# more\n")
+	if _, ok := WrittenVersion(path, VersionOf(&st)); ok {
+		t.Error("WrittenVersion of a file changed after the rename: ok")
+	}
+	if _, _, err := ReadConfigVersion(path, v); err != nil {
+		t.Fatal(err)
+	}
+	if c.sleeps == 0 {
+		t.Error("a version other than the trusted one was taken without waiting")
 	}
 }
 
@@ -101,7 +201,6 @@ func TestReadConfigNeverSettles(t *testing.T) {
 	if err := os.WriteFile(path, []byte(halfConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	configSettleMax = 300 * time.Millisecond
 	withSettle(t, nil, func(time.Duration) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
@@ -111,6 +210,7 @@ func TestReadConfigNeverSettles(t *testing.T) {
 		f.Close()
 		time.Sleep(10 * time.Millisecond)
 	})
+	configSettleMax = 300 * time.Millisecond // after withSettle, which restores it
 	_, err := ReadConfig(path, false)
 	if err == nil || !strings.Contains(err.Error(), "kept changing") || !strings.Contains(err.Error(), "cron-gate edit") {
 		t.Fatalf("ReadConfig of a file that never settles: %v", err)
@@ -128,7 +228,7 @@ func TestReadConfigMissingForAMoment(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := false
-	withSettle(t, nil, func(time.Duration) {
+	newFakeClock(t, func(int) {
 		if !created {
 			created = true
 			if err := os.WriteFile(path, []byte(fullConfig), 0o644); err != nil {
@@ -179,7 +279,7 @@ func TestReadConfigSpecialFiles(t *testing.T) {
 		}
 	}
 	// ReadConfigVersion does not follow a symlink.
-	if _, _, err := ReadConfigVersion(zero); err == nil {
+	if _, _, err := ReadConfigVersion(zero, FileVersion{}); err == nil {
 		t.Errorf("ReadConfigVersion followed a symlink")
 	}
 }

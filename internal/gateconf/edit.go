@@ -23,6 +23,7 @@ package gateconf
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -103,15 +104,15 @@ func SetPaused(path, name string, paused bool, lockPath string) error {
 	if lockPath == "" {
 		return fmt.Errorf("%s: no lock file given for the edit; pass a path in the state directory", where)
 	}
-	unlock, err := editLock(lockPath, editLockWait)
+	lock, err := editLock(lockPath, editLockWait)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer lock.release()
 
 	const attempts = 5
 	for range attempts {
-		err := setPausedLocked(path, name, paused)
+		err := setPausedLocked(path, name, paused, lock)
 		if !errors.Is(err, errEditRaced) {
 			return err
 		}
@@ -123,7 +124,7 @@ func SetPaused(path, name string, paused bool, lockPath string) error {
 // renaming; the caller starts over.
 var errEditRaced = errors.New("config changed during the edit")
 
-func setPausedLocked(path, name string, paused bool) error {
+func setPausedLocked(path, name string, paused bool, lock *configLock) error {
 	where := cfgtext.Where(path, 0)
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
@@ -132,7 +133,7 @@ func setPausedLocked(path, name string, paused bool) error {
 		}
 		return fmt.Errorf("%s: cannot resolve the path: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
 	}
-	data, st, err := gate.ReadConfigVersion(target)
+	data, st, err := gate.ReadConfigVersion(target, lock.trusted())
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func setPausedLocked(path, name string, paused bool) error {
 	if err := editVerify(path, out, cfg, name, paused); err != nil {
 		return err
 	}
-	return editReplace(where, target, data, out, st)
+	return editReplace(where, target, data, out, st, lock)
 }
 
 // editPaused returns data with gate's paused set (see SetPaused); cfg is
@@ -333,8 +334,8 @@ var errEditLockBusy = errors.New("held by another edit of the config")
 // is (package safeopen: never through another user's directory or symlink,
 // never re-resolved), and the file is opened through that directory's
 // descriptor without following a symlink or blocking, and must be a
-// regular file. The returned func releases it.
-func editLock(lockPath string, wait time.Duration) (func(), error) {
+// regular file. Its release method releases it.
+func editLock(lockPath string, wait time.Duration) (*configLock, error) {
 	where := "lock file " + cfgtext.QuotePath(lockPath)
 	d, err := safeopen.OpenDir(filepath.Dir(lockPath), safeopen.DirOptions{What: "state dir"})
 	if err != nil {
@@ -377,14 +378,46 @@ func editLock(lockPath string, wait time.Duration) (func(), error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: cannot lock: %s", where, cfgtext.OneLine(err.Error()))
 	}
-	return func() { f.Close() }, nil
+	return &configLock{f: f}, nil
+}
+
+// configLock is the config's edit lock, held. The lock file also keeps the
+// version of the config the last edit under it wrote (record), so that the
+// next edit may take exactly that version at once (gate.ReadConfigVersion's
+// trusted) instead of waiting for the file to be a second old: nobody but
+// an edit holding this lock writes the lock file, and any other change to
+// the config changes its version.
+type configLock struct{ f *os.File }
+
+func (l *configLock) release() { l.f.Close() }
+
+// trusted returns the version the last edit recorded, or the zero version.
+func (l *configLock) trusted() gate.FileVersion {
+	var v gate.FileVersion
+	buf := make([]byte, 512)
+	n, _ := l.f.ReadAt(buf, 0)
+	if json.Unmarshal(buf[:n], &v) != nil {
+		return gate.FileVersion{}
+	}
+	return v
+}
+
+// record keeps v, the version this edit wrote, for the next edit. Losing
+// it costs only the next edit's wait.
+func (l *configLock) record(v gate.FileVersion) {
+	data, err := json.Marshal(v)
+	if err == nil && l.f.Truncate(0) == nil {
+		l.f.WriteAt(data, 0)
+	}
 }
 
 // editReplace atomically replaces target, read as orig (version v), with
 // data (see SetPaused). It returns errEditRaced if target no longer holds
 // exactly orig as version v just before the rename: a writer that does not
-// take the lock (an editor saving in place) changed it meanwhile.
-func editReplace(where, target string, orig, data []byte, v gate.FileVersion) (err error) {
+// take the lock (an editor saving in place) changed it meanwhile. The
+// version it wrote is recorded in lock (configLock.record), unless the
+// file changed again right after the rename.
+func editReplace(where, target string, orig, data []byte, v gate.FileVersion, lock *configLock) (err error) {
 	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."
@@ -432,6 +465,10 @@ func editReplace(where, target string, orig, data []byte, v gate.FileVersion) (e
 	if err := tmp.Sync(); err != nil {
 		return fail("fsync", err)
 	}
+	var written unix.Stat_t
+	if err := unix.Fstat(int(tmp.Fd()), &written); err != nil {
+		return fail("stat", err)
+	}
 	if err := tmp.Close(); err != nil {
 		return fail("close", err)
 	}
@@ -446,6 +483,9 @@ func editReplace(where, target string, orig, data []byte, v gate.FileVersion) (e
 	if err := os.Rename(tmpName, target); err != nil {
 		return fmt.Errorf("%s: cannot replace %s: %s; the config was not changed",
 			where, cfgtext.QuotePath(target), cfgtext.OneLine(safeopen.Cause(err).Error()))
+	}
+	if now, ok := gate.WrittenVersion(target, gate.VersionOf(&written)); ok {
+		lock.record(now)
 	}
 	d, err := os.Open(dir)
 	if err == nil {

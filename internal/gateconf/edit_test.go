@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/cfgtext"
@@ -25,6 +26,24 @@ func editSetup(t *testing.T, content string) (path, lock string) {
 		t.Fatal(err)
 	}
 	return path, filepath.Join(dir, "state.lock")
+}
+
+// trustWritten records the config at path, as it is now, in the edit lock
+// as the version the last edit wrote (what SetPaused does after its
+// rename), so that the next edit takes it at once instead of waiting for
+// it to be a second old.
+func trustWritten(t *testing.T, path, lock string) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	l, err := editLock(lock, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.record(gate.VersionOf(&st))
+	l.release()
 }
 
 func readString(t *testing.T, path string) string {
@@ -99,6 +118,7 @@ func TestSetPausedCommented(t *testing.T) {
 				eol = "\r\n"
 			}
 			path, lock := editSetup(t, content)
+			trustWritten(t, path, lock) // written as an edit would: no wait for it to settle
 
 			// Existing `paused = true   # OPS-1234`: only the token changes.
 			step := func(gname string, paused bool) (before, after string) {
@@ -238,6 +258,7 @@ func TestSetPausedHeaderForms(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path, lock := editSetup(t, tt.src)
+			trustWritten(t, path, lock) // written as an edit would: no wait for it to settle
 			if err := SetPaused(path, tt.gname, true, lock); err != nil {
 				t.Fatal(err)
 			}
@@ -286,6 +307,7 @@ func TestSetPausedRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path, lock := editSetup(t, tt.src)
+			trustWritten(t, path, lock) // written as an edit would: no wait for it to settle
 			err := SetPaused(path, tt.gname, tt.paused, lock)
 			want := strings.ReplaceAll(tt.want, "PATH", path)
 			if err == nil || !strings.Contains(err.Error(), want) {
@@ -424,14 +446,19 @@ func TestSetPausedFiles(t *testing.T) {
 // longer the one that was read, and that no temporary file is left.
 func TestSetPausedEditRaced(t *testing.T) {
 	path, _ := editSetup(t, "a")
-	orig, st, err := gate.ReadConfigVersion(path)
+	orig, st, err := gate.ReadConfigVersion(path, gate.FileVersion{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	lock, err := editLock(filepath.Join(t.TempDir(), "lock"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.release()
 	if err := os.WriteFile(path, []byte("bb"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := editReplace("config "+path, path, orig, []byte("new"), st); err != errEditRaced {
+	if err := editReplace("config "+path, path, orig, []byte("new"), st, lock); err != errEditRaced {
 		t.Errorf("editReplace = %v, want errEditRaced", err)
 	}
 	if got := readString(t, path); got != "bb" {
@@ -484,6 +511,7 @@ func TestSetPausedConcurrent(t *testing.T) {
 		}
 	}
 	path, lock := editSetup(t, src.String())
+	trustWritten(t, path, lock)
 	final := make([]bool, gates)
 	var wg sync.WaitGroup
 	errs := make(chan error, gates*rounds)

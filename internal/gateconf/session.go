@@ -38,7 +38,7 @@ type EditSession struct {
 	Target string // the file that is replaced (Path with symlinks resolved)
 	Orig   []byte // its content when the session began
 	v      gate.FileVersion
-	unlock func()
+	lock   *configLock
 }
 
 // BeginEdit takes the config lock at lockPath (as SetPaused does; waiting
@@ -49,7 +49,7 @@ type EditSession struct {
 // must exist. Call Close when done.
 func BeginEdit(path, lockPath string) (*EditSession, error) {
 	where := cfgtext.Where(path, 0)
-	unlock, err := editLock(lockPath, sessionLockWait)
+	lock, err := editLock(lockPath, sessionLockWait)
 	if err != nil {
 		if errors.Is(err, errEditLockBusy) {
 			return nil, fmt.Errorf("%s: is being edited (%v)", where, err)
@@ -58,18 +58,18 @@ func BeginEdit(path, lockPath string) (*EditSession, error) {
 	}
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		unlock()
+		lock.release()
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: file does not exist; create it first (cron-gate edit only edits an existing config)", where)
 		}
 		return nil, fmt.Errorf("%s: cannot resolve the path: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
 	}
-	data, v, err := gate.ReadConfigVersion(target)
+	data, v, err := gate.ReadConfigVersion(target, lock.trusted())
 	if err != nil {
-		unlock()
+		lock.release()
 		return nil, err
 	}
-	return &EditSession{Path: path, Target: target, Orig: data, v: v, unlock: unlock}, nil
+	return &EditSession{Path: path, Target: target, Orig: data, v: v, lock: lock}, nil
 }
 
 // Check parses data as the config would be parsed from Path (Parse: the
@@ -91,7 +91,7 @@ func (s *EditSession) Save(data []byte) error {
 		return err
 	}
 	where := cfgtext.Where(s.Path, 0)
-	err := editReplace(where, s.Target, s.Orig, data, s.v)
+	err := editReplace(where, s.Target, s.Orig, data, s.v, s.lock)
 	if errors.Is(err, errEditRaced) {
 		return fmt.Errorf("%s: %w (it was saved without cron-gate edit, which does not wait for the lock); nothing was written", where, ErrConfigChanged)
 	}
@@ -100,8 +100,8 @@ func (s *EditSession) Save(data []byte) error {
 
 // Close releases the config lock. It may be called more than once.
 func (s *EditSession) Close() {
-	if s.unlock != nil {
-		s.unlock()
-		s.unlock = nil
+	if s.lock != nil {
+		s.lock.release()
+		s.lock = nil
 	}
 }

@@ -88,11 +88,11 @@ func TestEditLockBusy(t *testing.T) {
 		t.Fatalf("editLock while a session holds it: %v", err)
 	}
 	s.Close()
-	unlock, err := editLock(lock, 50*time.Millisecond)
+	l, err := editLock(lock, 50*time.Millisecond)
 	if err != nil {
 		t.Fatalf("editLock after the session: %v", err)
 	}
-	unlock()
+	l.release()
 }
 
 func TestBeginEditMissing(t *testing.T) {
@@ -102,9 +102,9 @@ func TestBeginEditMissing(t *testing.T) {
 		t.Fatalf("BeginEdit of a missing file: %v", err)
 	}
 	// The lock was released: another session can start.
-	unlock, err := editLock(filepath.Join(dir, "lock"), 50*time.Millisecond)
+	l, err := editLock(filepath.Join(dir, "lock"), 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock()
+	l.release()
 }
