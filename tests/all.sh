@@ -10,10 +10,12 @@
 # (`.ci/run` is the only script that installs, and only under CI).
 #
 # Environment: FUZZTIME (per fuzz target, default 5s; 0 skips fuzzing),
-# STRESS_SECONDS (default 15). With CI set, a missing tool or any skipped
-# test or subtest (every testscript `skip` is one) fails the run: every test
-# is required there (python3, setpriv and root for the second-user tests,
-# chromium for the browser tests, etcd for the etcd suite).
+# STRESS_SECONDS (default 15), MUTANTS=1 (then, last, the mutation check:
+# go run ./tests/mutants, too long for CI; see RELIABILITY.md). With CI
+# set, a missing tool or any skipped test or subtest (every testscript
+# `skip` is one) fails the run: every test is required there (python3,
+# setpriv and root for the second-user tests, chromium for the browser
+# tests, etcd for the etcd suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v go >/dev/null || export PATH=$PATH:/usr/local/go/bin
@@ -166,5 +168,9 @@ if [ "$fuzztime" != 0 ]; then
 			fi
 		done
 	done
+fi
+if [ -n "${MUTANTS:-}" ]; then
+	echo "== mutation check (go run ./tests/mutants)"
+	go run ./tests/mutants
 fi
 echo "all tests passed"
