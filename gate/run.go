@@ -15,6 +15,7 @@ import (
 	"github.com/crongate/crongate/internal/legacy"
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/statedir"
 )
 
 // Invocation is one `cron-gate NAME -- COMMAND` call.
@@ -79,6 +80,7 @@ func Run(inv Invocation) int {
 	if inv.ConfigErr != nil {
 		return r.refuseConfig()
 	}
+	defer statedir.Share(StateDirFor(r.cfg))()
 	r.openState()
 	if r.j != nil {
 		defer r.j.Close()

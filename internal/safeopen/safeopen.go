@@ -121,6 +121,17 @@ func (d *Dir) Fd() int { return d.fd }
 // Close releases the descriptor.
 func (d *Dir) Close() error { return unix.Close(d.fd) }
 
+// Dup returns a second handle on the same directory (a new descriptor of
+// it, which Close releases on its own): the directory as it was reached,
+// not walked again.
+func (d *Dir) Dup() (*Dir, error) {
+	fd, err := IgnoringEINTRFd(func() (int, error) { return unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0) })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Path, err)
+	}
+	return &Dir{Path: d.Path, fd: fd}, nil
+}
+
 // Join names a file of d for messages.
 func (d *Dir) Join(name string) string { return filepath.Join(d.Path, name) }
 

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 
 	"github.com/crongate/crongate/internal/safeopen"
 )
@@ -35,8 +36,26 @@ func Options(create, read bool) safeopen.DirOptions {
 
 // Open opens the state dir to write in it, creating it if it is missing.
 // Its errors wrap safeopen.ErrUnsafe when it, or a directory or symlink
-// above it, is another user's.
+// above it, is another user's. While Share(path) is in effect, the walk
+// is made once and every Open gets its own handle on the directory it
+// reached.
 func Open(path string) (*safeopen.Dir, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.path != path || path == "" {
+		return open(path)
+	}
+	if shared.dir == nil {
+		d, err := open(path)
+		if err != nil {
+			return nil, err
+		}
+		shared.dir = d
+	}
+	return shared.dir.Dup()
+}
+
+func open(path string) (*safeopen.Dir, error) {
 	sd, err := safeopen.OpenDir(path, Options(false, false))
 	if errors.Is(err, fs.ErrNotExist) {
 		sd, err = safeopen.OpenDir(path, Options(true, false))
@@ -44,9 +63,60 @@ func Open(path string) (*safeopen.Dir, error) {
 	return sd, err
 }
 
+// shared is the state dir Share keeps open.
+var shared struct {
+	mu   sync.Mutex
+	path string
+	dir  *safeopen.Dir // nil until the first Open
+}
+
+// Share makes Open(path) walk path once until release is called: one
+// cron-gate run reads the pauses and writes the journal in the same state
+// dir, and walking it component by component twice would cost the run
+// twice. The directory reached first is the one used (never re-resolved:
+// a component swapped in between changes nothing). For a short-lived
+// caller only (one run); a long-lived one (the dashboard, the watchdog)
+// opens the state dir afresh each time, so that a state dir moved or
+// replaced is seen.
+func Share(path string) (release func()) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.dir != nil {
+		shared.dir.Close()
+	}
+	shared.path, shared.dir = path, nil
+	return func() {
+		shared.mu.Lock()
+		defer shared.mu.Unlock()
+		if shared.path == path {
+			if shared.dir != nil {
+				shared.dir.Close()
+			}
+			shared.path, shared.dir = "", nil
+		}
+	}
+}
+
 // OpenToRead opens the state dir to read it, whoever owns it; it creates
-// nothing (errors.Is(err, fs.ErrNotExist) when it is missing).
+// nothing (errors.Is(err, fs.ErrNotExist) when it is missing). While
+// Share(path) is in effect it gets a handle on the directory Open reaches
+// (walked once, created if missing, as the run's journal would create it
+// right after), or, when Open refuses it (another user's), walks as
+// before.
 func OpenToRead(path string) (*safeopen.Dir, error) {
+	shared.mu.Lock()
+	if shared.path == path && path != "" {
+		if shared.dir == nil {
+			if d, err := open(path); err == nil {
+				shared.dir = d
+			}
+		}
+		if shared.dir != nil {
+			defer shared.mu.Unlock()
+			return shared.dir.Dup()
+		}
+	}
+	shared.mu.Unlock()
 	return safeopen.OpenDir(path, Options(false, true))
 }
 
