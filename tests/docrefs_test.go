@@ -64,7 +64,7 @@ func TestDocsNameRealTests(t *testing.T) {
 
 	nameRe := regexp.MustCompile(`\b((?:Test|Fuzz|Benchmark|Example)[A-Z][A-Za-z0-9_]*)(\*?)`)
 	scriptRe := regexp.MustCompile("`((?:[a-z]+/)?[A-Za-z0-9_.-]+\\.txtar)`")
-	pathRe := regexp.MustCompile("`((?:cmd|internal|tests|docs|examples|dist|\\.ci)/[A-Za-z0-9_./-]*[A-Za-z0-9_])`")
+	pathRe := regexp.MustCompile("`((?:cmd|internal|tests|docs|examples|dist|\\.ci)/[A-Za-z0-9_./-]*[A-Za-z0-9_]|[a-z][A-Za-z0-9_.-]*/[A-Za-z0-9_./-]*\\.(?:go|sh|py))`")
 	scripts := map[string]bool{}
 	filepath.WalkDir(filepath.Join(root, "tests", "testdata"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(p, ".txtar") {
