@@ -168,3 +168,43 @@ func TestTypeShape(t *testing.T) {
 		t.Error("an unexported field or a type's name changed the fingerprint")
 	}
 }
+
+// A cache entry is read within 1 MiB (docs/security.md): an entry padded
+// to exactly 1 MiB is still used, one byte more is a miss.
+func TestCacheEntryBounded(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	if err := os.Mkdir(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CRON_GATE_CACHE_DIR", cache)
+	path := filepath.Join(dir, "c.toml")
+	if err := os.WriteFile(path, []byte("[gates.g]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, miss, err := LookupGate(path, false, "g")
+	if miss == nil || err != nil {
+		t.Fatalf("first lookup: %v %v", miss, err)
+	}
+	full := DefaultConfig()
+	full.Path, full.Gates["g"] = path, &GateConfig{Name: "g", Paused: true}
+	miss.Store(full)
+	ents, _ := os.ReadDir(cache)
+	if len(ents) != 1 {
+		t.Fatalf("cache holds %d entries", len(ents))
+	}
+	f := filepath.Join(cache, ents[0].Name())
+	b, _ := os.ReadFile(f)
+	for _, c := range []struct {
+		size int
+		hit  bool
+	}{{1 << 20, true}, {1<<20 + 1, false}} {
+		padded := append(append([]byte{}, b...), strings.Repeat(" ", c.size-len(b))...)
+		if err := os.WriteFile(f, padded, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if cfg, _, _ := LookupGate(path, false, "g"); (cfg != nil) != c.hit {
+			t.Errorf("an entry of %d bytes: hit %v, want %v", c.size, cfg != nil, c.hit)
+		}
+	}
+}

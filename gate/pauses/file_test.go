@@ -139,3 +139,23 @@ func TestMerge(t *testing.T) {
 		t.Fatalf("%+v", m)
 	}
 }
+
+// A pauses.json over 16 MiB is refused with a message naming the limit,
+// for a run (Get) and for a view (List): no file can make a call slow or
+// big (docs/security.md).
+func TestFileTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, pausesFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, pausesFile), 16<<20+1); err != nil {
+		t.Fatal(err)
+	}
+	f := NewFile(dir)
+	if p, err := f.Get(context.Background(), "g"); p != nil || !errors.Is(err, safeopen.ErrTooLarge) || !strings.Contains(err.Error(), "16 MiB") {
+		t.Errorf("Get = %+v, %v; want ErrTooLarge naming 16 MiB", p, err)
+	}
+	if _, err := f.List(context.Background()); !errors.Is(err, safeopen.ErrTooLarge) {
+		t.Errorf("List: %v, want ErrTooLarge", err)
+	}
+}
