@@ -92,6 +92,23 @@ type Record struct {
 	DurationMS int64     `json:"duration_ms,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
 	Detail     string    `json:"detail,omitempty"`
+	// Locks, in an end record with reason busy, are the locks the
+	// command's withlock takes (path locks, then slot files), as far as
+	// cron-gate could read its command line; at most MaxLocks of them,
+	// LocksMore saying how many more there were. The holders are looked
+	// up when the status is read (gate.Status).
+	Locks     []Lock `json:"locks,omitempty"`
+	LocksMore int    `json:"locks_more,omitempty"`
+}
+
+// MaxLocks bounds the locks a busy record names (Record.Locks).
+const MaxLocks = 64
+
+// Lock is one lock file a withlock command line takes.
+type Lock struct {
+	Path string `json:"path,omitempty"` // a path lock: the canonical path (the Python rule)
+	Pool string `json:"pool,omitempty"` // a slot: its pool's template, "{i}" included
+	File string `json:"file"`           // the lock file, absolute
 }
 
 // Event is what a summary keeps of one record.
@@ -105,7 +122,22 @@ type Event struct {
 	DurationMS int64     `json:"duration_ms,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
 	Detail     string    `json:"detail,omitempty"`
+	Locks      []Lock    `json:"locks,omitempty"` // a busy skip's (Record.Locks)
+	LocksMore  int       `json:"locks_more,omitempty"`
 }
+
+// Attempt is one attempt of the gate in Digest.Recent: a run that ended
+// (any outcome, a busy skip included), a skip, or an error.
+type Attempt struct {
+	Time       time.Time `json:"time"`
+	Outcome    string    `json:"outcome"`
+	Reason     string    `json:"reason,omitempty"`
+	Exit       *int      `json:"exit,omitempty"`
+	DurationMS int64     `json:"duration_ms,omitempty"`
+}
+
+// RecentAttempts is how many attempts Digest.Recent keeps.
+const RecentAttempts = 20
 
 // Running is a run that has started and not yet ended.
 type Running struct {
@@ -135,6 +167,19 @@ type Digest struct {
 	// an error (its last attempt could not start). Decided by journal
 	// order, not by timestamps, which a clock step can reorder.
 	ErrorIsLatest bool `json:"error_is_latest,omitempty"`
+
+	// LastAttempt is the newest end, skip or error record, but for a
+	// skip because the gate was paused: a paused gate did not try. Its
+	// outcome says whether the gate's last try ran and how it went.
+	LastAttempt *Event `json:"last_attempt,omitempty"`
+	// ConsecutiveSkips counts the skips (busy included, paused not)
+	// since the last end that ran, error, or paused skip; SkippingSince
+	// is the first of them (zero when there is none).
+	ConsecutiveSkips int       `json:"consecutive_skips,omitempty"`
+	SkippingSince    time.Time `json:"skipping_since,omitzero"`
+	// Recent are the last RecentAttempts attempts, oldest first, paused
+	// skips included (they are what happened to the ticks).
+	Recent []Attempt `json:"recent,omitempty"`
 }
 
 // Summary is the per-gate digest kept beside the journal, so that the last
@@ -142,6 +187,10 @@ type Digest struct {
 type Summary struct {
 	V    int    `json:"v"`
 	Gate string `json:"gate"`
+	// DigestV is the version of what the checkpoint folds in: a
+	// checkpoint written before the digest knew LastAttempt, the skips
+	// in a row and Recent (0) is rebuilt from the journal when read.
+	DigestV int `json:"digest_v,omitempty"`
 	Digest
 	Running       map[string]Running `json:"running,omitempty"`
 	Records       int                `json:"records"`        // records in the current journal file
@@ -157,6 +206,9 @@ type Summary struct {
 // before the checkpoint is rewritten: readers fold in at most this much,
 // and most appends write one line and nothing else.
 const checkpointEvery = 2 << 10
+
+// digestVersion is Summary.DigestV of the checkpoints this code writes.
+const digestVersion = 2
 
 // File names inside a gate's state directory.
 const (
@@ -475,7 +527,7 @@ func (j *Journal) readSummary() (*Summary, error) {
 		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, safeopen.Cause(err))
 	}
 	s := &Summary{}
-	if err == nil && json.Unmarshal(data, s) == nil && s.V == 1 &&
+	if err == nil && json.Unmarshal(data, s) == nil && s.V == 1 && s.DigestV == digestVersion &&
 		(s.JournalIno == st.Ino || (s.JournalIno == 0 && s.JournalOffset == 0)) && s.JournalOffset <= st.Size {
 		s.diskOffset = s.JournalOffset
 		if s.JournalOffset < st.Size {
@@ -525,7 +577,7 @@ func (j *Journal) replay(s *Summary, file string, offset int64) {
 
 // rebuild recomputes the summary from the journal files.
 func (j *Journal) rebuild() *Summary {
-	s := &Summary{V: 1, Gate: j.Gate, diskOffset: -1}
+	s := &Summary{V: 1, Gate: j.Gate, DigestV: digestVersion, diskOffset: -1}
 	j.replay(s, journalOldFile, 0)
 	s.Records, s.JournalOffset = 0, 0
 	j.replay(s, journalFile, 0)
@@ -547,12 +599,38 @@ func (j *Journal) writeSummary(s *Summary) error {
 
 func eventOf(r Record) *Event {
 	return &Event{Run: r.Run, Time: r.Time, Outcome: r.Outcome, Exit: r.Exit, Signal: r.Signal,
-		Started: r.Started, DurationMS: r.DurationMS, Reason: r.Reason, Detail: r.Detail}
+		Started: r.Started, DurationMS: r.DurationMS, Reason: r.Reason, Detail: r.Detail,
+		Locks: r.Locks, LocksMore: r.LocksMore}
+}
+
+// attempt folds one attempt (an end, a skip or an error) into the
+// digest: the recent ones, the last one, and the skips in a row.
+func (d *Digest) attempt(ev *Event) {
+	a := Attempt{Time: ev.Time, Outcome: ev.Outcome, Reason: ev.Reason, Exit: ev.Exit, DurationMS: ev.DurationMS}
+	if n := len(d.Recent); n >= RecentAttempts {
+		d.Recent = append(d.Recent[:0:0], d.Recent[n-RecentAttempts+1:]...)
+	}
+	d.Recent = append(d.Recent, a)
+	if ev.Outcome == OutcomeSkipped && ev.Reason == ReasonPaused {
+		// Not a try: the gate was paused. What blocked it before the
+		// pause is no longer known to hold.
+		d.ConsecutiveSkips, d.SkippingSince = 0, time.Time{}
+		return
+	}
+	d.LastAttempt = ev
+	if ev.Outcome != OutcomeSkipped {
+		d.ConsecutiveSkips, d.SkippingSince = 0, time.Time{}
+		return
+	}
+	if d.ConsecutiveSkips == 0 {
+		d.SkippingSince = ev.Time
+	}
+	d.ConsecutiveSkips++
 }
 
 // apply folds one record into the summary.
 func (s *Summary) apply(r Record) {
-	s.V, s.Gate = 1, r.Gate
+	s.V, s.Gate, s.DigestV = 1, r.Gate, digestVersion
 	if s.Running == nil {
 		s.Running = map[string]Running{}
 	}
@@ -564,6 +642,7 @@ func (s *Summary) apply(r Record) {
 		delete(s.Running, r.Run)
 		s.ErrorIsLatest = false
 		ev := eventOf(r)
+		s.attempt(ev)
 		switch r.Outcome {
 		case OutcomeSkipped:
 			s.skip(r.Reason, ev)
@@ -581,11 +660,15 @@ func (s *Summary) apply(r Record) {
 		}
 		s.LastEnd = ev
 	case EventSkip:
-		s.skip(r.Reason, eventOf(r))
+		ev := eventOf(r)
+		s.attempt(ev)
+		s.skip(r.Reason, ev)
 	case EventError:
 		s.ErrorIsLatest = true
-		s.LastError = eventOf(r)
-		s.skip(r.Reason, eventOf(r))
+		ev := eventOf(r)
+		s.attempt(ev)
+		s.LastError = ev
+		s.skip(r.Reason, ev)
 	}
 	if len(s.Running) == 0 {
 		s.Running = nil
@@ -623,6 +706,7 @@ func (s *Summary) ReapVanished(now time.Time) bool {
 		s.LastFailure, s.LastEnd = ev, ev
 		s.ErrorIsLatest = false
 		s.ConsecutiveFailures++
+		s.attempt(ev)
 	}
 	if len(s.Running) == 0 {
 		s.Running = nil
