@@ -40,6 +40,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -58,6 +59,10 @@ type Holder struct {
 	// PlacedBy is the pid /proc/locks gives for the lock, when it is not Pid
 	// (see Exited); 0 otherwise or when unknown.
 	PlacedBy int
+	// Started is when the process Pid started, as /proc tells (btime plus
+	// its starttime: up to 1 s early); zero when unknown. Filled by
+	// LockTable lookups only.
+	Started time.Time
 }
 
 // String gives "pid 4242 (python3 worker.py)", or says that the placing
@@ -243,6 +248,8 @@ type LockTable struct {
 	// (holderScanBudget), shared by every lookup of the table so that
 	// many lookups cost one budget, not one each; set by the first walk.
 	scanUntil time.Time
+	boot      time.Time // btime, read at the first lookup that needs it
+	bootRead  bool
 }
 
 // ReadLockTable reads and parses /proc/locks once. An unreadable one
@@ -266,7 +273,28 @@ func (t *LockTable) Holders(dev, ino uint64) []Holder {
 	if !t.readable {
 		return nil
 	}
-	return t.holdersFrom(dev, ino)
+	hs := t.holdersFrom(dev, ino)
+	for i := range hs {
+		hs[i].Started = t.started(hs[i].Pid)
+	}
+	return hs
+}
+
+// started is when pid started, zero when unknown; btime is read once per
+// table.
+func (t *LockTable) started(pid int) time.Time {
+	if pid <= 0 {
+		return time.Time{}
+	}
+	if !t.bootRead {
+		t.bootRead = true
+		t.boot, _ = procstat.BootTime()
+	}
+	ticks := procstat.StartTicks(pid)
+	if t.boot.IsZero() || ticks == 0 {
+		return time.Time{}
+	}
+	return procstat.StartTime(t.boot, ticks)
 }
 
 // HoldersOf looks up the lock file at path: lstat, never followed and

@@ -531,7 +531,7 @@ func TestLockTable(t *testing.T) {
 		t.Skip("/proc/locks is not readable here")
 	}
 	exists, hs, err := tb.HoldersOf(held)
-	if err != nil || !exists || len(hs) != 1 || hs[0].Pid != os.Getpid() || hs[0].Shared {
+	if err != nil || !exists || len(hs) != 1 || hs[0].Pid != os.Getpid() || hs[0].Shared || hs[0].Started.IsZero() || hs[0].Started.After(time.Now()) {
 		t.Errorf("held: %v %+v %v", exists, hs, err)
 	}
 	if exists, hs, err := tb.HoldersOf(free); err != nil || !exists || len(hs) != 0 {
