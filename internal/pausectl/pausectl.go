@@ -220,7 +220,9 @@ func (e *UnknownGateError) Error() string {
 // command) unless cron-gate knows the name: declared in cfg, with records
 // in the state dir, or paused from the command line. Pause applies it;
 // `cron-gate why` too.
-func CheckKnown(cfg *gate.Config, ps gate.Pauses, name string) error { return checkKnown(cfg, ps, name) }
+func CheckKnown(cfg *gate.Config, ps gate.Pauses, name string) error {
+	return checkKnown(cfg, ps.For(cfg), name)
+}
 
 // What says the name is unknown, with the closest known name, without
 // naming the command: "no gate x is declared in … or has records (did
