@@ -117,3 +117,71 @@ func TestOldCheckpointRebuilt(t *testing.T) {
 		t.Fatalf("an old checkpoint was trusted: %+v", s.Digest)
 	}
 }
+
+// TestAttemptsJSON: the compact form round-trips, reasons with quotes or
+// controls included (the slow path), and refuses other shapes.
+func TestAttemptsJSON(t *testing.T) {
+	t0 := time.Unix(1764580560, 0)
+	as := Attempts{
+		{Time: t0, Outcome: OutcomeSuccess, Exit: new(0), DurationMS: 6000},
+		{Time: t0.Add(time.Minute), Outcome: OutcomeSkipped, Reason: ReasonBusy, Exit: new(75), DurationMS: 2},
+		{Time: t0.Add(2 * time.Minute), Outcome: OutcomeSkipped, Reason: "odd \"r\"\n\u202e"},
+	}
+	data, err := json.Marshal(struct {
+		R Attempts `json:"recent"`
+	}{as})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"recent":[[1764580560,"success",0,6000,""],[1764580620,"skipped",75,2,"busy"],[1764580680,"skipped",null,0,"odd \"r\"\n` + "\u202e" + `"]]}`
+	if string(data) != want {
+		t.Fatalf("got  %s\nwant %s", data, want)
+	}
+	var back struct {
+		R Attempts `json:"recent"`
+	}
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(back)
+	if string(again) != want {
+		t.Fatalf("round trip: %s", again)
+	}
+	for _, bad := range []string{`{"recent":[1]}`, `{"recent":[[1,"a",0,0]]}`, `{"recent":"x"}`, `{"recent":[["t","a",0,0,""]]}`} {
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// FuzzAttemptsJSON: UnmarshalJSON (summary.json may be edited by hand)
+// never panics, and what it accepts encodes and decodes to the same.
+func FuzzAttemptsJSON(f *testing.F) {
+	f.Add([]byte(`[[1764580560123,"success",0,6000,""],[1,"skipped",null,2,"busy"]]`))
+	f.Add([]byte(`[[1,"a\"b",-3,-4,"\u0000"]]`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var as Attempts
+		if as.UnmarshalJSON(data) != nil {
+			return
+		}
+		enc, err := as.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Attempts
+		if err := back.UnmarshalJSON(enc); err != nil {
+			t.Fatalf("%s: re-decode of %s: %v", data, enc, err)
+		}
+		// Invalid UTF-8 becomes U+FFFD at the first encoding: from then
+		// on the encoding is stable.
+		enc2, _ := back.MarshalJSON()
+		var third Attempts
+		if err := third.UnmarshalJSON(enc2); err != nil {
+			t.Fatalf("re-decode of %s: %v", enc2, err)
+		}
+		if enc3, _ := third.MarshalJSON(); string(enc2) != string(enc3) || len(third) != len(as) {
+			t.Fatalf("not stable: %s vs %s", enc2, enc3)
+		}
+	})
+}

@@ -127,13 +127,14 @@ type Event struct {
 }
 
 // Attempt is one attempt of the gate in Digest.Recent: a run that ended
-// (any outcome, a busy skip included), a skip, or an error.
+// (any outcome, a busy skip included), a skip, or an error. Its JSON is
+// compact (Attempts).
 type Attempt struct {
-	Time       time.Time `json:"time"`
-	Outcome    string    `json:"outcome"`
-	Reason     string    `json:"reason,omitempty"`
-	Exit       *int      `json:"exit,omitempty"`
-	DurationMS int64     `json:"duration_ms,omitempty"`
+	Time       time.Time
+	Outcome    string
+	Reason     string
+	Exit       *int
+	DurationMS int64
 }
 
 // RecentAttempts is how many attempts Digest.Recent keeps.
@@ -170,8 +171,11 @@ type Digest struct {
 
 	// LastAttempt is the newest end, skip or error record, but for a
 	// skip because the gate was paused: a paused gate did not try. Its
-	// outcome says whether the gate's last try ran and how it went.
-	LastAttempt *Event `json:"last_attempt,omitempty"`
+	// outcome says whether the gate's last try ran and how it went. It
+	// is one of the events above, or an older skip, so the JSON of a
+	// status does not repeat it (GateStatus.Skipping says the rest); the
+	// checkpoint keeps it (Summary.LastAttemptIs).
+	LastAttempt *Event `json:"-"`
 	// ConsecutiveSkips counts the skips (busy included, paused not)
 	// since the last end that ran, error, or paused skip; SkippingSince
 	// is the first of them (zero when there is none).
@@ -179,7 +183,7 @@ type Digest struct {
 	SkippingSince    time.Time `json:"skipping_since,omitzero"`
 	// Recent are the last RecentAttempts attempts, oldest first, paused
 	// skips included (they are what happened to the ticks).
-	Recent []Attempt `json:"recent,omitempty"`
+	Recent Attempts `json:"recent,omitempty"`
 }
 
 // Summary is the per-gate digest kept beside the journal, so that the last
@@ -191,6 +195,12 @@ type Summary struct {
 	// checkpoint written before the digest knew LastAttempt, the skips
 	// in a row and Recent (0) is rebuilt from the journal when read.
 	DigestV int `json:"digest_v,omitempty"`
+	// LastAttemptIs and LastAttemptEv, in the checkpoint only, keep
+	// Digest.LastAttempt: the same record as LastEnd, LastSkip or
+	// LastError ("end", "skip", "error"), which is then not written
+	// twice; else the event itself.
+	LastAttemptIs string `json:"last_attempt_is,omitempty"`
+	LastAttemptEv *Event `json:"last_attempt,omitempty"`
 	Digest
 	Running       map[string]Running `json:"running,omitempty"`
 	Records       int                `json:"records"`        // records in the current journal file
@@ -527,9 +537,20 @@ func (j *Journal) readSummary() (*Summary, error) {
 		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, safeopen.Cause(err))
 	}
 	s := &Summary{}
-	if err == nil && json.Unmarshal(data, s) == nil && s.V == 1 && s.DigestV == digestVersion &&
+	if err == nil && decodeSummary(j.Dir, data, s) == nil && s.V == 1 && s.DigestV == digestVersion &&
 		(s.JournalIno == st.Ino || (s.JournalIno == 0 && s.JournalOffset == 0)) && s.JournalOffset <= st.Size {
 		s.diskOffset = s.JournalOffset
+		switch s.LastAttemptIs {
+		case "end":
+			s.LastAttempt = s.LastEnd
+		case "skip":
+			s.LastAttempt = s.LastSkip
+		case "error":
+			s.LastAttempt = s.LastError
+		default:
+			s.LastAttempt = s.LastAttemptEv
+		}
+		s.LastAttemptIs, s.LastAttemptEv = "", nil
 		if s.JournalOffset < st.Size {
 			j.replay(s, journalFile, s.JournalOffset)
 		}
@@ -590,7 +611,17 @@ func (j *Journal) rebuild() *Summary {
 // writeSummary replaces the checkpoint atomically, without fsync: the
 // journal, fsynced, is what a crash is recovered from (readSummary).
 func (j *Journal) writeSummary(s *Summary) error {
-	data, err := json.Marshal(s)
+	c := *s
+	c.LastAttemptEv = s.LastAttempt
+	for _, r := range []struct {
+		is string
+		ev *Event
+	}{{"end", s.LastEnd}, {"skip", s.LastSkip}, {"error", s.LastError}} {
+		if c.LastAttemptEv != nil && c.LastAttemptEv == r.ev {
+			c.LastAttemptEv, c.LastAttemptIs = nil, r.is
+		}
+	}
+	data, err := json.Marshal(&c)
 	if err != nil {
 		return err
 	}
@@ -606,7 +637,7 @@ func eventOf(r Record) *Event {
 // attempt folds one attempt (an end, a skip or an error) into the
 // digest: the recent ones, the last one, and the skips in a row.
 func (d *Digest) attempt(ev *Event) {
-	a := Attempt{Time: ev.Time, Outcome: ev.Outcome, Reason: ev.Reason, Exit: ev.Exit, DurationMS: ev.DurationMS}
+	a := Attempt{Time: ev.Time.Truncate(time.Second), Outcome: ev.Outcome, Reason: ev.Reason, Exit: ev.Exit, DurationMS: ev.DurationMS}
 	if n := len(d.Recent); n >= RecentAttempts {
 		d.Recent = append(d.Recent[:0:0], d.Recent[n-RecentAttempts+1:]...)
 	}

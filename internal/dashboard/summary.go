@@ -197,19 +197,23 @@ func plural(n int, unit string) string {
 type zoner struct {
 	loc  *time.Location
 	abbr map[string]string
+	seen map[int]bool // offsets (seconds east of UTC) already in abbr
 }
 
-func newZoner(loc *time.Location) *zoner { return &zoner{loc: loc, abbr: map[string]string{}} }
+func newZoner(loc *time.Location) *zoner {
+	return &zoner{loc: loc, abbr: map[string]string{}, seen: map[int]bool{}}
+}
 
 func (z *zoner) t(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
 	}
 	t = t.In(z.loc)
-	off := t.Format("Z07:00")
-	if _, ok := z.abbr[off]; !ok {
-		name, _ := t.Zone()
-		z.abbr[off] = name
+	// The abbreviation is noted once per offset: formatting the offset
+	// of every time would cost more than the rest of the conversion.
+	if name, off := t.Zone(); !z.seen[off] {
+		z.seen[off] = true
+		z.abbr[t.Format("Z07:00")] = name
 	}
 	return t
 }
