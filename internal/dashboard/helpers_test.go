@@ -262,3 +262,21 @@ func do(t testing.TB, method, url string, body io.Reader, hdr map[string]string)
 }
 
 func writeFileErr(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
+
+// pauseFor pauses gate from the command line for d from now, by ops@pi.
+func (e *env) pauseFor(t testing.TB, name, reason string, now time.Time, d time.Duration) {
+	t.Helper()
+	if err := pauses.NewFile(e.dir).Set(context.Background(), name, pauses.Pause{Reason: reason, Since: now.Add(-time.Hour), Until: now.Add(d), Who: "ops@pi"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pausesNow lists the command-line pauses in the state dir.
+func (e *env) pausesNow(t testing.TB) map[string]pauses.Pause {
+	t.Helper()
+	ps, err := pauses.NewFile(e.dir).List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}

@@ -281,6 +281,26 @@ func (d *Driver) Type(css, text string) {
 	d.Call("POST", "/element/"+d.Find(css)+"/value", map[string]string{"text": text}, nil)
 }
 
+// Keys for Press: the W3C WebDriver codes of special keys.
+const (
+	KeyEnter  = "\uE007"
+	KeyEscape = "\uE00C"
+	KeyTab    = "\uE004"
+)
+
+// Press presses and releases each key of keys in turn on the keyboard,
+// as a person would, into whatever element has the focus (W3C actions):
+// unlike Type, it does not focus an element first.
+func (d *Driver) Press(keys string) {
+	d.t.Helper()
+	var acts []map[string]string
+	for _, r := range keys {
+		acts = append(acts, map[string]string{"type": "keyDown", "value": string(r)}, map[string]string{"type": "keyUp", "value": string(r)})
+	}
+	d.Call("POST", "/actions", map[string]any{"actions": []map[string]any{{"type": "key", "id": "keyboard", "actions": acts}}}, nil)
+	d.Try("DELETE", "/actions", nil, nil)
+}
+
 // Text returns the rendered text of the element matching css.
 func (d *Driver) Text(css string) string {
 	d.t.Helper()
@@ -303,6 +323,15 @@ func (d *Driver) Eval(script string, out any, args ...any) {
 func (d *Driver) SetWindowSize(width, height int) {
 	d.t.Helper()
 	d.Call("POST", "/window/rect", map[string]int{"width": width, "height": height}, nil)
+}
+
+// Viewport makes the page's viewport width×height CSS pixels, as a
+// phone's (Chrome DevTools' device metrics, through chromedriver): a
+// desktop window cannot be made narrower than about 500 pixels.
+func (d *Driver) Viewport(width, height int) {
+	d.t.Helper()
+	d.Call("POST", "/goog/cdp/execute", map[string]any{"cmd": "Emulation.setDeviceMetricsOverride",
+		"params": map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": true}}, nil)
 }
 
 // Screenshot returns a PNG of the window.
