@@ -31,6 +31,7 @@ type env struct {
 	gates    map[string]*gate.GateConfig
 	crontab  string
 	loads    int
+	loadErr  error // set: load fails with it (a config being fixed)
 	resumeFn func(cfg *gate.Config, name string, force bool) (string, error) // nil: the double below
 }
 
@@ -51,6 +52,9 @@ func (e *env) load() (*gate.Config, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.loads++
+	if e.loadErr != nil {
+		return nil, e.loadErr
+	}
 	cfg := &gate.Config{Path: filepath.Join(e.dir, "config.toml"), StateDir: e.dir, Gates: map[string]*gate.GateConfig{}}
 	for n, g := range e.gates {
 		c := *g

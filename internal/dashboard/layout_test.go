@@ -243,6 +243,15 @@ func TestBrowserLayout(t *testing.T) {
 			}
 			if size.w == 1280 {
 				layoutActions(t, wd, e, l)
+			} else {
+				// On a phone the pause form's fields and buttons are
+				// reachable too.
+				wd.Click(`tr.gate[data-gate="translate"] button.pause`)
+				wd.Eval(layoutJS, &l)
+				if l.ScrollWidth > l.ClientWidth || len(l.Buttons) > 0 {
+					t.Errorf("with the pause form open: width %d > %d, buttons out of view %v", l.ScrollWidth, l.ClientWidth, l.Buttons)
+				}
+				wd.Click(`tr.form[data-gate="translate"] button.cancel`)
 			}
 			if dir := os.Getenv("DASHBOARD_SCREENSHOTS"); dir != "" {
 				var ph int
@@ -342,5 +351,43 @@ func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
 		var cat string
 		wd.Eval(`return document.querySelector('tr.gate[data-gate="ko-followup"]').dataset.category;`, &cat)
 		return !paused && cat == "ok"
+	})
+}
+
+// TestBrowserBanners (issue 16, item 6): "cannot refresh" shows while the
+// server cannot answer, and clears itself when it can again.
+func TestBrowserBanners(t *testing.T) {
+	webdriver.Need(t)
+	e := newEnv(t)
+	fixture(t, e, time.Now())
+	srv, _ := server(t, e.options()) // the config is reloaded after ConfigTTL: at every refresh
+	wd := webdriver.Start(t, 1280, 800)
+	wd.Open(srv.URL + "/")
+	msg := func() (string, bool) {
+		var m struct {
+			Text   string
+			Hidden bool
+		}
+		wd.Eval(`const m = document.getElementById('message'); return {Text: m.textContent, Hidden: m.hidden};`, &m)
+		return m.Text, m.Hidden
+	}
+	webdriver.WaitFor(t, "the page", 20*time.Second, func() bool {
+		var n int
+		wd.Eval(`return document.querySelectorAll('tr.gate').length;`, &n)
+		return n == 6
+	})
+	e.mu.Lock()
+	e.loadErr = fmt.Errorf("config %s line 3: unknown key gates.x.intervl", filepath.Join(e.dir, "config.toml"))
+	e.mu.Unlock()
+	webdriver.WaitFor(t, "the cannot-refresh banner", 20*time.Second, func() bool {
+		text, hidden := msg()
+		return !hidden && strings.Contains(text, "cannot refresh") && strings.Contains(text, "intervl")
+	})
+	e.mu.Lock()
+	e.loadErr = nil
+	e.mu.Unlock()
+	webdriver.WaitFor(t, "the banner to clear itself", 20*time.Second, func() bool {
+		_, hidden := msg()
+		return hidden
 	})
 }
