@@ -241,18 +241,6 @@ func TestBrowserLayout(t *testing.T) {
 			if strip.Bars != journal.RecentAttempts || !strings.Contains(strip.Title, "KST · success, exit 0 · ") {
 				t.Errorf("ko-followup's strip: %+v", strip)
 			}
-			if size.w == 1280 {
-				layoutActions(t, wd, e, l)
-			} else {
-				// On a phone the pause form's fields and buttons are
-				// reachable too.
-				wd.Click(`tr.gate[data-gate="translate"] button.pause`)
-				wd.Eval(layoutJS, &l)
-				if l.ScrollWidth > l.ClientWidth || len(l.Buttons) > 0 {
-					t.Errorf("with the pause form open: width %d > %d, buttons out of view %v", l.ScrollWidth, l.ClientWidth, l.Buttons)
-				}
-				wd.Click(`tr.form[data-gate="translate"] button.cancel`)
-			}
 			if dir := os.Getenv("DASHBOARD_SCREENSHOTS"); dir != "" {
 				var ph int
 				wd.Eval(`window.scrollTo(0, 0); return Math.ceil(document.documentElement.scrollHeight);`, &ph)
@@ -266,6 +254,18 @@ func TestBrowserLayout(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Logf("screenshot saved to %s", path)
+			}
+			if size.w == 1280 {
+				layoutActions(t, wd, e, l)
+			} else {
+				// On a phone the pause form's fields and buttons are
+				// reachable too.
+				wd.Click(`tr.gate[data-gate="translate"] button.pause`)
+				wd.Eval(layoutJS, &l)
+				if l.ScrollWidth > l.ClientWidth || len(l.Buttons) > 0 {
+					t.Errorf("with the pause form open: width %d > %d, buttons out of view %v", l.ScrollWidth, l.ClientWidth, l.Buttons)
+				}
+				wd.Click(`tr.form[data-gate="translate"] button.cancel`)
 			}
 			if errs, err := wd.ConsoleErrors(); err == nil {
 				for _, m := range errs {
