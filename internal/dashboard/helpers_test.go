@@ -31,7 +31,7 @@ type env struct {
 	gates    map[string]*gate.GateConfig
 	crontab  string
 	loads    int
-	loadErr  error // set: load fails with it (a config being fixed)
+	loadErr  error                                                           // set: load fails with it (a config being fixed)
 	resumeFn func(cfg *gate.Config, name string, force bool) (string, error) // nil: the double below
 }
 
