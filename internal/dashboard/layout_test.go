@@ -19,7 +19,7 @@ import (
 )
 
 // A 200-character reason, as people write them.
-const longReason = "provider quota exhausted until the monthly reset on the first; the classifier would otherwise retry every run and burn the remaining budget of the KO/EN pair links — ask ops before resuming this gate"
+const longReason = "provider quota exhausted until the monthly reset on the first; the classifier would otherwise retry every run and burn the remaining budget of the KO/EN pair links — ask ops before resuming this gate."
 
 // history appends n runs of gate ending before now, one per step, each
 // lasting a little longer than the one before; failEvery > 0 makes every
