@@ -217,7 +217,7 @@ func TestBrowserLayout(t *testing.T) {
 				t.Errorf("summary: %s, want %s", got, wantSummary)
 			}
 			for name, want := range map[string][]string{
-				"blog-autopush":                            {"blocked", "legacy_lock", "4 in a row", "pid ", "holds legacy lock ", "will skip unless that changes"},
+				"blog-autopush":                            {"blocked", "legacy_lock", "4 in a row", "pid ", "holds legacy lock ", "will skip unless that changes", "blocked · alert pending"},
 				"dependency-classifier":                    {"paused", "config: provider quota exhausted", "would run at", "force-resume"},
 				"ko-en-link-attribute-classifier-pairs-v2": {"paused until", "command: provider quota"},
 				"classifier-codex-provider-slot-rebalance": {"overrun", "longer than max_runtime 1h"},
@@ -232,12 +232,24 @@ func TestBrowserLayout(t *testing.T) {
 					}
 				}
 			}
+			// The watchdog's words are explained in their tooltips: what
+			// muted and pending mean.
+			for name, want := range map[string]string{
+				"sitemap":       "taken as known and never alerted",
+				"blog-autopush": "an alert goes out once it has been bad for alert_after checks in a row",
+			} {
+				var titles string
+				wd.Eval(`return Array.from(document.querySelectorAll('tr.gate[data-gate="' + arguments[0] + '"] .cond')).map(c => c.title).join('\n');`, &titles, name)
+				if !strings.Contains(titles, want) {
+					t.Errorf("row %s: the watchdog's tooltip lacks %q: %q", name, want, titles)
+				}
+			}
 			var strip struct {
 				Bars  int
 				Title string
 			}
 			wd.Eval(`const bars = document.querySelectorAll('tr.gate[data-gate="ko-followup"] .run');
-				return {Bars: bars.length, Title: bars[bars.length-1].title};`, &strip)
+				return {Bars: bars.length, Title: Array.from(bars).map(b => b.title).join('\n')};`, &strip)
 			if strip.Bars != journal.RecentAttempts || !strings.Contains(strip.Title, "KST · success, exit 0 · ") {
 				t.Errorf("ko-followup's strip: %+v", strip)
 			}
@@ -345,6 +357,10 @@ func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
 		wd.Eval(`return document.getElementById('message').hidden;`, &hidden)
 		return hidden
 	})
+	// While paused, cron's tick is skipped as paused; once resumed the
+	// gate is judged by what it did before: ok, never "skipped · paused".
+	e.journal(t, "ko-followup", journal.Record{Run: "p1", Event: journal.EventSkip, Time: time.Now(),
+		Outcome: journal.OutcomeSkipped, Reason: journal.ReasonPaused, Detail: "paused: reindex"})
 	wd.Click(`tr.gate[data-gate="ko-followup"] button.resume`)
 	webdriver.WaitFor(t, "ko-followup resumed", 10*time.Second, func() bool {
 		_, paused := e.pausesNow(t)["ko-followup"]
@@ -352,6 +368,9 @@ func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
 		wd.Eval(`return document.querySelector('tr.gate[data-gate="ko-followup"]').dataset.category;`, &cat)
 		return !paused && cat == "ok"
 	})
+	if txt := rowText(wd, "ko-followup"); strings.Contains(txt, "skipped") || strings.Contains(strings.ToLower(txt), "paused") {
+		t.Errorf("ko-followup, resumed, looks paused or skipped:\n%s", txt)
+	}
 }
 
 // TestBrowserBanners (issue 16, item 6): "cannot refresh" shows while the

@@ -2,9 +2,12 @@ package dashboard
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crongate/crongate/tests/webdriver"
 )
 
 // TestLoginOverPlainHTTP (issue 16, item 6): a token login over plain HTTP
@@ -64,5 +67,34 @@ func TestOutputTimesInZone(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "=== cron-gate run r1 started 2026-11-29 18:10:00 KST\\n") ||
 		!strings.Contains(body, "=== cron-gate run r1 ended 2026-11-29 18:10:06 KST: failure, exit 3") || !strings.Contains(body, "ValueError: quota") {
 		t.Errorf("output: %d %s", code, body)
+	}
+}
+
+// TestBrowserPlainHTTP (issue 16, item 6): in a real browser, a token
+// login over plain HTTP to another machine's name (lan.test, which
+// chromium's host resolver maps to this loopback server, so the server
+// sees Host lan.test) loses its Secure session cookie, and the page that
+// follows says to use HTTPS or ssh -L, not to open /?token= again.
+func TestBrowserPlainHTTP(t *testing.T) {
+	webdriver.Need(t)
+	e := newEnv(t)
+	fixture(t, e, time.Now())
+	o := e.options()
+	o.Token = "0123456789abcdef-secret"
+	srv, _ := server(t, o)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd := webdriver.Start(t, 1280, 800, "--host-resolver-rules=MAP lan.test "+u.Hostname())
+	wd.Open("http://lan.test:" + u.Port() + "/?token=" + o.Token)
+	var page struct{ URL, Text string }
+	webdriver.WaitFor(t, "the page after the login to say why it did not hold", 20*time.Second, func() bool {
+		wd.Eval(`return {URL: location.href, Text: document.body ? document.body.innerText : ''};`, &page)
+		return strings.Contains(page.Text, "ssh -L")
+	})
+	if !strings.HasPrefix(page.URL, "http://lan.test:") || !strings.Contains(page.Text, "Secure") || !strings.Contains(page.Text, "HTTPS") ||
+		strings.Contains(page.Text, "open /?token=TOKEN once") {
+		t.Errorf("after a login over plain HTTP, at %s:\n%s", page.URL, page.Text)
 	}
 }

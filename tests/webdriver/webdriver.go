@@ -75,8 +75,9 @@ type Driver struct {
 // deleted, chromedriver's process group is killed, then any process still
 // running with this session's profile directory on its command line (the
 // directory is the test's own, so nothing else can match).
-// Start calls Need first.
-func Start(t testing.TB, width, height int) *Driver {
+// Start calls Need first. extra flags are added to chromium's (such as
+// --host-resolver-rules, to reach a loopback server by another name).
+func Start(t testing.TB, width, height int, extra ...string) *Driver {
 	t.Helper()
 	Need(t)
 	port, err := freePort()
@@ -127,10 +128,10 @@ func Start(t testing.TB, width, height int) *Driver {
 		"browserName": "chrome",
 		"goog:chromeOptions": map[string]any{
 			"binary": ChromiumPath,
-			"args": []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+			"args": append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 				"--disable-background-networking", "--disable-component-update", "--disable-sync",
 				"--disable-dev-shm-usage", "--user-data-dir=" + d.profile,
-				fmt.Sprintf("--window-size=%d,%d", width, height), "--lang=en-US"},
+				fmt.Sprintf("--window-size=%d,%d", width, height), "--lang=en-US"}, extra...),
 		},
 	}}}
 	var sess struct {
