@@ -39,8 +39,8 @@ func TestLineTargets(t *testing.T) {
 	for _, argv := range [][]string{
 		{"python3", "w.py"},
 		{"withlock", "--backend", "etcd", "--paths", "a.md", "--", "true"},
-		{"withlock", "--paths", "a.md"},             // no command: not a line withlock runs
-		{"withlock", "--help", "--", "true"},        // declined by the fast parser
+		{"withlock", "--paths", "a.md"},            // no command: not a line withlock runs
+		{"withlock", "--help", "--", "true"},       // declined by the fast parser
 		{"sh", "-c", "withlock --paths a -- true"}, // not read through a shell
 	} {
 		if ts, _ := LineTargets(argv, 64); len(ts) != 0 {
