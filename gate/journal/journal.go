@@ -127,14 +127,15 @@ type Event struct {
 }
 
 // Attempt is one attempt of the gate in Digest.Recent: a run that ended
-// (any outcome, a busy skip included), a skip, or an error. Its JSON is
-// compact (Attempts).
+// (any outcome, a busy skip included), a skip, or an error. A list of
+// them in a digest (Attempts) has a compact JSON of its own; one alone
+// (as in cron-gate why --json) is an object with the keys below.
 type Attempt struct {
-	Time       time.Time
-	Outcome    string
-	Reason     string
-	Exit       *int
-	DurationMS int64
+	Time       time.Time `json:"time"`
+	Outcome    string    `json:"outcome"`
+	Reason     string    `json:"reason,omitempty"`
+	Exit       *int      `json:"exit"` // null: none (a skip, a signal)
+	DurationMS int64     `json:"duration_ms"`
 }
 
 // RecentAttempts is how many attempts Digest.Recent keeps.
