@@ -87,6 +87,21 @@ type GateConfig struct {
 	FailureStateFile string // `failure_state_file`: absolute path of the worker's JSON state file
 	FailureStateKey  string // `failure_state_key`: its key whose truthy value means the worker reports the failure itself; DefaultFailureStateKey when the file is set
 	HealthchecksURL  string // `healthchecks_url`: a healthchecks.io-compatible ping URL (http or https)
+
+	// Blocked and overrunning gates (docs/watchdog.md, skipping and overrun).
+	MaxRuntime    time.Duration // `max_runtime`: a run longer than this is overrun; 0: none
+	SkippingAfter time.Duration // `skipping_after`: blocked this long is the watchdog's skipping condition; 0: SkippingAfterFor's default
+	NoAlertOutput bool          // `alert_output = false`: failure alerts carry no output lines
+}
+
+// SkippingAfterFor returns how long the gate may be blocked before the
+// watchdog's skipping condition is bad: skipping_after, else the gate's
+// interval, else 0 (bad as soon as it is blocked).
+func (g *GateConfig) SkippingAfterFor() time.Duration {
+	if g.SkippingAfter > 0 {
+		return g.SkippingAfter
+	}
+	return g.Interval
 }
 
 // DefaultFailureStateKey is `failure_state_key` when only the file is set:

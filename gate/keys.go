@@ -458,6 +458,19 @@ var GateTable = Table[GateConfig]{
 			Doc: "a healthchecks.io-compatible ping URL, pinged by the watchdog"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.HealthchecksURL}, g.HealthchecksURL != "" },
 			Set: func(g *GateConfig, v Value) { g.HealthchecksURL = v.S }},
+		{Spec: Spec{Name: "max_runtime", Kind: KindDuration, Min: 1, Check: duration, Example: `"2h"`,
+			Doc: "a run longer than this is overrun (status, the dashboard, the watchdog's overrun condition)"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{D: g.MaxRuntime}, g.MaxRuntime != 0 },
+			Set: func(g *GateConfig, v Value) { g.MaxRuntime = v.D }},
+		{Spec: Spec{Name: "skipping_after", Kind: KindDuration, Min: 1, Check: duration, Example: `"1h"`,
+			DefaultNote: "the gate's `interval`; without one, as soon as it is blocked",
+			Doc:         "blocked this long is the watchdog's skipping condition"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{D: g.SkippingAfter}, g.SkippingAfter != 0 },
+			Set: func(g *GateConfig, v Value) { g.SkippingAfter = v.D }},
+		{Spec: Spec{Name: "alert_output", Kind: KindBool, Default: Value{B: true},
+			Doc: "failure alerts carry the last lines of the run's output (with `log_output`)"},
+			Get: func(g *GateConfig) (Value, bool) { return Value{B: !g.NoAlertOutput}, g.NoAlertOutput },
+			Set: func(g *GateConfig, v Value) { g.NoAlertOutput = !v.B }},
 	},
 	Defaults: func(g *GateConfig, _ Given) {
 		if g.LogOutput && g.LogMaxBytes == 0 {
@@ -807,6 +820,8 @@ func (s *Spec) defaultText() string {
 		return strconv.Quote(shortDuration(d.D))
 	case d.L != nil:
 		return "[" + strings.Join(quoteEach(d.L), ", ") + "]"
+	case s.Kind == KindBool && d.B:
+		return "true"
 	case s.Kind == KindBool && s.DefaultNote == "":
 		return "false"
 	}

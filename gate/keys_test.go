@@ -153,7 +153,8 @@ func (s Spec) readBack(v Value) Value {
 func sample(s Spec) Value {
 	switch s.Kind {
 	case KindBool:
-		return Value{B: true}
+		return Value{B: !s.Default.B} // the value that is not the default
+
 	case KindInt:
 		return Value{N: 4097}
 	case KindNumber:

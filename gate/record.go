@@ -183,6 +183,9 @@ func (r *run) endRecord(res runner.Result, start time.Time) journal.Record {
 		rec.Outcome = journal.OutcomeSuccess
 	case code == r.cfg.SkipCodeFor(r.inv.Gate):
 		rec.Outcome, rec.Reason, rec.Detail = journal.OutcomeSkipped, journal.ReasonBusy, fmt.Sprintf("the command exited with the skip code %d", code)
+		if r.inv.Locks != nil {
+			rec.Locks, rec.LocksMore = r.inv.Locks(r.inv.Argv)
+		}
 	default:
 		rec.Outcome = journal.OutcomeFailure
 	}

@@ -36,6 +36,13 @@ type Invocation struct {
 	// far as starting the command (package hcping's healthchecks pings);
 	// it may return nil. The run path itself links no network code.
 	Observer func(g *GateConfig, run string, out Printer) RunObserver
+	// Locks, if set, reads the command line of a run that exited with
+	// the skip code (busy) and returns the locks it takes, at most
+	// journal.MaxLocks (more: how many more), for the end record, so that
+	// status can name who holds them (internal/crongate.BusyLocks reads a
+	// withlock line). Best-effort: it returns nothing for a line it does
+	// not read.
+	Locks func(argv []string) (locks []journal.Lock, more int)
 }
 
 // Printer takes Run's messages for people: one line each, prefixed with

@@ -23,9 +23,10 @@ const (
 	StatePaused   = "paused"    // paused by config or command line
 	StateError    = "error"     // the last attempt failed before running (bad config, bad state)
 	StateFailing  = "failing"   // the last run ended badly (failure, timeout, signal, vanished)
-	StateOK       = "ok"        // the last run succeeded
-	StateSkipped  = "skipped"   // it never ran, but it was skipped (busy, legacy lock...)
-	StateNeverRun = "never-run" // no record at all
+	StateBlocked  = "blocked"   // its recent attempts were all skips (Skipping's rule)
+	StateSkipped  = "skipped"   // its last attempt was skipped (busy, legacy lock...), not yet blocked
+	StateOK       = "ok"        // its last attempt ran and succeeded
+	StateNeverRun = "never-run" // it never ran nor tried (no record, or only paused skips)
 )
 
 // GateStatus is one gate in the status report (JSON schema v1, docs/cron-gate.md, "Status").
@@ -41,6 +42,13 @@ type GateStatus struct {
 	// ResumedAt is when the gate was last resumed (cron-gate resume, or
 	// the expiry of a command-line pause), zero if unknown.
 	ResumedAt time.Time `json:"resumed_at,omitzero"`
+	// Skipping is the gate's current run of skips and what holds it back
+	// now (blocked.go); nil when its last attempt was not a skip.
+	Skipping *Skipping `json:"skipping,omitempty"`
+	// MaxRuntime is the gate's max_runtime; Overrun, that a run in
+	// progress has run longer than it at the report's time.
+	MaxRuntime string `json:"max_runtime,omitempty"`
+	Overrun    bool   `json:"overrun,omitempty"`
 }
 
 // Report is the whole status: what `cron-gate status --json` prints.
@@ -58,6 +66,10 @@ type Report struct {
 // are the config's pause stores (Pauses.For). It only reads: it creates
 // and locks nothing, so it can run as another user. Pauses or journals
 // that cannot be read are warnings in the report, not errors.
+//
+// The holders of what blocks a gate are looked up from one reading of
+// /proc/locks, made only if some gate's last attempt was skipped, however
+// many gates are.
 func Status(cfg *Config, ps Pauses, now time.Time, names ...string) (*Report, error) {
 	stateDir := StateDirFor(cfg)
 	r := &Report{V: 1, Generated: now, Config: cfg.Path, StateDir: stateDir}
@@ -71,8 +83,9 @@ func Status(cfg *Config, ps Pauses, now time.Time, names ...string) (*Report, er
 	if len(names) == 0 {
 		names = r.gateNames(cfg, v.all, jr, jrErr)
 	}
+	var look lookup
 	for _, n := range names {
-		st := gateStatus(cfg, jr, n, v.all, now)
+		st := gateStatus(cfg, jr, n, v.all, now, &look)
 		st.ResumedAt = v.resumedAt(n, now)
 		r.Gates = append(r.Gates, st)
 	}
@@ -185,7 +198,7 @@ func gateDirs(jr *journal.Reader, jrErr error) ([]string, error) {
 	return out, err
 }
 
-func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]pauses.Pause, now time.Time) GateStatus {
+func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]pauses.Pause, now time.Time, look *lookup) GateStatus {
 	g := cfg.Gate(name)
 	_, declared := cfg.Gates[name]
 	var cmd *pauses.Pause
@@ -208,6 +221,13 @@ func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]
 	}
 	sort.Slice(st.Running, func(a, b int) bool { return st.Running[a].Since.Before(st.Running[b].Since) })
 	st.Digest = s.Digest
+	st.Skipping = look.skipping(g, &st.Digest)
+	if g.MaxRuntime > 0 {
+		st.MaxRuntime = shortDuration(g.MaxRuntime)
+		for _, r := range st.Running {
+			st.Overrun = st.Overrun || now.Sub(r.Since) > g.MaxRuntime
+		}
+	}
 	st.State = judge(&st)
 	return st
 }
@@ -247,7 +267,11 @@ func (st *GateStatus) LastRunFailed() bool {
 	return st.LastEnd != nil && st.LastEnd.Outcome != journal.OutcomeSuccess
 }
 
-// judge names the gate's state from its status, most pressing first.
+// judge names the gate's state from its status, most pressing first. ok
+// means the last attempt ran and succeeded: a gate whose last attempt was
+// skipped is skipped, or blocked once Skipping's rule holds. A paused
+// skip is not an attempt, so a resumed gate is judged by what it did
+// before it was paused.
 func judge(st *GateStatus) string {
 	switch {
 	case len(st.Running) > 0:
@@ -258,10 +282,12 @@ func judge(st *GateStatus) string {
 		return StateError
 	case st.LastRunFailed():
 		return StateFailing
+	case st.Blocked():
+		return StateBlocked
+	case st.Skipping != nil:
+		return StateSkipped
 	case st.LastEnd != nil:
 		return StateOK
-	case st.LastSkip != nil:
-		return StateSkipped
 	}
 	return StateNeverRun
 }

@@ -17,7 +17,15 @@ func TestJudge(t *testing.T) {
 		want string
 	}{
 		{GateStatus{}, StateNeverRun},
-		{GateStatus{Digest: journal.Digest{LastSkip: &journal.Event{}}}, StateSkipped},
+		// Only paused skips: it never tried.
+		{GateStatus{Digest: journal.Digest{LastSkip: &journal.Event{}}}, StateNeverRun},
+		{GateStatus{Digest: journal.Digest{LastSkip: &journal.Event{}}, Skipping: &Skipping{Skips: 1}}, StateSkipped},
+		// ok means the last attempt ran and succeeded: a skip since is not ok.
+		{GateStatus{Digest: journal.Digest{LastEnd: ok}, Skipping: &Skipping{Skips: 1}}, StateSkipped},
+		{GateStatus{Digest: journal.Digest{LastEnd: ok}, Skipping: &Skipping{Skips: 3, Blocked: true}}, StateBlocked},
+		// Failing outranks blocked; paused and running outrank both.
+		{GateStatus{Digest: journal.Digest{LastEnd: bad}, Skipping: &Skipping{Blocked: true}}, StateFailing},
+		{GateStatus{Digest: journal.Digest{LastEnd: ok}, Skipping: &Skipping{Blocked: true}, Pause: &pauses.Pause{}}, StatePaused},
 		{GateStatus{Digest: journal.Digest{LastEnd: ok}}, StateOK},
 		{GateStatus{Digest: journal.Digest{LastEnd: bad}}, StateFailing},
 		{GateStatus{Digest: journal.Digest{LastEnd: ok, LastError: &journal.Event{Time: now}, ErrorIsLatest: true}}, StateError},

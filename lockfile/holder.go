@@ -40,6 +40,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -58,6 +59,10 @@ type Holder struct {
 	// PlacedBy is the pid /proc/locks gives for the lock, when it is not Pid
 	// (see Exited); 0 otherwise or when unknown.
 	PlacedBy int
+	// Started is when the process Pid started, as /proc tells (btime plus
+	// its starttime: up to 1 s early); zero when unknown. Filled by
+	// LockTable lookups only.
+	Started time.Time
 }
 
 // String gives "pid 4242 (python3 worker.py)", or says that the placing
@@ -223,12 +228,101 @@ var (
 // /proc/PID/fd, by finding a descriptor on the file that carries the lock.
 // When the placing process is gone, the processes that inherited the
 // descriptor are looked for across /proc within a small time budget.
+//
+// It reads /proc/locks at every call: to look up many files, read a
+// LockTable once.
 func Holders(dev uint64, ino uint64) ([]Holder, error) {
+	return ReadLockTable().Holders(dev, ino), nil
+}
+
+// LockTable is one reading of /proc/locks: the holders of any number of
+// files are looked up in it at the cost of that one read (a status view
+// of many blocked gates reads /proc/locks once). Its answers are as of
+// the read, confirmed against /proc/PID/fd when they are looked up; like
+// Holders', they are for people and can be stale by the time they are
+// shown. A LockTable is not safe for concurrent use.
+type LockTable struct {
+	locks    []ProcLock
+	readable bool
+	// scanUntil ends the walk over /proc for heirs of exited placers
+	// (holderScanBudget), shared by every lookup of the table so that
+	// many lookups cost one budget, not one each; set by the first walk.
+	scanUntil time.Time
+	boot      time.Time // btime, read at the first lookup that needs it
+	bootRead  bool
+}
+
+// ReadLockTable reads and parses /proc/locks once. An unreadable one
+// gives a table that knows nothing: Readable is false and every lookup
+// finds no holder.
+func ReadLockTable() *LockTable {
 	data, err := os.ReadFile(holderProcRoot + "/locks")
 	if err != nil {
-		return nil, nil
+		return &LockTable{}
 	}
-	return holdersFrom(ParseProcLocks(data), dev, ino), nil
+	return &LockTable{locks: ParseProcLocks(data), readable: true}
+}
+
+// Readable reports whether /proc/locks could be read: when it could
+// not, "no holder" means "not known".
+func (t *LockTable) Readable() bool { return t.readable }
+
+// Holders returns the processes holding a flock on the file with the
+// given device and inode (as Holders, from the table).
+func (t *LockTable) Holders(dev, ino uint64) []Holder {
+	if !t.readable {
+		return nil
+	}
+	hs := t.holdersFrom(dev, ino)
+	for i := range hs {
+		hs[i].Started = t.started(hs[i].Pid)
+	}
+	return hs
+}
+
+// started is when pid started, zero when unknown; btime is read once per
+// table.
+func (t *LockTable) started(pid int) time.Time {
+	if pid <= 0 {
+		return time.Time{}
+	}
+	if !t.bootRead {
+		t.bootRead = true
+		t.boot, _ = procstat.BootTime()
+	}
+	ticks := procstat.StartTicks(pid)
+	if t.boot.IsZero() || ticks == 0 {
+		return time.Time{}
+	}
+	return procstat.StartTime(t.boot, ticks)
+}
+
+// HoldersOf looks up the lock file at path: lstat, never followed and
+// never opened, so it takes no lock and cannot block. A missing file is
+// held by nobody (exists false); a symlink or anything but a regular file
+// is an error wrapping ErrUnsafe.
+func (t *LockTable) HoldersOf(path string) (exists bool, holders []Holder, err error) {
+	var st unix.Stat_t
+	for {
+		err = unix.Lstat(path, &st)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == unix.ENOENT || err == unix.ENOTDIR {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFLNK:
+		return true, nil, fmt.Errorf("lock file %s is a symlink; it is not followed: %w", path, ErrUnsafe)
+	default:
+		return true, nil, fmt.Errorf("lock file %s is not a regular file: %w", path, ErrUnsafe)
+	}
+	return true, t.Holders(uint64(st.Dev), st.Ino), nil
 }
 
 // holderTarget is the file asked about: dev/ino as stat(2) gives them, and the
@@ -238,10 +332,10 @@ type holderTarget struct {
 	locks    []ProcLock
 }
 
-func holdersFrom(all []ProcLock, dev, ino uint64) []Holder {
+func (tb *LockTable) holdersFrom(dev, ino uint64) []Holder {
 	major, minor := unix.Major(dev), unix.Minor(dev)
 	var exact, loose []ProcLock
-	for _, pl := range all {
+	for _, pl := range tb.locks {
 		if pl.Kind != "FLOCK" || pl.Waiter || pl.Inode != ino {
 			continue
 		}
@@ -298,7 +392,10 @@ func holdersFrom(all []ProcLock, dev, ino uint64) []Holder {
 		return out
 	}
 
-	heirs := t.scan(gone)
+	if tb.scanUntil.IsZero() {
+		tb.scanUntil = time.Now().Add(holderScanBudget)
+	}
+	heirs := t.scan(gone, tb.scanUntil)
 	for _, pl := range gone {
 		found := false
 		for _, h := range heirs {
@@ -431,11 +528,13 @@ type holderHeir struct {
 }
 
 // scan walks /proc for processes whose descriptors carry the target's
-// flocks, within holderScanBudget. Processes started after the placer are
-// tried first (pids just above the lowest gone placer, then wrapping
-// around), as children that inherited the descriptor usually are.
-func (t *holderTarget) scan(gone []ProcLock) []holderHeir {
-	deadline := time.Now().Add(holderScanBudget)
+// flocks, until deadline. Processes started after the placer are tried
+// first (pids just above the lowest gone placer, then wrapping around), as
+// children that inherited the descriptor usually are.
+func (t *holderTarget) scan(gone []ProcLock, deadline time.Time) []holderHeir {
+	if time.Now().After(deadline) {
+		return nil
+	}
 	f, err := os.Open(holderProcRoot)
 	if err != nil {
 		return nil

@@ -233,7 +233,7 @@ func TestHoldersExitedPlacer(t *testing.T) {
 	waiter := ProcLock{Kind: "FLOCK", Waiter: true, Pid: os.Getpid(), Major: pl.Major, Minor: pl.Minor, Inode: ino}
 	other := pl
 	other.Inode++
-	got := holdersFrom([]ProcLock{pl, waiter, other}, dev, ino)
+	got := (&LockTable{locks: []ProcLock{pl, waiter, other}, readable: true}).holdersFrom(dev, ino)
 	want := []Holder{{Pid: 4194304, Exited: true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v, want %+v", got, want)
@@ -244,7 +244,7 @@ func TestHoldersExitedPlacer(t *testing.T) {
 
 	// Pid 0: the placer is not visible in this PID namespace.
 	pl.Pid, pl.Write = 0, false
-	got = holdersFrom([]ProcLock{pl}, dev, ino)
+	got = (&LockTable{locks: []ProcLock{pl}, readable: true}).holdersFrom(dev, ino)
 	want = []Holder{{Shared: true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("pid 0: got %+v, want %+v", got, want)
@@ -253,7 +253,7 @@ func TestHoldersExitedPlacer(t *testing.T) {
 	// An entry for the right inode on another device whose pid cannot be
 	// confirmed is not reported.
 	pl.Pid, pl.Major = os.Getpid(), pl.Major+1
-	if got := holdersFrom([]ProcLock{pl}, dev, ino); len(got) != 0 {
+	if got := (&LockTable{locks: []ProcLock{pl}, readable: true}).holdersFrom(dev, ino); len(got) != 0 {
 		t.Fatalf("other device: got %+v, want none", got)
 	}
 }
@@ -501,8 +501,54 @@ func TestHolderJustReleased(t *testing.T) {
 	os.WriteFile(dir+"/stat", []byte("4242 (python3) S 1 4242 4242 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n"), 0o644)
 	os.WriteFile(dir+"/cmdline", []byte("python3\x00worker.py\x00"), 0o644)
 	all := ParseProcLocks([]byte("1: FLOCK  ADVISORY  WRITE 4242 08:01:777 0 EOF\n"))
-	hs := holdersFrom(all, unix.Mkdev(8, 1), 777)
+	hs := (&LockTable{locks: all, readable: true}).holdersFrom(unix.Mkdev(8, 1), 777)
 	if len(hs) != 1 || hs[0].Pid != pid || hs[0].Exited || !strings.Contains(hs[0].String(), "worker.py") {
 		t.Fatalf("holders = %+v (%v)", hs, hs)
+	}
+}
+
+// TestLockTable: one reading of /proc/locks answers for any number of
+// files, without opening or locking them: a lock file held by this
+// process, a free one, a missing one (free, exists false), a symlink
+// (refused, not followed); an unreadable /proc/locks knows nothing.
+func TestLockTable(t *testing.T) {
+	held, _, _ := holderTestFile(t)
+	f, err := os.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	free, _, _ := holderTestFile(t)
+	link := t.TempDir() + "/link.lock"
+	if err := os.Symlink(held, link); err != nil {
+		t.Fatal(err)
+	}
+	tb := ReadLockTable()
+	if !tb.Readable() {
+		t.Skip("/proc/locks is not readable here")
+	}
+	exists, hs, err := tb.HoldersOf(held)
+	if err != nil || !exists || len(hs) != 1 || hs[0].Pid != os.Getpid() || hs[0].Shared || hs[0].Started.IsZero() || hs[0].Started.After(time.Now()) {
+		t.Errorf("held: %v %+v %v", exists, hs, err)
+	}
+	if exists, hs, err := tb.HoldersOf(free); err != nil || !exists || len(hs) != 0 {
+		t.Errorf("free: %v %+v %v", exists, hs, err)
+	}
+	if exists, hs, err := tb.HoldersOf(t.TempDir() + "/none/x.lock"); err != nil || exists || len(hs) != 0 {
+		t.Errorf("missing: %v %+v %v", exists, hs, err)
+	}
+	if _, _, err := tb.HoldersOf(link); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("symlink: %v", err)
+	}
+	old := holderProcRoot
+	holderProcRoot = t.TempDir()
+	defer func() { holderProcRoot = old }()
+	if tb := ReadLockTable(); tb.Readable() {
+		t.Error("a missing /proc/locks is readable")
+	} else if _, hs, err := tb.HoldersOf(held); err != nil || len(hs) != 0 {
+		t.Errorf("unreadable table: %+v %v", hs, err)
 	}
 }

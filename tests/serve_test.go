@@ -668,23 +668,31 @@ func serveHTTPChecks(t *testing.T, e *serveEnv, srv *served) {
 }
 
 // rowState is the state badge's text in a gate's row ("" without a row).
-const rowStateJS = `const b = document.querySelector('tr.gate[data-gate="' + arguments[0] + '"] td.col-state .state'); return b ? b.textContent : "";`
+// rowStateJS reads the status state a row shows (its badge says more:
+// stale, overrun, error).
+const rowStateJS = `const b = document.querySelector('tr.gate[data-gate="' + arguments[0] + '"] td.col-state .state'); return b ? b.dataset.state : "";`
+
+// pageOrder is the order of the dashboard's rows: problems first, then
+// the status's order (by name) within each.
+var pageOrder = map[string]int{"failing": 0, "error": 0, "blocked": 1, "skipped": 4, "paused": 5, "running": 6, "ok": 7, "never-run": 8}
 
 func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 	wd := webdriver.Start(t, 1500, 800)
 	// Log in with the address serve printed: the buttons need it.
 	wd.Open(srv.base + "/?token=" + srv.actionToken(t))
 
-	// One row per gate, in status's order, each with status's state.
+	// One row per gate, problems first, each with status's state.
 	st := e.status(t)
 	var names []string
 	webdriver.WaitFor(t, "one row per gate", serveDeadline, func() bool {
 		wd.Eval(`return Array.from(document.querySelectorAll('tr.gate')).map(r => r.dataset.gate);`, &names)
 		return len(names) == len(st.Gates)
 	})
-	for i, g := range st.Gates {
+	gates := append([]statusGate(nil), st.Gates...)
+	sort.SliceStable(gates, func(i, j int) bool { return pageOrder[gates[i].State] < pageOrder[gates[j].State] })
+	for i, g := range gates {
 		if names[i] != g.Name {
-			t.Fatalf("rows %v, want the gates of cron-gate status in its order: %s", names, st.states())
+			t.Fatalf("rows %v, want the gates of cron-gate status problems first: %s", names, st.states())
 		}
 		var state string
 		wd.Eval(rowStateJS, &state, g.Name)
@@ -713,9 +721,9 @@ func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 	}
 	// Times in the configured zone, the full timestamp in the tooltip.
 	var title string
-	wd.Eval(`return document.querySelector('tr.gate[data-gate="translate"] td.col-failure span[title]').title;`, &title)
+	wd.Eval(`return document.querySelector('tr.gate[data-gate="translate"] td.col-success span[title]').title;`, &title)
 	if ts, err := time.Parse(time.RFC3339Nano, title); err != nil || !strings.HasSuffix(title, "+09:00") || ts.IsZero() {
-		t.Errorf("translate's failure time tooltip %q: %v", title, err)
+		t.Errorf("translate's success time tooltip %q: %v", title, err)
 	}
 
 	// Pause ko-followup with the button: a reason and 2h; the real
@@ -777,8 +785,8 @@ func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 		g := r.gate("dependency-classifier")
 		return g != nil && g.Pause == nil && g.State != "paused"
 	})
-	if g := st.gate("dependency-classifier"); g.State != "skipped" {
-		t.Errorf("dependency-classifier after force-resume: %s, want skipped (it has only a paused skip)", g.State)
+	if g := st.gate("dependency-classifier"); g.State != "never-run" {
+		t.Errorf("dependency-classifier after force-resume: %s, want never-run (it has only a paused skip: it never tried, and a resumed gate never looks skipped for its pause)", g.State)
 	}
 	const pausedLine = "\npaused = true  # quota\n"
 	if bytes.Count(e.origCfg, []byte(pausedLine)) != 1 {
@@ -800,7 +808,7 @@ func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 		wd.Eval(`return document.querySelectorAll('tr.gate[data-gate="dependency-classifier"] button.force-resume').length;`, &n)
 		var s string
 		wd.Eval(rowStateJS, &s, "dependency-classifier")
-		return n == 0 && s == "skipped"
+		return n == 0 && s == "never-run"
 	})
 	// The gate now runs, as cron would run it.
 	e.gateRun(t, "dependency-classifier", "echo classified", 0)

@@ -92,6 +92,23 @@ type Record struct {
 	DurationMS int64     `json:"duration_ms,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
 	Detail     string    `json:"detail,omitempty"`
+	// Locks, in an end record with reason busy, are the locks the
+	// command's withlock takes (path locks, then slot files), as far as
+	// cron-gate could read its command line; at most MaxLocks of them,
+	// LocksMore saying how many more there were. The holders are looked
+	// up when the status is read (gate.Status).
+	Locks     []Lock `json:"locks,omitempty"`
+	LocksMore int    `json:"locks_more,omitempty"`
+}
+
+// MaxLocks bounds the locks a busy record names (Record.Locks).
+const MaxLocks = 64
+
+// Lock is one lock file a withlock command line takes.
+type Lock struct {
+	Path string `json:"path,omitempty"` // a path lock: the canonical path (the Python rule)
+	Pool string `json:"pool,omitempty"` // a slot: its pool's template, "{i}" included
+	File string `json:"file"`           // the lock file, absolute
 }
 
 // Event is what a summary keeps of one record.
@@ -105,7 +122,24 @@ type Event struct {
 	DurationMS int64     `json:"duration_ms,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
 	Detail     string    `json:"detail,omitempty"`
+	Locks      []Lock    `json:"locks,omitempty"` // a busy skip's (Record.Locks)
+	LocksMore  int       `json:"locks_more,omitempty"`
 }
+
+// Attempt is one attempt of the gate in Digest.Recent: a run that ended
+// (any outcome, a busy skip included), a skip, or an error. A list of
+// them in a digest (Attempts) has a compact JSON of its own; one alone
+// (as in cron-gate why --json) is an object with the keys below.
+type Attempt struct {
+	Time       time.Time `json:"time"`
+	Outcome    string    `json:"outcome"`
+	Reason     string    `json:"reason,omitempty"`
+	Exit       *int      `json:"exit"` // null: none (a skip, a signal)
+	DurationMS int64     `json:"duration_ms"`
+}
+
+// RecentAttempts is how many attempts Digest.Recent keeps.
+const RecentAttempts = 20
 
 // Running is a run that has started and not yet ended.
 type Running struct {
@@ -135,6 +169,22 @@ type Digest struct {
 	// an error (its last attempt could not start). Decided by journal
 	// order, not by timestamps, which a clock step can reorder.
 	ErrorIsLatest bool `json:"error_is_latest,omitempty"`
+
+	// LastAttempt is the newest end, skip or error record, but for a
+	// skip because the gate was paused: a paused gate did not try. Its
+	// outcome says whether the gate's last try ran and how it went. It
+	// is one of the events above, or an older skip, so the JSON of a
+	// status does not repeat it (GateStatus.Skipping says the rest); the
+	// checkpoint keeps it (Summary.LastAttemptIs).
+	LastAttempt *Event `json:"-"`
+	// ConsecutiveSkips counts the skips (busy included, paused not)
+	// since the last end that ran, error, or paused skip; SkippingSince
+	// is the first of them (zero when there is none).
+	ConsecutiveSkips int       `json:"consecutive_skips,omitempty"`
+	SkippingSince    time.Time `json:"skipping_since,omitzero"`
+	// Recent are the last RecentAttempts attempts, oldest first, paused
+	// skips included (they are what happened to the ticks).
+	Recent Attempts `json:"recent,omitempty"`
 }
 
 // Summary is the per-gate digest kept beside the journal, so that the last
@@ -142,6 +192,16 @@ type Digest struct {
 type Summary struct {
 	V    int    `json:"v"`
 	Gate string `json:"gate"`
+	// DigestV is the version of what the checkpoint folds in: a
+	// checkpoint written before the digest knew LastAttempt, the skips
+	// in a row and Recent (0) is rebuilt from the journal when read.
+	DigestV int `json:"digest_v,omitempty"`
+	// LastAttemptIs and LastAttemptEv, in the checkpoint only, keep
+	// Digest.LastAttempt: the same record as LastEnd, LastSkip or
+	// LastError ("end", "skip", "error"), which is then not written
+	// twice; else the event itself.
+	LastAttemptIs string `json:"last_attempt_is,omitempty"`
+	LastAttemptEv *Event `json:"last_attempt,omitempty"`
 	Digest
 	Running       map[string]Running `json:"running,omitempty"`
 	Records       int                `json:"records"`        // records in the current journal file
@@ -157,6 +217,9 @@ type Summary struct {
 // before the checkpoint is rewritten: readers fold in at most this much,
 // and most appends write one line and nothing else.
 const checkpointEvery = 2 << 10
+
+// digestVersion is Summary.DigestV of the checkpoints this code writes.
+const digestVersion = 2
 
 // File names inside a gate's state directory.
 const (
@@ -475,9 +538,20 @@ func (j *Journal) readSummary() (*Summary, error) {
 		return &Summary{V: 1, Gate: j.Gate}, fmt.Errorf("summary of gate %s: %w", j.Gate, safeopen.Cause(err))
 	}
 	s := &Summary{}
-	if err == nil && json.Unmarshal(data, s) == nil && s.V == 1 &&
+	if err == nil && decodeSummary(j.Dir, data, s) == nil && s.V == 1 && s.DigestV == digestVersion &&
 		(s.JournalIno == st.Ino || (s.JournalIno == 0 && s.JournalOffset == 0)) && s.JournalOffset <= st.Size {
 		s.diskOffset = s.JournalOffset
+		switch s.LastAttemptIs {
+		case "end":
+			s.LastAttempt = s.LastEnd
+		case "skip":
+			s.LastAttempt = s.LastSkip
+		case "error":
+			s.LastAttempt = s.LastError
+		default:
+			s.LastAttempt = s.LastAttemptEv
+		}
+		s.LastAttemptIs, s.LastAttemptEv = "", nil
 		if s.JournalOffset < st.Size {
 			j.replay(s, journalFile, s.JournalOffset)
 		}
@@ -525,7 +599,7 @@ func (j *Journal) replay(s *Summary, file string, offset int64) {
 
 // rebuild recomputes the summary from the journal files.
 func (j *Journal) rebuild() *Summary {
-	s := &Summary{V: 1, Gate: j.Gate, diskOffset: -1}
+	s := &Summary{V: 1, Gate: j.Gate, DigestV: digestVersion, diskOffset: -1}
 	j.replay(s, journalOldFile, 0)
 	s.Records, s.JournalOffset = 0, 0
 	j.replay(s, journalFile, 0)
@@ -538,7 +612,17 @@ func (j *Journal) rebuild() *Summary {
 // writeSummary replaces the checkpoint atomically, without fsync: the
 // journal, fsynced, is what a crash is recovered from (readSummary).
 func (j *Journal) writeSummary(s *Summary) error {
-	data, err := json.Marshal(s)
+	c := *s
+	c.LastAttemptEv = s.LastAttempt
+	for _, r := range []struct {
+		is string
+		ev *Event
+	}{{"end", s.LastEnd}, {"skip", s.LastSkip}, {"error", s.LastError}} {
+		if c.LastAttemptEv != nil && c.LastAttemptEv == r.ev {
+			c.LastAttemptEv, c.LastAttemptIs = nil, r.is
+		}
+	}
+	data, err := json.Marshal(&c)
 	if err != nil {
 		return err
 	}
@@ -547,12 +631,38 @@ func (j *Journal) writeSummary(s *Summary) error {
 
 func eventOf(r Record) *Event {
 	return &Event{Run: r.Run, Time: r.Time, Outcome: r.Outcome, Exit: r.Exit, Signal: r.Signal,
-		Started: r.Started, DurationMS: r.DurationMS, Reason: r.Reason, Detail: r.Detail}
+		Started: r.Started, DurationMS: r.DurationMS, Reason: r.Reason, Detail: r.Detail,
+		Locks: r.Locks, LocksMore: r.LocksMore}
+}
+
+// attempt folds one attempt (an end, a skip or an error) into the
+// digest: the recent ones, the last one, and the skips in a row.
+func (d *Digest) attempt(ev *Event) {
+	a := Attempt{Time: ev.Time.Truncate(time.Second), Outcome: ev.Outcome, Reason: ev.Reason, Exit: ev.Exit, DurationMS: ev.DurationMS}
+	if n := len(d.Recent); n >= RecentAttempts {
+		d.Recent = append(d.Recent[:0:0], d.Recent[n-RecentAttempts+1:]...)
+	}
+	d.Recent = append(d.Recent, a)
+	if ev.Outcome == OutcomeSkipped && ev.Reason == ReasonPaused {
+		// Not a try: the gate was paused. What blocked it before the
+		// pause is no longer known to hold.
+		d.ConsecutiveSkips, d.SkippingSince = 0, time.Time{}
+		return
+	}
+	d.LastAttempt = ev
+	if ev.Outcome != OutcomeSkipped {
+		d.ConsecutiveSkips, d.SkippingSince = 0, time.Time{}
+		return
+	}
+	if d.ConsecutiveSkips == 0 {
+		d.SkippingSince = ev.Time
+	}
+	d.ConsecutiveSkips++
 }
 
 // apply folds one record into the summary.
 func (s *Summary) apply(r Record) {
-	s.V, s.Gate = 1, r.Gate
+	s.V, s.Gate, s.DigestV = 1, r.Gate, digestVersion
 	if s.Running == nil {
 		s.Running = map[string]Running{}
 	}
@@ -564,6 +674,7 @@ func (s *Summary) apply(r Record) {
 		delete(s.Running, r.Run)
 		s.ErrorIsLatest = false
 		ev := eventOf(r)
+		s.attempt(ev)
 		switch r.Outcome {
 		case OutcomeSkipped:
 			s.skip(r.Reason, ev)
@@ -581,11 +692,15 @@ func (s *Summary) apply(r Record) {
 		}
 		s.LastEnd = ev
 	case EventSkip:
-		s.skip(r.Reason, eventOf(r))
+		ev := eventOf(r)
+		s.attempt(ev)
+		s.skip(r.Reason, ev)
 	case EventError:
 		s.ErrorIsLatest = true
-		s.LastError = eventOf(r)
-		s.skip(r.Reason, eventOf(r))
+		ev := eventOf(r)
+		s.attempt(ev)
+		s.LastError = ev
+		s.skip(r.Reason, ev)
 	}
 	if len(s.Running) == 0 {
 		s.Running = nil
@@ -623,6 +738,7 @@ func (s *Summary) ReapVanished(now time.Time) bool {
 		s.LastFailure, s.LastEnd = ev, ev
 		s.ErrorIsLatest = false
 		s.ConsecutiveFailures++
+		s.attempt(ev)
 	}
 	if len(s.Running) == 0 {
 		s.Running = nil

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,8 +37,8 @@ func browserFixture(t testing.TB, e *env, now time.Time) {
 
 // TestBrowser loads the page in headless chromium, checks the rows,
 // pauses a gate with the button and the form, sees the pause in the state
-// dir and on the page, and resumes it. With DASHBOARD_SCREENSHOT=FILE it
-// saves a PNG of the page (docs/dashboard.png comes from it).
+// dir and on the page, and resumes it. (TestBrowserLayout checks the page
+// at a laptop's and a phone's width and takes docs/'s screenshots.)
 func TestBrowser(t *testing.T) {
 	webdriver.Need(t)
 	e := newEnv(t)
@@ -114,16 +113,17 @@ func TestBrowser(t *testing.T) {
 	}
 	var names []string
 	wd.Eval(`return Array.from(document.querySelectorAll('tr.gate')).map(r => r.dataset.gate);`, &names)
-	if strings.Join(names, ",") != "blog-worker-health,dependency-classifier,ko-followup,newsletter,terms,translate" {
+	// Problems first: failing, stale, then paused, running, ok, never-run.
+	if strings.Join(names, ",") != "translate,terms,dependency-classifier,blog-worker-health,ko-followup,newsletter" {
 		t.Fatalf("rows: %v", names)
 	}
 	for name, want := range map[string][]string{
-		"translate":             {"failing", "failure 3", "every 4 hours from 00:00", "KST", "failed: alerted"},
+		"translate":             {"failing", "failure 3", "every 4 hours from 00:00", "KST", "failed · alert sent"},
 		"dependency-classifier": {"paused", "config: provider quota exhausted", "every 30 minutes from :15", "force-resume"},
 		"blog-worker-health":    {"running", "pid ", "every 5 minutes"},
-		"terms":                 {"stale", "legacy_lock", "stale: pending"},
+		"terms":                 {"stale", "missing: no successful run", "stale · alert pending"},
 		"ko-followup":           {"ok", "every 4 hours from 02:00", "pause"},
-		"newsletter":            {"never-run", "0 9 1-7 * tue#1"},
+		"newsletter":            {"never-run", "0 9 1-7 * tue#1", "no attempts yet"},
 	} {
 		txt := rowText(wd, name)
 		for _, w := range want {
@@ -135,22 +135,23 @@ func TestBrowser(t *testing.T) {
 	if strings.Contains(rowText(wd, "dependency-classifier"), "\nresume") {
 		t.Errorf("a config pause offers a plain resume")
 	}
-	// The unreadable schedule is cut with an ellipsis inside its cell,
-	// the full text in the tooltip; a long readable one too.
+	// The unreadable schedule stays inside its cell (three lines at most),
+	// the full text in the tooltip.
 	var cut struct {
-		Overflows, Inside bool
-		Title, Overflow   string
+		Inside bool
+		Title  string
+		Clamp  string
 	}
-	wd.Eval(`const s = document.querySelector('tr.gate[data-gate="newsletter"] td.col-cadence .cut');
+	wd.Eval(`const s = document.querySelector('tr.gate[data-gate="newsletter"] td.col-name .cadence');
 		const td = s.closest('td');
-		return {Overflows: s.scrollWidth > s.clientWidth, Inside: s.getBoundingClientRect().right <= td.getBoundingClientRect().right + 0.5,
-			Title: s.title, Overflow: getComputedStyle(s).textOverflow};`, &cut)
-	if !cut.Inside || cut.Overflow != "ellipsis" || !strings.Contains(cut.Title, "0 9 1-7 * tue#1") {
+		return {Inside: s.getBoundingClientRect().right <= td.getBoundingClientRect().right + 0.5,
+			Title: s.title, Clamp: getComputedStyle(s).webkitLineClamp};`, &cut)
+	if !cut.Inside || cut.Clamp != "3" || !strings.Contains(cut.Title, "0 9 1-7 * tue#1") {
 		t.Errorf("cron cell: %+v", cut)
 	}
 	// A time's tooltip is its full RFC 3339 timestamp.
 	var title string
-	wd.Eval(`return document.querySelector('tr.gate[data-gate="translate"] td.col-failure span[title]').title;`, &title)
+	wd.Eval(`return document.querySelector('tr.gate[data-gate="translate"] td.col-success span[title]').title;`, &title)
 	if _, err := time.Parse(time.RFC3339Nano, title); err != nil || !strings.HasSuffix(title, "+09:00") {
 		t.Errorf("time tooltip %q: %v", title, err)
 	}
@@ -162,16 +163,6 @@ func TestBrowser(t *testing.T) {
 		wd.Eval(`return document.querySelector('tr.output[data-gate="translate"] pre').textContent;`, &s)
 		return strings.Contains(s, "ValueError: quota")
 	})
-	if p := os.Getenv("DASHBOARD_SCREENSHOT"); p != "" {
-		var h int
-		wd.Eval(`return Math.ceil(document.documentElement.scrollHeight);`, &h)
-		wd.SetWindowSize(1500, h+100)
-		png := wd.Screenshot()
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot saved to %s (%d bytes)", p, len(png))
-	}
 	wd.Click(`tr.gate[data-gate="translate"] button.output`)
 
 	// Pause ko-followup: the button opens the form, the reason is typed,
@@ -296,7 +287,7 @@ func TestBrowserHostileText(t *testing.T) {
 	for _, want := range []string{
 		`L1\nL2\x1b]0;pwned\a\x1b[31mred \u202e5202 ,1 naJ`, // the reason
 		`failure 3`, // the outcome
-		"plain line\n\\x1b[31mred\\x1b[0m \\u202ereversed\\u202c\n\\u2067tail\n", // the output: lines kept, CRLF as LF
+		"plain line\nred \\u202ereversed\\u202c\n\\u2067tail\n", // the output: lines kept, CRLF as LF, colours removed
 	} {
 		if !strings.Contains(iso, want) {
 			t.Errorf("no <bdi> holds %q; the isolated texts:\n%s", want, iso)

@@ -31,6 +31,7 @@ type env struct {
 	gates    map[string]*gate.GateConfig
 	crontab  string
 	loads    int
+	loadErr  error                                                           // set: load fails with it (a config being fixed)
 	resumeFn func(cfg *gate.Config, name string, force bool) (string, error) // nil: the double below
 }
 
@@ -51,6 +52,9 @@ func (e *env) load() (*gate.Config, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.loads++
+	if e.loadErr != nil {
+		return nil, e.loadErr
+	}
 	cfg := &gate.Config{Path: filepath.Join(e.dir, "config.toml"), StateDir: e.dir, Gates: map[string]*gate.GateConfig{}}
 	for n, g := range e.gates {
 		c := *g
@@ -262,3 +266,21 @@ func do(t testing.TB, method, url string, body io.Reader, hdr map[string]string)
 }
 
 func writeFileErr(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
+
+// pauseFor pauses gate from the command line for d from now, by ops@pi.
+func (e *env) pauseFor(t testing.TB, name, reason string, now time.Time, d time.Duration) {
+	t.Helper()
+	if err := pauses.NewFile(e.dir).Set(context.Background(), name, pauses.Pause{Reason: reason, Since: now.Add(-time.Hour), Until: now.Add(d), Who: "ops@pi"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pausesNow lists the command-line pauses in the state dir.
+func (e *env) pausesNow(t testing.TB) map[string]pauses.Pause {
+	t.Helper()
+	ps, err := pauses.NewFile(e.dir).List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}

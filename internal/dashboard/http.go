@@ -34,6 +34,18 @@ var pageTmpl = template.Must(template.ParseFS(assets, "assets/index.html"))
 // token itself. It is no longer accepted, and a login deletes it.
 const legacyCookie = "cron_gate_token"
 
+// loginCookie is set by a login whose session cookie is Secure although
+// the login came over plain HTTP as far as the server can see (a
+// non-loopback Host, no TLS, no X-Forwarded-Proto: https). It holds no
+// secret and is not Secure: when a request then carries it without the
+// session cookie, the browser dropped the Secure cookie because the page
+// is plain HTTP, and the 401 says so instead of repeating the login
+// instruction just followed.
+const loginCookie = "cron_gate_login"
+
+// plainHTTPHint is what that 401 says.
+const plainHTTPHint = "this browser did not keep the session that the login just opened: its cookie is Secure (sent over HTTPS only) and this address is plain HTTP. Open the dashboard over HTTPS (a TLS proxy in front of cron-gate serve; docs/dashboard.md) or through ssh -L 8371:127.0.0.1:8371 HOST, then http://127.0.0.1:8371/?token=TOKEN"
+
 // csrfHeader is the header in which the page sends its session's key
 // (session.go) with every API request.
 const csrfHeader = "X-CSRF-Token"
@@ -171,6 +183,8 @@ func (h *handler) dispatch(w http.ResponseWriter, r *http.Request, rt route) {
 			msg = "pausing and resuming need the dashboard's action token: open the address ending in /?token=… that cron-gate serve printed when it started, once in this browser (again after every restart of cron-gate serve), or send Authorization: Bearer TOKEN"
 		case a.cookie && !a.header:
 			msg = "this browser's session has ended (expired, logged out, or cron-gate serve restarted): open /?token=TOKEN again, or send Authorization: Bearer TOKEN"
+		case !a.cookie && !a.header && hasCookie(r, loginCookie):
+			msg = plainHTTPHint
 		}
 		fail(w, r, http.StatusUnauthorized, msg)
 		return
@@ -251,6 +265,12 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	secure := secureRequest(r)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: secure, MaxAge: int(SessionMaxAge / time.Second)})
+	if secure && r.TLS == nil && !strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") {
+		// Maybe plain HTTP off loopback, maybe a TLS proxy that does
+		// not say so: loginCookie tells the next request which.
+		http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "1", Path: "/", HttpOnly: true,
+			SameSite: http.SameSiteStrictMode, MaxAge: 120})
+	}
 	// The cookie of older versions held the token: drop it.
 	http.SetCookie(w, &http.Cookie{Name: legacyCookie, Value: "", Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: secure, MaxAge: -1})
@@ -264,6 +284,9 @@ func (h *handler) logout(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: secureRequest(r), MaxAge: -1})
+	if hasCookie(r, loginCookie) {
+		http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "message": "logged out"})
 }
 
@@ -275,6 +298,12 @@ func (h *handler) logout(w http.ResponseWriter, r *http.Request) {
 // plain HTTP.
 func secureRequest(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") || !loopbackHost(r.Host)
+}
+
+// hasCookie reports whether the request carries a cookie of that name.
+func hasCookie(r *http.Request, name string) bool {
+	_, err := r.Cookie(name)
+	return err == nil
 }
 
 // equal compares two secrets in constant time (whatever their lengths).
@@ -469,5 +498,46 @@ func (h *handler) apiOutput(w http.ResponseWriter, r *http.Request) {
 		LogOutput bool   `json:"log_output"`
 		Output    string `json:"output"`
 		Cut       int64  `json:"cut_bytes,omitempty"`
-	}{name, cfg.Gate(name).LogOutput, strings.ToValidUTF8(tail.Text, "\uFFFD"), tail.Cut})
+	}{name, cfg.Gate(name).LogOutput, h.zoneMarkers(strings.ToValidUTF8(tail.Text, "\uFFFD")), tail.Cut})
+}
+
+// outputMarker begins the lines the output log writes around each run's
+// output: "=== cron-gate run ID started TIME" and "… ended TIME: …".
+const outputMarker = "=== cron-gate run "
+
+// zoneMarkers rewrites the times of the output log's own marker lines
+// (RFC 3339, UTC) into the dashboard's zone, "2026-11-29 18:10:00 KST",
+// like every other time on the page; the command's own lines are left as
+// they are.
+func (h *handler) zoneMarkers(text string) string {
+	if !strings.Contains(text, outputMarker) {
+		return text
+	}
+	lines := strings.SplitAfter(text, "\n")
+	for i, l := range lines {
+		rest, ok := strings.CutPrefix(l, outputMarker)
+		if !ok {
+			continue
+		}
+		for _, word := range []string{" started ", " ended "} {
+			j := strings.Index(rest, word)
+			if j < 0 {
+				continue
+			}
+			k := j + len(word)
+			end := len(rest)
+			for _, stop := range []string{": ", " ", "\n"} {
+				if e := strings.Index(rest[k:], stop); e >= 0 && k+e < end {
+					end = k + e
+				}
+			}
+			t, err := time.Parse(time.RFC3339Nano, rest[k:end])
+			if err != nil {
+				continue
+			}
+			lines[i] = outputMarker + rest[:k] + t.In(h.loc).Format("2006-01-02 15:04:05 MST") + rest[end:]
+			break
+		}
+	}
+	return strings.Join(lines, "")
 }

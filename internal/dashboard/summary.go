@@ -74,7 +74,8 @@ type GateSummary struct {
 	// NextRun is when the gate is next expected to run: the earliest
 	// next time of its schedules, else its last start plus its interval
 	// (NextRunFrom says which). Zero when unknown. A paused gate has one
-	// too: it is when the next run would be skipped.
+	// too: it is when it would run, and its run will be skipped (the page
+	// says "paused", and "would run at" this time).
 	NextRun     time.Time `json:"next_run,omitzero"`
 	NextRunFrom string    `json:"next_run_from,omitempty"` // "crontab" or "interval"
 	// Conditions are the watchdog's conditions for the gate
@@ -197,19 +198,23 @@ func plural(n int, unit string) string {
 type zoner struct {
 	loc  *time.Location
 	abbr map[string]string
+	seen map[int]bool // offsets (seconds east of UTC) already in abbr
 }
 
-func newZoner(loc *time.Location) *zoner { return &zoner{loc: loc, abbr: map[string]string{}} }
+func newZoner(loc *time.Location) *zoner {
+	return &zoner{loc: loc, abbr: map[string]string{}, seen: map[int]bool{}}
+}
 
 func (z *zoner) t(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
 	}
 	t = t.In(z.loc)
-	off := t.Format("Z07:00")
-	if _, ok := z.abbr[off]; !ok {
-		name, _ := t.Zone()
-		z.abbr[off] = name
+	// The abbreviation is noted once per offset: formatting the offset
+	// of every time would cost more than the rest of the conversion.
+	if name, off := t.Zone(); !z.seen[off] {
+		z.seen[off] = true
+		z.abbr[t.Format("Z07:00")] = name
 	}
 	return t
 }
@@ -242,6 +247,19 @@ func (z *zoner) gate(g *GateSummary) {
 		z.ev(e)
 	}
 	g.ResumedAt = z.t(g.ResumedAt)
+	if g.Skipping != nil {
+		k := *g.Skipping
+		k.Since, k.Last = z.t(k.Since), z.t(k.Last)
+		k.Locks = append([]gate.LockState(nil), k.Locks...)
+		for i := range k.Locks {
+			hs := append([]gate.Holder(nil), k.Locks[i].Holders...)
+			for j := range hs {
+				hs[j].Started = z.t(hs[j].Started)
+			}
+			k.Locks[i].Holders = hs
+		}
+		g.Skipping = &k
+	}
 	g.NextRun = z.t(g.NextRun)
 	for i := range g.Schedules {
 		g.Schedules[i].Next = z.t(g.Schedules[i].Next)

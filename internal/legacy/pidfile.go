@@ -67,6 +67,21 @@ func PidfileAlive(path string) (alive bool, detail string, err error) {
 	return r.alive, r.detail, err
 }
 
+// PidfileState is what a pidfile says now (ReadPidfile).
+type PidfileState struct {
+	Alive   bool   // it names a live process (PidfileAlive's rules)
+	Pid     int    // the pid it names, 0 when none could be read
+	Command string // that process's command line, sanitized; "" when unknown
+	Detail  string // for people, as PidfileAlive's detail
+}
+
+// ReadPidfile is PidfileAlive with the pid and the command line it found,
+// for a status view: it only reads, as PidfileAlive does.
+func ReadPidfile(path string) (PidfileState, error) {
+	r, err := readPidfile(path)
+	return PidfileState{Alive: r.alive, Pid: r.pid, Command: r.cmd, Detail: r.detail}, err
+}
+
 // pidfileResult is what PidfileAlive found.
 type pidfileResult struct {
 	alive  bool

@@ -216,6 +216,19 @@ func (e *UnknownGateError) Error() string {
 	return fmt.Sprintf("pause gate %s: %s", e.Name, e.what())
 }
 
+// CheckKnown returns an *UnknownGateError (its What says it for any
+// command) unless cron-gate knows the name: declared in cfg, with records
+// in the state dir, or paused from the command line. Pause applies it;
+// `cron-gate why` too.
+func CheckKnown(cfg *gate.Config, ps gate.Pauses, name string) error {
+	return checkKnown(cfg, ps.For(cfg), name)
+}
+
+// What says the name is unknown, with the closest known name, without
+// naming the command: "no gate x is declared in … or has records (did
+// you mean y?)".
+func (e *UnknownGateError) What() string { return e.what() }
+
 // checkKnown returns an *UnknownGateError unless name is declared in cfg,
 // has a directory of records in the state dir, or is paused from the
 // command line (this host's pauses, or the shared ones).

@@ -178,7 +178,7 @@ func (c *Checker) deliver(ctx context.Context, notes []*Notification, byID map[s
 	broken := map[string]error{}
 	for _, n := range notes {
 		msg := Message{V: 1, Kind: n.Kind, Gate: n.Gate, Condition: n.Condition, Title: n.Title, Body: n.Body,
-			Detail: n.Detail, Since: n.Since, Time: now, Host: c.Host}
+			Detail: n.Detail, Output: n.Output, Since: n.Since, Time: now, Host: c.Host}
 		for _, id := range n.To {
 			err := broken[id]
 			if err != nil {

@@ -16,6 +16,8 @@ const (
 	CondStale       = "stale"       // no success for stale_factor intervals, or never (missing)
 	CondFailed      = "failed"      // the last run failed, and the worker does not report it itself
 	CondUnscheduled = "unscheduled" // not in the crontab / cron.d, or its systemd timer is not active
+	CondSkipping    = "skipping"    // blocked (gate.Skipping) for longer than skipping_after
+	CondOverrun     = "overrun"     // a run in progress has run longer than max_runtime
 )
 
 // Verdicts of one observation.
@@ -31,6 +33,10 @@ type Observation struct {
 	Condition string `json:"condition"`
 	Verdict   string `json:"verdict"`
 	Detail    string `json:"detail,omitempty"`
+	// Output is the last lines of a failed run's output, for its alert
+	// (failed, with log_output and alert_output); neutralised, bounded.
+	// Not kept in check.json.
+	Output string `json:"-"`
 }
 
 // Kinds of notification.
@@ -48,6 +54,7 @@ type Notification struct {
 	Title     string            `json:"title"`
 	Body      string            `json:"body"`
 	Detail    string            `json:"detail,omitempty"`
+	Output    string            `json:"output,omitempty"` // an alert of a failed run: its last lines (Observation.Output)
 	Since     time.Time         `json:"since"`
 	To        []string          `json:"to"`                  // notifier IDs it is due to
 	Delivered []string          `json:"delivered,omitempty"` // those it reached
@@ -180,7 +187,8 @@ func (m *machine) settle(st *State, notes []*Notification, now time.Time) {
 // note builds the message of an alert or recovery.
 func (m *machine) note(kind string, o Observation, e *Cond, to []string, now time.Time) *Notification {
 	n := &Notification{Kind: kind, Gate: o.Gate, Condition: o.Condition, Since: e.Since, To: to}
-	what := map[string]string{CondStale: "is stale", CondFailed: "failed", CondUnscheduled: "is not scheduled"}[o.Condition]
+	what := map[string]string{CondStale: "is stale", CondFailed: "failed", CondUnscheduled: "is not scheduled",
+		CondSkipping: "is blocked", CondOverrun: "is overrunning"}[o.Condition]
 	if what == "" {
 		what = o.Condition
 	}
@@ -190,6 +198,10 @@ func (m *machine) note(kind string, o Observation, e *Cond, to []string, now tim
 		n.Detail = o.Detail
 		body.WriteString(o.Detail)
 		fmt.Fprintf(&body, "\nBad since %s (%d checks).", stamp(e.Since), e.Count)
+		if o.Output != "" {
+			n.Output = o.Output
+			body.WriteString("\nLast output:\n" + o.Output)
+		}
 	} else {
 		n.Title = fmt.Sprintf("cron-gate: %s recovered (%s)", o.Gate, o.Condition)
 		n.Detail = o.Detail

@@ -103,7 +103,7 @@ func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) er
 		}
 		return st.cond(g.Name, c)
 	}
-	family("cron_gate_condition", "gauge", "1 if the watchdog's last check found the condition bad (stale, failed, unscheduled).",
+	family("cron_gate_condition", "gauge", "1 if the watchdog's last check found the condition bad (stale, failed, unscheduled, skipping, overrun).",
 		func(g *gate.GateStatus, emit func([]string, float64)) {
 			for _, c := range Watched(cfg, g) {
 				e := cond(g, c)
@@ -119,6 +119,7 @@ func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) er
 				}
 			}
 		})
+	writeBlockedMetrics(family, rep)
 	if st != nil && !st.Updated.IsZero() {
 		global := func(name, typ, help string, v float64) {
 			bw.WriteString("# HELP " + name + " " + escapeHelp(help) + "\n# TYPE " + name + " " + typ + "\n")
@@ -132,7 +133,7 @@ func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) er
 	return bw.Flush()
 }
 
-var allStates = []string{gate.StateRunning, gate.StatePaused, gate.StateError, gate.StateFailing, gate.StateOK, gate.StateSkipped, gate.StateNeverRun}
+var allStates = []string{gate.StateRunning, gate.StatePaused, gate.StateError, gate.StateFailing, gate.StateBlocked, gate.StateOK, gate.StateSkipped, gate.StateNeverRun}
 
 var alertStates = []string{"ok", "pending", "alerted", "muted", "recovering"}
 

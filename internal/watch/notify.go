@@ -30,12 +30,13 @@ type Message struct {
 	V         int       `json:"v"`
 	Kind      string    `json:"kind"` // KindAlert or KindRecovery
 	Gate      string    `json:"gate"`
-	Condition string    `json:"condition"` // CondStale, CondFailed, CondUnscheduled
+	Condition string    `json:"condition"` // CondStale, CondFailed, CondUnscheduled, CondSkipping, CondOverrun
 	Title     string    `json:"title"`
 	Body      string    `json:"body"`
 	Detail    string    `json:"detail,omitempty"`
-	Since     time.Time `json:"since"` // first bad check
-	Time      time.Time `json:"time"`  // this check
+	Output    string    `json:"output,omitempty"` // a failure alert: the run's last output lines (also in Body)
+	Since     time.Time `json:"since"`            // first bad check
+	Time      time.Time `json:"time"`             // this check
 	Host      string    `json:"host,omitempty"`
 }
 

@@ -5,6 +5,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 // Watched returns the conditions the watchdog judges for a gate of the
 // status report, from the config alone:
 //
-//   - failed: every gate (declared, or with records);
+//   - failed and skipping: every gate (declared, or with records);
 //   - stale: gates with an interval;
+//   - overrun: gates with a max_runtime;
 //   - unscheduled: declared gates with an interval or a systemd_timer;
 //     with a timer, the timer must be active; else the gate must be run
 //     by a cron-gate line of the crontab or the cron_d files, and the
@@ -25,9 +27,12 @@ import (
 //     and no cron_d).
 func Watched(cfg *gate.Config, gs *gate.GateStatus) []string {
 	gc := cfg.Gate(gs.Name)
-	out := []string{CondFailed}
+	out := []string{CondFailed, CondSkipping}
 	if gc.Interval > 0 {
 		out = append(out, CondStale)
+	}
+	if gc.MaxRuntime > 0 {
+		out = append(out, CondOverrun)
 	}
 	if gs.Declared && (gc.Interval > 0 || gc.SystemdTimer != "") &&
 		(gc.SystemdTimer != "" || len(cfg.Check.CrontabCommandOr()) > 0 || len(cfg.Check.CronD) > 0) {
@@ -77,6 +82,15 @@ func (o *observer) gate(gs *gate.GateStatus, gst *GateState) []Observation {
 			add(cond, v, d)
 		case CondFailed:
 			v, d := o.failed(gs, gc)
+			add(cond, v, d)
+			if v == Bad {
+				obs[len(obs)-1].Output = o.output(gs, gc)
+			}
+		case CondSkipping:
+			v, d := o.skipping(gs, gc)
+			add(cond, v, d)
+		case CondOverrun:
+			v, d := o.overrun(gs, gc)
 			add(cond, v, d)
 		case CondUnscheduled:
 			if paused {
@@ -159,6 +173,94 @@ func (o *observer) failed(gs *gate.GateStatus, gc *gate.GateConfig) (string, str
 	}
 	return Bad, desc
 }
+
+// skipping: the gate is blocked (gate.Skipping's rule) and has been for
+// longer than skipping_after (default: its interval; without one, as soon
+// as it is blocked). The detail names the reason and what holds the gate
+// back now, holder included.
+func (o *observer) skipping(gs *gate.GateStatus, gc *gate.GateConfig) (string, string) {
+	if gs.Pause != nil {
+		return Held, "paused"
+	}
+	k := gs.Skipping
+	if k == nil || !k.Blocked {
+		return OK, ""
+	}
+	limit := gc.SkippingAfterFor()
+	blocked := o.now.Sub(k.Since)
+	rule := ""
+	if limit > 0 {
+		rule = ", alert after " + short(limit)
+	}
+	if blocked < limit {
+		return OK, fmt.Sprintf("blocked for %s (%s)%s", short(blocked), k.Reason, rule)
+	}
+	return Bad, fmt.Sprintf("blocked for %s: skipped %d times in a row since %s (%s)%s; now: %s",
+		short(blocked), k.Skips, stamp(k.Since), k.Reason, rule, k.Words())
+}
+
+// overrun: a run in progress has run longer than max_runtime (the
+// status's judgement, gate.GateStatus.Overrun, at the check's time).
+func (o *observer) overrun(gs *gate.GateStatus, gc *gate.GateConfig) (string, string) {
+	if !gs.Overrun {
+		if len(gs.Running) > 0 {
+			return OK, fmt.Sprintf("running for %s, max_runtime %s", short(o.now.Sub(gs.Running[0].Since)), gs.MaxRuntime)
+		}
+		return OK, ""
+	}
+	r := gs.Running[0]
+	pid := r.ChildPid
+	if pid == 0 {
+		pid = r.Pid
+	}
+	return Bad, fmt.Sprintf("run %s (pid %d) has been running for %s since %s, longer than max_runtime %s",
+		r.Run, pid, short(o.now.Sub(r.Since)), stamp(r.Since), gs.MaxRuntime)
+}
+
+// Bounds of a failure alert's output.
+const (
+	alertOutputLines = 10
+	alertOutputBytes = 2000
+)
+
+// output returns the last lines of the failed run's output for its alert:
+// with log_output, unless alert_output = false; only when the output
+// log's last section is that run's. Each line is neutralised; at most
+// alertOutputLines lines and alertOutputBytes bytes.
+func (o *observer) output(gs *gate.GateStatus, gc *gate.GateConfig) string {
+	e := gs.LastEnd
+	if !gc.LogOutput || gc.NoAlertOutput || e == nil || e.Run == "" || gs.LastAttemptErred() {
+		return ""
+	}
+	tail, err := journal.LastOutputTail(gate.StateDirFor(o.cfg), gs.Name, 4*alertOutputBytes)
+	if err != nil || !strings.Contains(tail.Header, " "+e.Run+" ") {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(tail.Text, "\n"), "\n")
+	var out []string
+	size := 0
+	for i := len(lines) - 1; i >= 0 && len(out) < alertOutputLines; i-- {
+		l := strings.TrimRight(lines[i], "\r")
+		if strings.HasPrefix(l, "=== cron-gate run ") {
+			continue // the log's own markers
+		}
+		l = safetext.Cut(ansiRE.ReplaceAllString(l, ""), 200)
+		if size+len(l)+3 > alertOutputBytes {
+			break
+		}
+		size += len(l) + 3
+		out = append(out, "  "+l)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return strings.Join(out, "\n")
+}
+
+// ansiRE matches the terminal escape sequences a command's output holds
+// (CSI such as colours, OSC such as titles, and two-byte escapes): an
+// alert shows the text, not the codes. What is left unsafe is escaped.
+var ansiRE = regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\\\-_]")
 
 func describeEnd(e *journal.Event) string {
 	s := "the last run ended: " + e.Outcome

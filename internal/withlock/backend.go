@@ -155,6 +155,13 @@ func (o *Options) Check(found bool, d Driver) error {
 	if err := o.Validate(found); err != nil {
 		return err
 	}
+	return o.CheckBackend(d)
+}
+
+// CheckBackend is Check's part about the backend, for `withlock who`,
+// which has no command: the backend chosen must be d's, no other
+// backend's flags are given, and d.Configure fills in d's own.
+func (o *Options) CheckBackend(d Driver) error {
 	name, what := o.Backend, "--backend "
 	if name == "" {
 		name, what = os.Getenv("WITHLOCK_BACKEND"), "WITHLOCK_BACKEND="

@@ -75,8 +75,9 @@ type Driver struct {
 // deleted, chromedriver's process group is killed, then any process still
 // running with this session's profile directory on its command line (the
 // directory is the test's own, so nothing else can match).
-// Start calls Need first.
-func Start(t testing.TB, width, height int) *Driver {
+// Start calls Need first. extra flags are added to chromium's (such as
+// --host-resolver-rules, to reach a loopback server by another name).
+func Start(t testing.TB, width, height int, extra ...string) *Driver {
 	t.Helper()
 	Need(t)
 	port, err := freePort()
@@ -127,10 +128,10 @@ func Start(t testing.TB, width, height int) *Driver {
 		"browserName": "chrome",
 		"goog:chromeOptions": map[string]any{
 			"binary": ChromiumPath,
-			"args": []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+			"args": append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 				"--disable-background-networking", "--disable-component-update", "--disable-sync",
 				"--disable-dev-shm-usage", "--user-data-dir=" + d.profile,
-				fmt.Sprintf("--window-size=%d,%d", width, height), "--lang=en-US"},
+				fmt.Sprintf("--window-size=%d,%d", width, height), "--lang=en-US"}, extra...),
 		},
 	}}}
 	var sess struct {
@@ -281,6 +282,26 @@ func (d *Driver) Type(css, text string) {
 	d.Call("POST", "/element/"+d.Find(css)+"/value", map[string]string{"text": text}, nil)
 }
 
+// Keys for Press: the W3C WebDriver codes of special keys.
+const (
+	KeyEnter  = "\uE007"
+	KeyEscape = "\uE00C"
+	KeyTab    = "\uE004"
+)
+
+// Press presses and releases each key of keys in turn on the keyboard,
+// as a person would, into whatever element has the focus (W3C actions):
+// unlike Type, it does not focus an element first.
+func (d *Driver) Press(keys string) {
+	d.t.Helper()
+	var acts []map[string]string
+	for _, r := range keys {
+		acts = append(acts, map[string]string{"type": "keyDown", "value": string(r)}, map[string]string{"type": "keyUp", "value": string(r)})
+	}
+	d.Call("POST", "/actions", map[string]any{"actions": []map[string]any{{"type": "key", "id": "keyboard", "actions": acts}}}, nil)
+	d.Try("DELETE", "/actions", nil, nil)
+}
+
 // Text returns the rendered text of the element matching css.
 func (d *Driver) Text(css string) string {
 	d.t.Helper()
@@ -303,6 +324,15 @@ func (d *Driver) Eval(script string, out any, args ...any) {
 func (d *Driver) SetWindowSize(width, height int) {
 	d.t.Helper()
 	d.Call("POST", "/window/rect", map[string]int{"width": width, "height": height}, nil)
+}
+
+// Viewport makes the page's viewport width×height CSS pixels, as a
+// phone's (Chrome DevTools' device metrics, through chromedriver): a
+// desktop window cannot be made narrower than about 500 pixels.
+func (d *Driver) Viewport(width, height int) {
+	d.t.Helper()
+	d.Call("POST", "/goog/cdp/execute", map[string]any{"cmd": "Emulation.setDeviceMetricsOverride",
+		"params": map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": true}}, nil)
 }
 
 // Screenshot returns a PNG of the window.

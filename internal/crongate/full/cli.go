@@ -31,6 +31,7 @@ type CLI struct {
 	Pause  PauseCmd  `cmd:"" help:"Pause a gate: its runs are skipped until it is resumed or the pause expires."`
 	Resume ResumeCmd `cmd:"" help:"Resume a gate paused from the command line or in the config."`
 	Status StatusCmd `cmd:"" help:"Show the state of every gate, or of one."`
+	Why    WhyCmd    `cmd:"" help:"Say in words why a gate did or did not run: its last attempts, what stops it now, when cron next tries (why.go)."`
 	Edit   EditCmd   `cmd:"" help:"Edit the config safely: a copy in $VISUAL or $EDITOR (else vi), checked, then atomically replaced, under the config lock."`
 
 	// The watchdog (internal/watch/, check.go, metrics.go).
@@ -91,6 +92,7 @@ holds its legacy lock, and record every run, skip and failure.
   cron-gate pause NAME [--for D | --until TIME] [--reason TEXT] [--force]
   cron-gate resume NAME
   cron-gate status [NAME] [--json] [--output]
+  cron-gate why NAME [--json]
   cron-gate edit
   cron-gate check [--dry-run] [--json] [--metrics-file PATH]
   cron-gate metrics

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/hcping"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/tui"
@@ -95,7 +96,7 @@ func (c *RunCmd) Run(e *env) error {
 	return exit(gate.Run(gate.Invocation{
 		Gate: c.Name, Argv: e.command, Config: cfg, ConfigErr: cfgErr, Pauses: e.ps,
 		Timeout: c.Timeout, KillAfter: c.KillAfter, Out: e.out, Sigs: e.sigs,
-		Observer: hcping.New,
+		Observer: hcping.New, Locks: crongate.BusyLocks,
 	}))
 }
 

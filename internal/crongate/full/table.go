@@ -73,6 +73,15 @@ func stateText(g gate.GateStatus) string {
 		}
 		return s + ")"
 	}
+	if k := g.Skipping; k != nil && (g.State == gate.StateBlocked || g.State == gate.StateSkipped) {
+		if k.Skips > 1 {
+			return fmt.Sprintf("%s (%s, %d in a row)", g.State, k.Reason, k.Skips)
+		}
+		return g.State + " (" + k.Reason + ")"
+	}
+	if g.Overrun {
+		return g.State + " (overrun)"
+	}
 	return g.State
 }
 
@@ -181,6 +190,21 @@ func printDetail(w io.Writer, g gate.GateStatus) {
 			s += " — " + e.Detail
 		}
 		line(k, s)
+	}
+	if k := g.Skipping; k != nil {
+		s := fmt.Sprintf("%d in a row since %s (%s)", k.Skips, k.Since.Local().Format(time.RFC3339), k.Reason)
+		if k.Blocked {
+			s = "blocked: " + s
+		}
+		line("skipping", s)
+		line("holding it back now", k.Words())
+	}
+	if g.MaxRuntime != "" {
+		s := g.MaxRuntime
+		if g.Overrun {
+			s += " (a run in progress has run longer: overrun)"
+		}
+		line("max runtime", s)
 	}
 	ev("last start", g.LastStart)
 	ev("last end", g.LastEnd)

@@ -24,8 +24,13 @@ import (
 
 // Main is the main of a program that parses with kong and serves d's
 // backend: withlock-full (withlock.Local) and withlock-etcd. It parses
-// args, checks them for d (Options.Check) and runs withlock.Run.
+// args, checks them for d (Options.Check) and runs withlock.Run; a line
+// that starts with "who" is `withlock who` (Who).
 func Main(p Program, d wc.Driver, args []string) int {
+	if len(args) > 0 && args[0] == "who" {
+		// withlock who: a question, not a run (who.go).
+		return Who(p, d, args[1:], os.Stdout)
+	}
 	// Signals first: until the command starts, one ends the program
 	// with 128+N (runner.Notify).
 	sigs := runner.Notify()

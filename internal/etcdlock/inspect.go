@@ -1,0 +1,89 @@
+//go:build linux
+
+package etcdlock
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/crongate/crongate/internal/lockset"
+	"github.com/crongate/crongate/internal/safetext"
+	"github.com/crongate/crongate/pathlock"
+)
+
+// Inspect implements lockset.Inspector (withlock who --backend etcd): one
+// linearizable read of each path's key and of each pool's prefix, the
+// holders taken from the keys' values (host, pid, command line, since
+// when). It takes nothing and writes nothing; reads are retried until the
+// Backend's timeout, and a cluster that does not answer is an error
+// wrapping ErrUnavailable.
+func (b *Backend) Inspect(r lockset.Request) (*lockset.Inspection, error) {
+	in := &lockset.Inspection{}
+	for _, p := range r.Paths {
+		c, err := pathlock.Canonical(p)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := b.Rel(c)
+		if err != nil {
+			return nil, err
+		}
+		ps := lockset.PathState{Given: p, Canonical: c, Lock: b.PathKey(rel), State: lockset.StateFree}
+		var resp *clientv3.GetResponse
+		if err := b.retry("read "+ps.Lock, func(ctx context.Context) (err error) {
+			resp, err = b.cli.Get(ctx, ps.Lock)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		for _, kv := range resp.Kvs {
+			ps.State = lockset.StateHeld
+			ps.Holders = append(ps.Holders, holderOf(kv.Value))
+		}
+		in.Paths = append(in.Paths, ps)
+	}
+	for _, spec := range r.Pools {
+		prefix := b.PoolPrefix(spec.Template)
+		var resp *clientv3.GetResponse
+		if err := b.retry("read "+prefix, func(ctx context.Context) (err error) {
+			resp, err = b.cli.Get(ctx, prefix, clientv3.WithPrefix())
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		pool := lockset.PoolState{Template: spec.Template, Size: spec.Size, Busy: true}
+		held := map[int][]lockset.HolderInfo{}
+		for _, kv := range resp.Kvs {
+			if i, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), prefix)); err == nil {
+				held[i] = append(held[i], holderOf(kv.Value))
+			}
+		}
+		for i := 0; i < spec.Size; i++ {
+			s := lockset.SlotState{Slot: i, Lock: prefix + strconv.Itoa(i), State: lockset.StateFree}
+			if hs := held[i]; len(hs) > 0 {
+				s.State, s.Holders = lockset.StateHeld, hs
+			}
+			pool.Busy = pool.Busy && s.State == lockset.StateHeld
+			pool.Slots = append(pool.Slots, s)
+		}
+		in.Pools = append(in.Pools, pool)
+	}
+	return in, nil
+}
+
+// holderOf reads a key's value: who took it. A value that is not one
+// names nobody in particular.
+func holderOf(data []byte) lockset.HolderInfo {
+	var v value
+	if json.Unmarshal(data, &v) != nil {
+		return lockset.HolderInfo{}
+	}
+	h := lockset.HolderInfo{Pid: v.PID, Host: safetext.Cut(v.Host, 100), Command: safetext.Cut(v.Cmd, 60)}
+	h.Since, _ = time.Parse(time.RFC3339, v.Since)
+	return h
+}

@@ -1,0 +1,150 @@
+//go:build linux
+
+package kongparse
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/crongate/crongate/internal/lockset"
+	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/safetext"
+	"github.com/crongate/crongate/internal/tui"
+	wc "github.com/crongate/crongate/internal/withlock"
+)
+
+// whoCLI is `withlock who`'s command line: the paths and pools of a
+// withlock line, without its command.
+type whoCLI struct {
+	Args      []string `arg:"" optional:"" name:"path" help:"Paths to look up."`
+	Paths     []string `short:"p" sep:"none" placeholder:"PATH,..." help:"Paths to look up (comma-separated, repeatable), as withlock takes them."`
+	PathsFrom string   `placeholder:"FILE" help:"Read paths from FILE, one per line ('-' for stdin)."`
+	Null      bool     `short:"0" help:"--paths-from is NUL-separated."`
+	LockDir   string   `env:"WITHLOCK_LOCK_DIR" placeholder:"DIR" default:"${lockdir}" help:"Directory of the per-path lock files (default ${lockdir})."`
+	Slots     []int    `sep:"none" placeholder:"N" help:"A pool of N slots (repeatable)."`
+	SlotFile  []string `sep:"none" placeholder:"TEMPLATE" help:"Slot file template with {i}, paired with the --slots of the same position (default LOCKDIR/withlock-slot-{i}.lock)."`
+	JSON      bool     `help:"Print the documented JSON."`
+
+	Backend           string        `placeholder:"local|etcd" help:"Where the locks live (default local; also $WITHLOCK_BACKEND)."`
+	Endpoints         []string      `sep:"," placeholder:"URL,..." help:"etcd: the cluster's endpoints."`
+	KeyRoot           string        `placeholder:"DIR" help:"etcd: paths are named relative to DIR."`
+	KeyPrefix         string        `placeholder:"PREFIX" help:"etcd: key prefix (default /withlock)."`
+	TTL               time.Duration `name:"ttl" hidden:""`
+	OnCoordinatorDown string        `hidden:""`
+}
+
+const whoDescription = `Say who holds the locks a withlock line would take: for each path its
+canonical form (the Python rule), its lock file and its holders (pid,
+command line, start time), or free; for each slot pool its slots.
+Nothing is locked, created or waited for.
+
+Exit codes: 0 all free (withlock would run now); 75 something is held
+(a path, or every slot of a pool); 125 withlock's own failure, or a
+holder that cannot be told.`
+
+// Who is `withlock who PATH... [--paths-from FILE] [--slots N --slot-file
+// T] [--json]` for d's backend; args follow "who".
+func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
+	out := &tui.Printer{Prog: p.Name}
+	var c whoCLI
+	err := func() error {
+		for _, a := range args {
+			if !utf8.ValidString(a) {
+				return wc.UsageError{Msg: fmt.Sprintf("argument %q is not valid UTF-8; give such paths with --paths-from", a)}
+			}
+		}
+		k, err := kong.New(&c, kong.Name(p.Name+" who"), kong.Description(whoDescription), kong.Vars(wc.Vars()),
+			kong.Writers(stdout, os.Stderr), kong.Exit(os.Exit),
+			kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
+			kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
+				fmt.Fprintln(ctx.Stdout, "Usage: "+p.Name+" who [flags] [PATH...]")
+				return kong.DefaultHelpPrinter(opts, ctx)
+			}))
+		if err != nil {
+			return err
+		}
+		if _, err := k.Parse(args); err != nil {
+			var pe *kong.ParseError
+			if errors.As(err, &pe) {
+				return wc.UsageError{Msg: pe.Error()}
+			}
+			return err
+		}
+		return nil
+	}()
+	if err != nil {
+		out.Errorf("who: %v", err)
+		out.Hintf("see withlock who --help")
+		return runner.ExitFailure
+	}
+	if len(c.Args) == 0 && len(c.Paths) == 0 && c.PathsFrom == "" && len(c.Slots) == 0 {
+		out.Errorf("who: nothing to look up: give paths, --paths-from or --slots")
+		out.Hintf("see withlock who --help")
+		return runner.ExitFailure
+	}
+	o := wc.Options{CLI: wc.CLI{Paths: c.Paths, PathsFrom: c.PathsFrom, Null: c.Null, LockDir: c.LockDir, Slots: c.Slots, SlotFile: c.SlotFile,
+		Backend: c.Backend, Endpoints: c.Endpoints, KeyRoot: c.KeyRoot, KeyPrefix: c.KeyPrefix, TTL: c.TTL, OnCoordinatorDown: c.OnCoordinatorDown}}
+	// The checks of a withlock line, with a stand-in command: who has none.
+	o.Command = []string{"true"}
+	if err := o.Validate(true); err != nil && !(len(c.Args) > 0 && strings.HasPrefix(err.Error(), "nothing to lock")) {
+		out.Errorf("who: %v", err)
+		out.Hintf("see withlock who --help")
+		return runner.ExitFailure
+	}
+	o.Paths = append(c.Args, o.Paths...)
+	if err := o.CheckBackend(d); err != nil {
+		out.Errorf("who: %v", err)
+		return runner.ExitFailure
+	}
+	req, err := o.Request()
+	if err != nil {
+		out.Errorf("who: %v", err)
+		return runner.ExitFailure
+	}
+	conn, err := d.Open(&o)
+	if err != nil {
+		out.Errorf("who: %v", err)
+		return runner.ExitFailure
+	}
+	defer conn.Close()
+	insp, ok := conn.(lockset.Inspector)
+	if !ok {
+		out.Errorf("who: the %s backend cannot say who holds its locks; withlock who looks at local locks only", o.Backend)
+		return runner.ExitFailure
+	}
+	in, err := insp.Inspect(req)
+	if err != nil {
+		out.Errorf("who: %v", err)
+		if h := conn.Hint(err); h != "" {
+			out.Hintf("%s", h)
+		}
+		return runner.ExitFailure
+	}
+	rep := wc.NewWhoReport(o.Backend, o.LockDir, in, time.Now())
+	if c.JSON {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			out.Errorf("who: %v", err)
+			return runner.ExitFailure
+		}
+		stdout.Write(append(safetext.JSON(data), '\n'))
+	} else {
+		rep.Print(stdout)
+	}
+	switch {
+	case rep.Busy:
+		return runner.ExitSkip
+	case rep.Unknown:
+		out.Errorf("who: some holders cannot be told (see above); nothing is known to be held")
+		return runner.ExitFailure
+	}
+	return 0
+}

@@ -1,0 +1,247 @@
+//go:build linux
+
+package withlock
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/crongate/crongate/internal/lockset"
+	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/safetext"
+	"github.com/crongate/crongate/pathlock"
+)
+
+// Target is one lock file a local withlock command line takes.
+type Target struct {
+	Path string // a path lock: the canonical path
+	Pool string // a slot: its pool's template, absolute
+	File string // the lock file, absolute
+}
+
+// LineTargets reads argv as a command line that runs withlock on the
+// local backend, as it would run now (the environment's
+// $WITHLOCK_LOCK_DIR, this process's working directory for relative
+// paths, --paths-from read again) and returns the lock files it takes:
+// its paths' locks (canonical, deduplicated, at most max of them: more
+// says how many more) and every slot of its pools. It returns nothing
+// when argv[0] is not withlock or withlock-full, when the line names
+// another backend, or when the fast parser declines it (a rare form):
+// cron-gate records a busy skip's locks from it (gate.Invocation.Locks),
+// best-effort, so that status can name who holds them.
+func LineTargets(argv []string, max int) (ts []Target, more int) {
+	if len(argv) == 0 {
+		return nil, 0
+	}
+	if b := filepath.Base(argv[0]); b != "withlock" && b != FullBinary {
+		return nil, 0
+	}
+	if v := os.Getenv("WITHLOCK_BACKEND"); v != "" && v != backends[0].Name {
+		return nil, 0
+	}
+	flagArgs, command, found := runner.SplitCommand(argv[1:])
+	var o Options
+	if !FastParse(flagArgs, &o.CLI) {
+		return nil, 0
+	}
+	o.Command = command
+	if o.Validate(found) != nil {
+		return nil, 0
+	}
+	if o.PathsFrom == "-" {
+		o.PathsFrom = "" // it was the command's stdin: gone
+	}
+	req, err := o.Request()
+	if err != nil {
+		return nil, 0
+	}
+	dir := absOr(o.LockDir)
+	seen := map[string]bool{}
+	for _, p := range req.Paths {
+		c, err := pathlock.Canonical(p)
+		if err != nil || seen[c] {
+			continue
+		}
+		seen[c] = true
+		if len(ts) >= max {
+			more++
+			continue
+		}
+		ts = append(ts, Target{Path: c, File: filepath.Join(dir, pathlock.LockName(c))})
+	}
+	for _, ps := range req.Pools {
+		tmpl := absOr(ps.Template)
+		for i := 0; i < ps.Size; i++ {
+			ts = append(ts, Target{Pool: tmpl, File: lockset.SlotFile(tmpl, i)})
+		}
+	}
+	return ts, more
+}
+
+func absOr(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// WhoReport is `withlock who --json` (schema v 1, docs/withlock.md).
+type WhoReport struct {
+	V       int       `json:"v"`
+	Backend string    `json:"backend"`
+	LockDir string    `json:"lock_dir,omitempty"` // local
+	Busy    bool      `json:"busy"`               // withlock would skip now: a path held, or a pool full
+	Paths   []WhoPath `json:"paths"`
+	Pools   []WhoPool `json:"pools,omitempty"`
+	Unknown bool      `json:"unknown,omitempty"` // something could not be told
+	Time    time.Time `json:"time"`
+}
+
+// WhoPath is one path of WhoReport.
+type WhoPath struct {
+	Path      string      `json:"path"`      // as given
+	Canonical string      `json:"canonical"` // the Python rule's form
+	Lock      string      `json:"lock"`      // the lock file (local) or key (etcd)
+	State     string      `json:"state"`     // held, free, unknown
+	Holders   []WhoHolder `json:"holders,omitempty"`
+	Error     string      `json:"error,omitempty"`
+}
+
+// WhoPool is one slot pool of WhoReport.
+type WhoPool struct {
+	Template string    `json:"template"`
+	Size     int       `json:"size"`
+	Free     int       `json:"free"`
+	Slots    []WhoSlot `json:"slots"`
+}
+
+// WhoSlot is one slot of a WhoPool.
+type WhoSlot struct {
+	Slot    int         `json:"slot"`
+	Lock    string      `json:"lock"`
+	State   string      `json:"state"`
+	Holders []WhoHolder `json:"holders,omitempty"`
+	Error   string      `json:"error,omitempty"`
+}
+
+// WhoHolder is a process holding a lock.
+type WhoHolder struct {
+	Pid           int       `json:"pid,omitempty"`
+	Host          string    `json:"host,omitempty"`
+	Command       string    `json:"command,omitempty"`
+	Started       time.Time `json:"started,omitzero"` // the process's start
+	Since         time.Time `json:"since,omitzero"`   // when it took the lock, when known (etcd)
+	Shared        bool      `json:"shared,omitempty"`
+	InheritedFrom int       `json:"inherited_from,omitempty"`
+}
+
+// NewWhoReport turns an inspection into the report.
+func NewWhoReport(backend, lockDir string, in *lockset.Inspection, now time.Time) *WhoReport {
+	r := &WhoReport{V: 1, Backend: backend, Busy: in.Busy(), Unknown: in.Unknown(), Paths: []WhoPath{}, Time: now}
+	if backend == backends[0].Name {
+		r.LockDir = absOr(lockDir)
+	}
+	for _, p := range in.Paths {
+		r.Paths = append(r.Paths, WhoPath{Path: p.Given, Canonical: p.Canonical, Lock: p.Lock, State: p.State, Holders: whoHolders(p.Holders), Error: p.Error})
+	}
+	for _, p := range in.Pools {
+		wp := WhoPool{Template: p.Template, Size: p.Size}
+		for _, s := range p.Slots {
+			if s.State == lockset.StateFree {
+				wp.Free++
+			}
+			wp.Slots = append(wp.Slots, WhoSlot{Slot: s.Slot, Lock: s.Lock, State: s.State, Holders: whoHolders(s.Holders), Error: s.Error})
+		}
+		r.Pools = append(r.Pools, wp)
+	}
+	return r
+}
+
+func whoHolders(hs []lockset.HolderInfo) []WhoHolder {
+	var out []WhoHolder
+	for _, h := range hs {
+		out = append(out, WhoHolder{Pid: h.Pid, Host: h.Host, Command: h.Command, Started: h.Started, Since: h.Since, Shared: h.Shared, InheritedFrom: h.InheritedFrom})
+	}
+	return out
+}
+
+// String says who it is: "pid 4242 (python3 w.py), started 2026-11-29
+// 09:00:03 KST" (etcd: "pid 4242 on HOST (…), holding it since …"), in
+// local time.
+func (h WhoHolder) String() string {
+	s := "a process not visible here"
+	if h.Pid > 0 {
+		s = fmt.Sprintf("pid %d", h.Pid)
+	}
+	if h.Host != "" {
+		s += " on " + h.Host
+	}
+	var notes []string
+	if h.Command != "" {
+		notes = append(notes, h.Command)
+	}
+	if h.Shared {
+		notes = append(notes, "shared")
+	}
+	if h.InheritedFrom > 0 {
+		notes = append(notes, fmt.Sprintf("inherited from pid %d, which exited", h.InheritedFrom))
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, ", ") + ")"
+	}
+	if !h.Since.IsZero() {
+		s += ", holding it since " + h.Since.Local().Format("2006-01-02 15:04:05 MST")
+	}
+	if !h.Started.IsZero() {
+		s += ", started " + h.Started.Local().Format("2006-01-02 15:04:05 MST")
+	}
+	return s
+}
+
+func stateWords(state, errText string, hs []WhoHolder) string {
+	switch state {
+	case lockset.StateHeld:
+		if len(hs) == 0 {
+			return "held by a process not visible here"
+		}
+		parts := make([]string, len(hs))
+		for i, h := range hs {
+			parts[i] = h.String()
+		}
+		return "held by " + strings.Join(parts, "; ")
+	case lockset.StateUnknown:
+		return "unknown: " + errText
+	}
+	return "free"
+}
+
+// Print writes the report for people: per path its canonical form, its
+// lock and its state; per pool how many slots are free and each slot.
+// Every value from the outside (paths, command lines) is neutralised
+// (safetext.Line).
+func (r *WhoReport) Print(w io.Writer) {
+	line := func(format string, args ...any) { fmt.Fprintln(w, safetext.Line(fmt.Sprintf(format, args...))) }
+	for _, p := range r.Paths {
+		if p.Canonical != p.Path {
+			line("%s (%s)", p.Path, p.Canonical)
+		} else {
+			line("%s", p.Path)
+		}
+		line("  lock  %s", p.Lock)
+		line("  %s", stateWords(p.State, p.Error, p.Holders))
+	}
+	for _, p := range r.Pools {
+		what := fmt.Sprintf("%d of %d slots free", p.Free, p.Size)
+		if p.Free == 0 {
+			what = fmt.Sprintf("all %d slots held", p.Size)
+		}
+		line("slot pool %s: %s", p.Template, what)
+		for _, s := range p.Slots {
+			line("  slot %d  %s  %s", s.Slot, s.Lock, stateWords(s.State, s.Error, s.Holders))
+		}
+	}
+}
