@@ -108,7 +108,7 @@ type CheckConfig struct {
 	ResumeGrace      time.Duration // `resume_grace`: after a resume, stale is held for interval + this; default 15m (ResumeGraceSet: 0 is a value)
 	ResumeGraceSet   bool          // resume_grace was given (so that "0s" is not the default)
 	CrontabCommand   []string      // `crontab_command`: prints the crontab; nil: ["crontab", "-l"]; empty (not nil): do not read a crontab
-	CronD            []string      // `cron_d`: absolute paths of directories (every file in them) or files in system crontab format
+	CronD            []string      // `cron_d`: system crontabs, files or directories; nil: ["/etc/crontab", "/etc/cron.d"]; empty (not nil): none
 	SystemctlCommand []string      // `systemctl_command`: nil: ["systemctl"]; "is-active UNIT" is appended
 	MetricsFile      string        // `metrics_file`: absolute path; the check writes the Prometheus text there
 }
@@ -144,10 +144,12 @@ func (c CheckConfig) ResumeGraceOr() time.Duration {
 	return c.ResumeGrace
 }
 
-// The defaults of crontab_command and systemctl_command; the accessors
-// return copies.
+// The defaults of crontab_command, cron_d and systemctl_command (what
+// Debian's cron reads: the user's crontab, /etc/crontab, /etc/cron.d);
+// the accessors return copies.
 var (
 	defaultCrontabCommand   = []string{"crontab", "-l"}
+	defaultCronD            = []string{"/etc/crontab", "/etc/cron.d"}
 	defaultSystemctlCommand = []string{"systemctl"}
 )
 
@@ -158,6 +160,15 @@ func (c CheckConfig) CrontabCommandOr() []string {
 		return slices.Clone(defaultCrontabCommand)
 	}
 	return c.CrontabCommand
+}
+
+// CronDOr returns cron_d or (a copy of) its default; an empty result
+// means no system crontab is read.
+func (c CheckConfig) CronDOr() []string {
+	if c.CronD == nil {
+		return slices.Clone(defaultCronD)
+	}
+	return c.CronD
 }
 
 // SystemctlCommandOr returns systemctl_command or (a copy of) its default.

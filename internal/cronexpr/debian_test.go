@@ -1,14 +1,13 @@
 package cronexpr
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/crongate/crongate/tests/debiancron"
 )
 
 // debianCorpus are schedules whose reading differs between cron
@@ -36,7 +35,7 @@ var debianCorpus = []string{
 // does for any user. Without Debian's crontab the test skips, except
 // under CI, where .ci/run installs Debian's cron.
 func TestDebianCrontabAgrees(t *testing.T) {
-	if !debianCrontab() {
+	if !debiancron.Available() {
 		if os.Getenv("CI") != "" {
 			t.Fatal("Debian's crontab (package cron) is not installed; CI needs it for this test")
 		}
@@ -76,12 +75,6 @@ func orAccepted(s string) string {
 		return "accepted"
 	}
 	return s
-}
-
-// debianCrontab reports whether crontab is Debian's, with -n.
-func debianCrontab() bool {
-	out, _ := runCmd("crontab", "-h")
-	return strings.Contains(out, "dry run")
 }
 
 // randomSchedule builds a schedule from the pieces cron's readers
@@ -132,64 +125,22 @@ func randomSchedule(r *rand.Rand) string {
 	return strings.Join(fields, " ")
 }
 
-// crontabCheck runs `crontab -n` on one file per schedule (the schedule
-// and a command) and returns, per schedule, "" when it was accepted or
-// the word crontab printed ("bad minute").
+// crontabCheck asks Debian's crontab about one crontab per schedule
+// (the schedule and a command) and returns, per schedule, "" when it
+// was accepted or the word it printed ("bad minute").
 func crontabCheck(t *testing.T, cases []string) []string {
 	t.Helper()
-	dir := t.TempDir()
+	texts := make([]string, len(cases))
 	for i, c := range cases {
-		if err := os.WriteFile(fmt.Sprintf("%s/%d", dir, i), []byte(c+" true\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		texts[i] = c + " true\n"
 	}
-	// One shell for every file: "INDEX<TAB>OUTPUT" lines, crontab's
-	// output on one line.
-	loop := fmt.Sprintf(`for i in $(seq 0 %d); do printf '%%s\t%%s\n' "$i" "$(crontab -n %s/$i 2>&1 | tr '\n' ' ')"; done`, len(cases)-1, dir)
-	argv := []string{"sh", "-c", loop}
-	if os.Geteuid() == 0 {
-		// crontab writes its temporary copy in the spool dir: a
-		// private one, in a mount namespace of its own.
-		argv = []string{"unshare", "--mount", "--propagation", "private", "sh", "-c",
-			"mount -t tmpfs -o mode=1730 tmpfs /var/spool/cron/crontabs && " + loop}
-	}
-	out, err := runCmd(argv[0], argv[1:]...)
+	res, err := debiancron.Check(t.TempDir(), texts)
 	if err != nil {
-		t.Fatalf("%v: %v\n%s", argv[:3], err, out)
+		t.Fatal(err)
 	}
-	res := make([]string, len(cases))
-	seen := 0
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		idx, text, _ := strings.Cut(l, "\t")
-		var i int
-		if _, err := fmt.Sscan(idx, &i); err != nil || i < 0 || i >= len(cases) {
-			t.Fatalf("unexpected line from the crontab loop: %q", l)
-		}
-		seen++
-		switch {
-		case strings.Contains(text, "successfully checked"):
-			res[i] = ""
-		default:
-			// "/dir/i":0: bad minute errors in crontab file, can't install.
-			_, after, ok := strings.Cut(text, ": ")
-			word, _, _ := strings.Cut(after, " errors in crontab")
-			if !ok || word == "" {
-				t.Fatalf("crontab -n on %q said %q", cases[i], text)
-			}
-			res[i] = strings.TrimSpace(word)
-		}
+	out := make([]string, len(res))
+	for i, r := range res {
+		out[i] = r.Word
 	}
-	if seen != len(cases) {
-		t.Fatalf("crontab loop answered %d of %d", seen, len(cases))
-	}
-	return res
-}
-
-// runCmd runs a command with a generous bound, for a hang to fail the
-// test rather than the suite.
-func runCmd(name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	return string(out), err
+	return out
 }

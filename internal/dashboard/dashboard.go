@@ -95,11 +95,12 @@ type Options struct {
 	// msg is one line for people. The dashboard refuses a resume without
 	// force of a gate the config pauses (409) before calling it.
 	Resume func(cfg *gate.Config, name string, force bool) (msg string, err error)
-	// Crontab returns the crontab text the gates' schedules are read from
-	// (user format, system format or both concatenated). Optional: nil
-	// means no schedules, only the config's intervals. Its result is
-	// reused for CrontabTTL; an error is a warning in the summary.
-	Crontab func() ([]byte, error)
+	// Crontab returns the cron-gate jobs of the crontabs cron reads
+	// (watch.SystemProbe.Crontabs), which the gates' schedules are read
+	// from, each with its file and line. Optional: nil means no
+	// schedules, only the config's intervals. Its result is reused for
+	// CrontabTTL; an error is a warning in the summary.
+	Crontab func() (*watch.CronScan, error)
 	// Now is the clock. Nil: time.Now.
 	Now func() time.Time
 	// Log receives one line per internal error (a panic, a failed write).
@@ -345,12 +346,12 @@ func (h *handler) crontab() (map[string][]watch.CrontabJob, error) {
 	if !h.cronAt.IsZero() && time.Since(h.cronAt) < CrontabTTL {
 		return h.cronJobs, h.cronErr
 	}
-	data, err := h.opts.Crontab()
+	scan, err := h.opts.Crontab()
 	h.cronJobs, h.cronErr, h.cronAt = nil, nil, time.Now()
 	if err != nil {
 		h.cronErr = fmt.Errorf("crontab: %v", err)
 	} else {
-		h.cronJobs = crontabIndex(data)
+		h.cronJobs = crontabIndex(scan)
 	}
 	return h.cronJobs, h.cronErr
 }

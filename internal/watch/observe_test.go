@@ -254,6 +254,13 @@ func TestUnscheduledCrontab(t *testing.T) {
 		t.Fatalf("not in the crontab: %+v", o)
 	}
 	e.expect("alert job/unscheduled")
+	// A line that cron does not run (its schedule, its file) does not
+	// count, and the detail says why.
+	e.probe.cron = map[string]bool{"job": false}
+	o = obsOf(t, e.expect(), "job", CondUnscheduled)
+	if o.Verdict != Bad || o.Detail != "cron does not run its line crontab:1: bad minute: the fake says so" {
+		t.Fatalf("a line cron ignores: %+v", o)
+	}
 	// The crontab cannot be read: held, and a warning.
 	e.probe.cronErr = errors.New("crontab: exit 2")
 	res = e.expect()

@@ -180,7 +180,8 @@
     const unread = scheds.some(s => !s.text);
     const span = el('span', 'cut' + (unread ? ' raw' : ''));
     span.appendChild(iso(g.cadence));
-    const lines = scheds.map(s => s.expr + (s.error ? '  (' + s.error + ')' : '') + '  (crontab line ' + s.line + ')');
+    // Each schedule's crontab and line ("/etc/cron.d/blog:3").
+    const lines = scheds.map(s => s.expr + '  (' + (s.source || 'crontab line ' + s.line) + ')' + (s.error ? '  ' + s.error : ''));
     if (g.interval) lines.push('interval ' + g.interval);
     setTitle(span, ...(lines.length ? lines : [g.cadence]));
     return span;
