@@ -187,3 +187,31 @@ func orRead(w string) string {
 	}
 	return w
 }
+
+// FuzzReadCrontab: any text is read without a panic; every job is on a
+// line of the text that names its gate, and when cron ignores the file
+// no job counts.
+func FuzzReadCrontab(f *testing.F) {
+	for _, s := range []string{
+		"* * * * * cron-gate a -- true\n",
+		"MAILTO=\n@Daily root cron-gate b -- x\n",
+		"0 0 * * 1#2 root sh -c 'cron-gate \"c\" -- true'",
+		"A='b\n*/61 * * * * * cron-gate d\n",
+		"# c\n\t \n5/15 * * * * cron-gate e -- x\n",
+	} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, text string, system bool) {
+		jobs, fileErr := ReadCrontab([]byte(text), "f", system, func(u string) bool { return u == "root" })
+		lines := strings.Split(text, "\n")
+		for _, j := range jobs {
+			if j.Line < 1 || j.Line > len(lines) || !strings.Contains(lines[j.Line-1], j.Gate) {
+				t.Fatalf("job %+v is not on a line of the text", j)
+			}
+			if fileErr != "" && j.Rejected == "" {
+				t.Fatalf("cron ignores the file (%s) but %+v counts", fileErr, j)
+			}
+		}
+	})
+}
