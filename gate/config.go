@@ -53,15 +53,18 @@ const MaxConfigBytes = 4 << 20
 // A Config is not modified by its methods and may be shared by goroutines
 // once loaded, as long as nobody modifies it.
 type Config struct {
-	Path     string                 // file it came from ("" if none)
-	StateDir string                 // `state_dir`; absolute, or "" when not set (StateDirFor decides then)
-	SkipCode int                    // `skip_code`, default DefaultSkipCode, 0..255
-	History  int                    // `history`, records kept per gate before rotation, default DefaultHistory, >= MinHistory
-	Gates    map[string]*GateConfig // `[gates.NAME]`, by NAME
-	Check    CheckConfig            // `[check]`: the watchdog's settings (zero values: defaults)
-	Serve    ServeConfig            // `[serve]`: the dashboard's settings (zero values: defaults)
-	Etcd     EtcdConfig             // `[etcd]`: shared pauses across hosts (shared.go); not set: none
-	Notify   []NotifyConfig         // `[[notify]]`: where the watchdog sends alerts, in file order
+	Path     string // file it came from ("" if none)
+	StateDir string // `state_dir`; absolute, or "" when not set (StateDirFor decides then)
+	SkipCode int    // `skip_code`, default DefaultSkipCode, 0..255
+	History  int    // `history`, records kept per gate before rotation, default DefaultHistory, >= MinHistory
+	// ReportSkips is `report_skips`: a skip is said on stderr also when
+	// it is not a terminal (cron mails it); by default it is not.
+	ReportSkips bool
+	Gates       map[string]*GateConfig // `[gates.NAME]`, by NAME
+	Check       CheckConfig            // `[check]`: the watchdog's settings (zero values: defaults)
+	Serve       ServeConfig            // `[serve]`: the dashboard's settings (zero values: defaults)
+	Etcd        EtcdConfig             // `[etcd]`: shared pauses across hosts (shared.go); not set: none
+	Notify      []NotifyConfig         // `[[notify]]`: where the watchdog sends alerts, in file order
 }
 
 // GateConfig is the configuration of one gate, a `[gates.NAME]` table.

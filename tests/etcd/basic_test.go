@@ -123,7 +123,8 @@ func TestBusyAndWait(t *testing.T) {
 	defer holder.Process.Kill()
 	waitFor(t, 10*time.Second, "the holder's key", func() bool { return keys(t, p)[pathKey(p, "post.md")] != 0 })
 
-	r := run(t, nil, "withlock", append(base, "--", "true")...)
+	// -v: the skip is said on a pipe too (silent under cron otherwise).
+	r := run(t, nil, "withlock", append(base, "-v", "--", "true")...)
 	if r.code != 75 || !strings.Contains(r.stderr, "post.md is busy") || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", holder.Process.Pid)) {
 		t.Fatalf("busy: exit %d, stderr %q", r.code, r.stderr)
 	}

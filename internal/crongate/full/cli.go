@@ -23,8 +23,8 @@ import (
 // the run command; main inserts the hidden "run" subcommand for kong.
 type CLI struct {
 	Config  string           `env:"CRON_GATE_CONFIG" placeholder:"FILE" help:"Config file (default ${config}; a missing default is an empty config)."`
-	Quiet   bool             `short:"q" help:"Do not say why a command was skipped, nor what pause, resume and edit did."`
-	Verbose bool             `short:"v" help:"Say more."`
+	Quiet   bool             `short:"q" help:"Do not say why a command was skipped (not even on a terminal), nor what pause, resume and edit did."`
+	Verbose bool             `short:"v" help:"Say why a command was skipped also when stderr is not a terminal (under cron, which mails it; the config's report_skips does the same), and say more."`
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	Run    RunCmd    `cmd:"" hidden:"" help:"Run COMMAND through gate NAME (the default: cron-gate NAME -- COMMAND)."`

@@ -92,6 +92,7 @@ func (c *RunCmd) Run(e *env) error {
 	if handOff {
 		return errHandOff
 	}
+	e.out.ReportSkips = cfg != nil && cfg.ReportSkips
 	return exit(gate.Run(gate.Invocation{
 		Gate: c.Name, Argv: e.command, Config: cfg, ConfigErr: cfgErr, Pauses: e.ps,
 		Timeout: c.Timeout, KillAfter: c.KillAfter, Out: e.out, Sigs: e.sigs,
