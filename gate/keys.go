@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/internal/cfgtext"
+	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/suggest"
 )
 
@@ -808,7 +809,7 @@ func (s *Spec) defaultText() string {
 	case d.F != 0:
 		return strconv.FormatFloat(d.F, 'g', -1, 64)
 	case d.D != 0:
-		return strconv.Quote(shortDuration(d.D))
+		return strconv.Quote(dur.Format(d.D))
 	case d.L != nil:
 		return "[" + strings.Join(quoteEach(d.L), ", ") + "]"
 	case s.Kind == KindBool && s.DefaultNote == "":

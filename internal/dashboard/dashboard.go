@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -162,6 +163,15 @@ func newHandler(opts Options) (*handler, error) {
 	}
 	if opts.Listen == "" {
 		opts.Listen = DefaultListen
+	}
+	if _, _, err := net.SplitHostPort(opts.Listen); err != nil {
+		// Said before the loopback rule, which would otherwise call
+		// "127.0.0.1" (no port) an address that needs a token.
+		hint := "host:port, like " + DefaultListen + " (port 0: any free port)"
+		if !strings.Contains(opts.Listen, ":") || strings.HasPrefix(opts.Listen, "[") && strings.HasSuffix(opts.Listen, "]") {
+			return nil, fmt.Errorf("dashboard: listen address %s has no port; give %s", safetext.Quote(opts.Listen), hint)
+		}
+		return nil, fmt.Errorf("dashboard: listen address %s is not %s", safetext.Quote(opts.Listen), hint)
 	}
 	if opts.Token != "" && len(opts.Token) < MinTokenLen {
 		return nil, fmt.Errorf("dashboard: the auth token is %d bytes long; use at least %d (e.g. openssl rand -hex 16)", len(opts.Token), MinTokenLen)

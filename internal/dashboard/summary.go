@@ -33,7 +33,7 @@ type Summary struct {
 	TimeZone  TimeZone      `json:"time_zone"`
 	Gates     []GateSummary `json:"gates"`
 	Watchdog  *Watchdog     `json:"watchdog,omitempty"` // nil: no check has run yet
-	Warnings  []string      `json:"warnings,omitempty"`
+	Warnings  []string      `json:"warnings"` // always present: [] when none
 }
 
 // TimeZone is the zone the summary's times are given in.
@@ -112,7 +112,7 @@ type Condition struct {
 func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stErr error, jobs map[string][]watch.CrontabJob, now time.Time) *Summary {
 	z := newZoner(h.loc)
 	s := &Summary{V: 1, Generated: z.t(rep.Generated), Config: rep.Config, StateDir: rep.StateDir,
-		Warnings: append([]string(nil), rep.Warnings...)}
+		Warnings: append([]string{}, rep.Warnings...)}
 	if stErr != nil {
 		s.Warnings = append(s.Warnings, stErr.Error())
 	}

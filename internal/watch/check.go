@@ -50,7 +50,7 @@ type Result struct {
 	StateFile     string            `json:"state_file"`
 	Conditions    []ConditionStatus `json:"conditions"`
 	Notifications []*Notification   `json:"notifications"`
-	Warnings      []string          `json:"warnings,omitempty"`
+	Warnings      []string          `json:"warnings"` // always present: [] when none
 
 	Report *gate.Report `json:"-"` // the status the check judged
 	State  *State       `json:"-"` // the state after the check
@@ -127,7 +127,7 @@ func (c *Checker) check(ctx context.Context, path string, old []byte) (*Result, 
 		return nil, nil, err
 	}
 	res := &Result{V: 1, Time: now, DryRun: c.DryRun, FirstRun: first, StateFile: path, Report: rep, State: st,
-		Conditions: []ConditionStatus{}, Notifications: []*Notification{}}
+		Conditions: []ConditionStatus{}, Notifications: []*Notification{}, Warnings: []string{}}
 	res.Warnings = append(res.Warnings, rep.Warnings...)
 
 	o := &observer{ctx: ctx, cfg: c.Config, probe: c.Probe, now: now}
