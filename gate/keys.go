@@ -460,7 +460,7 @@ var GateTable = Table[GateConfig]{
 			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.FailureStateKey}, g.FailureStateKey != "" },
 			Set: func(g *GateConfig, v Value) { g.FailureStateKey = v.S }},
 		{Spec: Spec{Name: "healthchecks_url", Kind: KindURL, Example: `"https://hc-ping.com/UUID"`,
-			Doc: "a healthchecks.io-compatible ping URL, pinged by the watchdog"},
+			Doc: "a healthchecks.io-compatible ping URL, pinged by each run: `/start`, then success (a busy skip too), `/N` or `/fail`, with a run ID"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.HealthchecksURL}, g.HealthchecksURL != "" },
 			Set: func(g *GateConfig, v Value) { g.HealthchecksURL = v.S }},
 	},
