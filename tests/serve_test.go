@@ -534,12 +534,13 @@ func serveHTTPChecks(t *testing.T, e *serveEnv, srv *served) {
 	if code != 0 {
 		t.Fatalf("cron-gate metrics: exit %d: %s", code, stderr)
 	}
+	sd := `state_dir="` + e.dir + `/state",`
 	for _, line := range []string{
 		`# TYPE cron_gate_last_exit_code gauge`,
-		`cron_gate_last_exit_code{gate="translate"} 3`,
-		`cron_gate_skips_total{gate="terms",reason="legacy_lock"} 1`,
-		`cron_gate_skips_total{gate="dependency-classifier",reason="paused"} 1`,
-		`cron_gate_runs_total{gate="ko-followup",outcome="success"} 1`,
+		`cron_gate_last_exit_code{` + sd + `gate="translate"} 3`,
+		`cron_gate_skips_total{` + sd + `gate="terms",reason="legacy_lock"} 1`,
+		`cron_gate_skips_total{` + sd + `gate="dependency-classifier",reason="paused"} 1`,
+		`cron_gate_runs_total{` + sd + `gate="ko-followup",outcome="success"} 1`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(line) + `$`).Match(body) {
 			t.Errorf("/metrics lacks the line %q", line)

@@ -216,7 +216,7 @@ func TestEndpoints(t *testing.T) {
 
 	code, h, body = do(t, "GET", srv.URL+"/metrics", nil, nil)
 	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/plain; version=0.0.4") ||
-		!strings.Contains(body, `cron_gate_state{gate="translate",state="failing"} 1`) {
+		!strings.Contains(body, `gate="translate",state="failing"} 1`) {
 		t.Errorf("metrics: %d %v\n%s", code, h, body)
 	}
 
