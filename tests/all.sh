@@ -36,6 +36,12 @@ need SOFT /usr/bin/chromium chromium
 need SOFT /usr/bin/chromedriver chromium-driver
 need SOFT etcd etcd-server
 need SOFT etcdctl etcd-client
+need SOFT /usr/sbin/cron cron
+need SOFT crontab cron
+need SOFT unshare util-linux
+need SOFT promtool prometheus
+need SOFT prometheus-node-exporter prometheus-node-exporter
+need SOFT systemd-analyze systemd
 if [ ${#pkgs[@]} -gt 0 ]; then
 	echo "missing: $(echo ${missing_hard[*]-} ${missing_soft[*]-})"
 	echo "hint: install them with: apt-get install -y ${pkgs[*]} (or run .ci/run, which installs what CI needs)"

@@ -46,7 +46,18 @@ type observer struct {
 	cronDone bool
 	cron     *CronScan
 	cronErr  error
-	warnings []string
+	// probed are the probes' warnings, by what failed ("timer GATE",
+	// "crontab", "crontab SOURCE"): Checker.check says each once, when
+	// it appears or changes (probeWarnings).
+	probed map[string]string
+}
+
+// warn notes a probe's warning about key.
+func (o *observer) warn(key, msg string) {
+	if o.probed == nil {
+		o.probed = map[string]string{}
+	}
+	o.probed[key] = msg
 }
 
 // gate observes one gate's watched conditions. It updates the gate's
@@ -189,7 +200,7 @@ func (o *observer) unscheduled(gs *gate.GateStatus, gc *gate.GateConfig) (verdic
 	if gc.SystemdTimer != "" {
 		active, state, err := o.probe.TimerState(o.ctx, gc.SystemdTimer)
 		if err != nil {
-			o.warnings = append(o.warnings, fmt.Sprintf("gate %s: systemd timer %s: %v", gs.Name, gc.SystemdTimer, err))
+			o.warn("timer "+gs.Name, fmt.Sprintf("gate %s: systemd timer %s: %v", gs.Name, gc.SystemdTimer, err))
 			return Held, "systemd timer unknown: " + err.Error(), true
 		}
 		if !active {
@@ -201,11 +212,12 @@ func (o *observer) unscheduled(gs *gate.GateStatus, gc *gate.GateConfig) (verdic
 		o.cronDone = true
 		o.cron, o.cronErr = o.probe.Crontabs(o.ctx)
 		if o.cronErr != nil {
-			o.warnings = append(o.warnings, "crontab: "+o.cronErr.Error())
+			o.warn("crontab", "crontab: "+o.cronErr.Error())
 		}
 		if o.cron != nil {
 			for _, u := range o.cron.Unreadable {
-				o.warnings = append(o.warnings, "crontab "+u)
+				source, _, _ := strings.Cut(u, ": ")
+				o.warn("crontab "+source, "crontab "+u)
 			}
 		}
 	}

@@ -314,3 +314,33 @@ func TestStaleClockSteppedBack(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 }
+
+// TestProbeWarningOnce: a probe that fails at every check (systemctl on a
+// host without systemd) is a warning once, when it starts failing, and
+// again only when its failure changes or comes back after clearing; the
+// condition stays held meanwhile.
+func TestProbeWarningOnce(t *testing.T) {
+	e := newEnv(t, "[gates.autopush]\nsystemd_timer = \"blog-autopush.timer\"\n")
+	e.probe.timerErr = errors.New("Failed to connect to bus: Host is down")
+	warned := func(want bool) {
+		t.Helper()
+		res := e.expect()
+		if got := len(res.Warnings) > 0; got != want {
+			t.Fatalf("warnings %q, want some: %v", res.Warnings, want)
+		}
+		if o := obsOf(t, res, "autopush", CondUnscheduled); e.probe.timerErr != nil && o.Verdict != Held {
+			t.Fatalf("systemctl failing: %+v", o)
+		}
+	}
+	warned(true)
+	warned(false)
+	warned(false)
+	e.probe.timerErr = errors.New("systemctl: not found")
+	warned(true)
+	warned(false)
+	e.probe.timerErr = nil
+	e.probe.timers = map[string]string{"blog-autopush.timer": "active"}
+	warned(false)
+	e.probe.timerErr = errors.New("systemctl: not found")
+	warned(true)
+}
