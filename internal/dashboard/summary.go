@@ -33,7 +33,7 @@ type Summary struct {
 	TimeZone  TimeZone      `json:"time_zone"`
 	Gates     []GateSummary `json:"gates"`
 	Watchdog  *Watchdog     `json:"watchdog,omitempty"` // nil: no check has run yet
-	Warnings  []string      `json:"warnings"` // always present: [] when none
+	Warnings  []string      `json:"warnings"`           // always present: [] when none
 }
 
 // TimeZone is the zone the summary's times are given in.
