@@ -120,7 +120,7 @@ for key in skipped:
     print("--- SKIP: %s %s: %s" % (key[0], key[1], reason[-1] if reason else "(no reason given)"))
 for key, lines in output.items():
     for l in lines:
-        if "critical sections checked" in l or "BENCH" in l or "Debian's cron ran" in l:
+        if "critical sections checked" in l or "BENCH" in l or "Debian's cron ran" in l or "promtool check metrics:" in l or "no duplicate" in l:
             print(key[1] + ": " + l.strip())
 top = [k for k in result if "/" not in k[1]]
 count = lambda keys, a: sum(1 for k in keys if result[k] == a)

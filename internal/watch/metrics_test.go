@@ -181,6 +181,19 @@ func TestMetricsPromtool(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "" {
 		t.Fatalf("promtool check metrics: %v\n%s\n--- the exposition:\n%s", err, out, text)
 	}
+	t.Logf("promtool check metrics: %d samples of %d metrics, nothing to say", samples(text, "cron_gate_"), strings.Count(text, "# TYPE "))
+}
+
+// samples counts the sample lines of an exposition whose name begins
+// with prefix.
+func samples(text, prefix string) int {
+	n := 0
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestMetricsTwoWatchdogs: two watchdogs (two state dirs, the same gate
@@ -214,11 +227,17 @@ func TestMetricsTwoWatchdogs(t *testing.T) {
 			}
 		}
 	}
+	if got, want := samples(body, "cron_gate_"), samples(a, "cron_gate_")+samples(b, "cron_gate_"); got != want {
+		t.Errorf("node_exporter serves %d cron_gate samples of the two files' %d", got, want)
+	}
+	t.Logf("node_exporter, two watchdogs' textfiles in one directory: %d cron_gate samples served (%d + %d), no duplicate", samples(body, "cron_gate_"), samples(a, "cron_gate_"), samples(b, "cron_gate_"))
 	// The negative control: one watchdog's file twice.
 	os.WriteFile(filepath.Join(dir, "user.prom"), []byte(a), 0o644)
-	if _, log := scrapeTextfiles(t, exporter, dir); !strings.Contains(log, "collected before with the same name and label values") {
+	_, log = scrapeTextfiles(t, exporter, dir)
+	if !strings.Contains(log, "collected before with the same name and label values") {
 		t.Fatalf("node_exporter did not report the same file twice as duplicates; the check above proves nothing:\n%s", log)
 	}
+	t.Logf("negative control, one watchdog's file twice: node_exporter reports %d duplicates", strings.Count(log, "collected before with the same name and label values"))
 }
 
 // scrapeTextfiles runs node_exporter with only its textfile collector on
