@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/internal/cfgtext"
+	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/suggest"
 )
 
@@ -390,6 +391,10 @@ var TopTable = Table[Config]{
 			Doc: "records kept per gate (between N and 2N)"},
 			Get: func(c *Config) (Value, bool) { return Value{N: int64(c.History)}, true },
 			Set: func(c *Config, v Value) { c.History = int(v.N) }},
+		{Spec: Spec{Name: "report_skips", Kind: KindBool,
+			Doc: "say why a run was skipped (paused, a legacy lock, the coordinator down) on stderr also when it is not a terminal: under cron, which mails it; by default only a person at a terminal sees it (`-v` for one line)"},
+			Get: func(c *Config) (Value, bool) { return Value{B: c.ReportSkips}, c.ReportSkips },
+			Set: func(c *Config, v Value) { c.ReportSkips = v.B }},
 		{Spec: Spec{Name: "gates", Kind: KindNamedTables, Doc: "the gates, one `[gates.NAME]` table each"}},
 		{Spec: Spec{Name: "check", Kind: KindTable, Doc: "the watchdog, `cron-gate check`"}},
 		{Spec: Spec{Name: "notify", Kind: KindTables, Doc: "where the watchdog sends alerts"}},
@@ -455,7 +460,7 @@ var GateTable = Table[GateConfig]{
 			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.FailureStateKey}, g.FailureStateKey != "" },
 			Set: func(g *GateConfig, v Value) { g.FailureStateKey = v.S }},
 		{Spec: Spec{Name: "healthchecks_url", Kind: KindURL, Example: `"https://hc-ping.com/UUID"`,
-			Doc: "a healthchecks.io-compatible ping URL, pinged by the watchdog"},
+			Doc: "a healthchecks.io-compatible ping URL, pinged by each run: `/start`, then success (a busy skip too), `/N` or `/fail`, with a run ID"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.HealthchecksURL}, g.HealthchecksURL != "" },
 			Set: func(g *GateConfig, v Value) { g.HealthchecksURL = v.S }},
 		{Spec: Spec{Name: "max_runtime", Kind: KindDuration, Min: 1, Check: duration, Example: `"2h"`,
@@ -531,11 +536,11 @@ var CheckTable = Table[CheckConfig]{
 			},
 			Set: func(c *CheckConfig, v Value) { c.ResumeGrace, c.ResumeGraceSet = v.D, true }},
 		{Spec: Spec{Name: "crontab_command", Kind: KindArgv, EmptyOK: true, Example: `["crontab", "-l"]`,
-			Default: Value{L: defaultCrontabCommand}, Doc: "prints the crontab; `[]`: read none"},
+			Default: Value{L: defaultCrontabCommand}, Doc: "prints the user's crontab; `[]`: read none"},
 			Get: func(c *CheckConfig) (Value, bool) { return Value{L: c.CrontabCommand}, c.CrontabCommand != nil },
 			Set: func(c *CheckConfig, v Value) { c.CrontabCommand = v.L }},
-		{Spec: Spec{Name: "cron_d", Kind: KindPaths, Example: `["/etc/cron.d"]`,
-			Doc: "system crontabs: directories (their files named as cron reads them) or files"},
+		{Spec: Spec{Name: "cron_d", Kind: KindPaths, Example: `["/etc/cron.d"]`, Default: Value{L: defaultCronD},
+			Doc: "system crontabs (with a user field): files, and directories whose files cron reads; `[]`: read none"},
 			Get: func(c *CheckConfig) (Value, bool) { return Value{L: c.CronD}, c.CronD != nil },
 			Set: func(c *CheckConfig, v Value) { c.CronD = v.L }},
 		{Spec: Spec{Name: "systemctl_command", Kind: KindArgv, Example: `["systemctl"]`,
@@ -817,7 +822,7 @@ func (s *Spec) defaultText() string {
 	case d.F != 0:
 		return strconv.FormatFloat(d.F, 'g', -1, 64)
 	case d.D != 0:
-		return strconv.Quote(shortDuration(d.D))
+		return strconv.Quote(dur.Format(d.D))
 	case d.L != nil:
 		return "[" + strings.Join(quoteEach(d.L), ", ") + "]"
 	case s.Kind == KindBool && d.B:

@@ -38,6 +38,12 @@ need SOFT /usr/bin/chromium chromium
 need SOFT /usr/bin/chromedriver chromium-driver
 need SOFT etcd etcd-server
 need SOFT etcdctl etcd-client
+need SOFT /usr/sbin/cron cron
+need SOFT crontab cron
+need SOFT unshare util-linux
+need SOFT promtool prometheus
+need SOFT prometheus-node-exporter prometheus-node-exporter
+need SOFT systemd-analyze systemd
 if [ ${#pkgs[@]} -gt 0 ]; then
 	echo "missing: $(echo ${missing_hard[*]-} ${missing_soft[*]-})"
 	echo "hint: install them with: apt-get install -y ${pkgs[*]} (or run .ci/run, which installs what CI needs)"
@@ -116,7 +122,7 @@ for key in skipped:
     print("--- SKIP: %s %s: %s" % (key[0], key[1], reason[-1] if reason else "(no reason given)"))
 for key, lines in output.items():
     for l in lines:
-        if "critical sections checked" in l or "BENCH" in l:
+        if "critical sections checked" in l or "BENCH" in l or "Debian's cron ran" in l or "promtool check metrics:" in l or "no duplicate" in l:
             print(key[1] + ": " + l.strip())
 top = [k for k in result if "/" not in k[1]]
 count = lambda keys, a: sum(1 for k in keys if result[k] == a)

@@ -82,7 +82,7 @@ func cachedRun(args []string) (inv gate.Invocation, to string) {
 	return gate.Invocation{
 		Gate: ra.Name, Argv: command, Config: cfg, ConfigErr: err,
 		Timeout: ra.Timeout, KillAfter: ra.KillAfter,
-		Out:   &tui.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose},
+		Out:   &tui.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose, ReportSkips: cfg != nil && cfg.ReportSkips},
 		Locks: crongate.BusyLocks,
 	}, ""
 }

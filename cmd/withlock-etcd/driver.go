@@ -98,8 +98,7 @@ func (c conn) Notes() []string {
 
 func (c conn) Holding(h lockset.Held) string {
 	f := h.(etcdlock.Fenced)
-	return fmt.Sprintf("%d path(s) under %s and slot(s) %s in etcd (lease %x, revision %d)",
-		len(h.Paths()), c.Root(), wc.SlotList(h), f.Lease(), f.Revision())
+	return fmt.Sprintf("%s in etcd (lease %x, revision %d)", wc.HoldingText(h, "path", "under "+c.Root()), f.Lease(), f.Revision())
 }
 
 // Env is the fencing token and the paths' names relative to the key root

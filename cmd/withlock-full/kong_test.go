@@ -9,6 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/crongate/crongate/internal/duration/kongduration"
 	wc "github.com/crongate/crongate/internal/withlock"
 )
 
@@ -18,7 +19,8 @@ func kongParse(t testing.TB, args []string) (wc.CLI, bool) {
 	p, err := kong.New(&c, kong.Name("withlock"),
 		kong.Vars(wc.Vars()),
 		kong.Writers(io.Discard, io.Discard),
-		kong.Exit(func(int) { panic("kong exit") }))
+		kong.Exit(func(int) { panic("kong exit") }),
+		kongduration.Option()) // as kongparse.Parse: days in durations
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +69,7 @@ func TestFastParseAgreesWithKong(t *testing.T) {
 		{"-p", "a", "-p", "b,c", "-v"},
 		{"--slots", "6", "--slot-file", "/tmp/g-{i}", "--slots", "4", "--slot-file", "/tmp/p-{i}"},
 		{"--wait", "1m30s", "--timeout", "2h", "--kill-after", "0s", "--skip-code", "0"},
+		{"--wait=0d", "--timeout", "1d12h", "--paths", "a"},
 		{"--lock-dir", "/x", "-q", "-0", "--paths-from", "-"},
 		{"--paths", "a,,b"},
 		{"--paths=", "x"},

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/crongate/crongate/internal/duration"
 )
 
 // FullBinary is the binary with kong's parser, the TOML decoder and every
@@ -89,9 +91,9 @@ func FastParse(args []string) (c RunArgs, ok bool) {
 		case "config":
 			c.Config = val
 		case "timeout":
-			c.Timeout, err = time.ParseDuration(val)
+			c.Timeout, err = duration.Parse(val)
 		case "kill-after":
-			c.KillAfter, err = time.ParseDuration(val)
+			c.KillAfter, err = duration.Parse(val)
 		default:
 			return c, false
 		}

@@ -732,7 +732,11 @@ func (c *claim) reread(keys []pathKey, pools []pool, cands [][]int, deadline tim
 }
 
 func (c *claim) poolBusy(p *pool, kvs []*mvccpb.KeyValue) *BusyError {
-	return &BusyError{What: fmt.Sprintf("slot pool %s (%d slots)", p.template, p.size), Key: p.prefix, Holders: holders(kvs), pool: true}
+	unit := "slots"
+	if p.size == 1 {
+		unit = "slot"
+	}
+	return &BusyError{What: fmt.Sprintf("slot pool %s (%d %s)", p.template, p.size, unit), Key: p.prefix, Holders: holders(kvs), pool: true}
 }
 
 func holders(kvs []*mvccpb.KeyValue) []string {

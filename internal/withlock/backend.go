@@ -127,7 +127,35 @@ func (localConn) Hint(err error) string {
 func (localConn) Notes() []string { return nil }
 
 func (c localConn) Holding(h lockset.Held) string {
-	return fmt.Sprintf("%d path lock(s) in %s, slot(s) %s", len(h.Paths()), c.LockDir, SlotList(h))
+	return HoldingText(h, "path lock", "in "+c.LockDir)
+}
+
+// HoldingText says what a held set holds, for -v: "2 path locks in DIR
+// and slot 3", "slots 0,2", "1 path lock in DIR"; unit names a path's
+// lock ("path lock"), where says where the paths' locks are.
+func HoldingText(h lockset.Held, unit, where string) string {
+	var parts []string
+	if n := len(h.Paths()); n > 0 {
+		parts = append(parts, Count(n, unit)+" "+where)
+	}
+	switch n := len(h.Slots()); {
+	case n == 1:
+		parts = append(parts, "slot "+SlotList(h))
+	case n > 1:
+		parts = append(parts, "slots "+SlotList(h))
+	}
+	if parts == nil {
+		return "nothing"
+	}
+	return strings.Join(parts, " and ")
+}
+
+// Count is "1 slot", "2 slots": n and unit, plural but for 1.
+func Count(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
 }
 
 func (localConn) Env(lockset.Held) []string { return nil }

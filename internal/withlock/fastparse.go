@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/runner"
 )
 
@@ -95,11 +96,11 @@ func FastParse(args []string, c *CLI) bool {
 		case "lock-dir":
 			c.LockDir, ok = val, true
 		case "wait":
-			c.Wait, ok = duration(val)
+			c.Wait, ok = parseDuration(val)
 		case "timeout":
-			c.Timeout, ok = duration(val)
+			c.Timeout, ok = parseDuration(val)
 		case "kill-after":
-			c.KillAfter, ok = duration(val)
+			c.KillAfter, ok = parseDuration(val)
 		case "skip-code":
 			c.SkipCode, ok = smallInt(val)
 		}
@@ -125,7 +126,7 @@ func smallInt(s string) (int, bool) {
 	return n, err == nil
 }
 
-func duration(s string) (time.Duration, bool) {
-	d, err := time.ParseDuration(s)
+func parseDuration(s string) (time.Duration, bool) {
+	d, err := duration.Parse(s)
 	return d, err == nil
 }

@@ -29,8 +29,8 @@ type CLI struct {
 	SkipCode  int           `default:"${skipcode}" placeholder:"N" help:"Exit code when something is busy (default ${skipcode}, EX_TEMPFAIL)."`
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
 	KillAfter time.Duration `default:"${killafter}" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
-	Verbose   bool          `short:"v" help:"Say what was taken."`
-	Quiet     bool          `short:"q" help:"Do not say why the command was skipped."`
+	Verbose   bool          `short:"v" help:"Say what was taken, and why the command was skipped also when stderr is not a terminal (under cron, which mails it)."`
+	Quiet     bool          `short:"q" help:"Do not say why the command was skipped, not even on a terminal."`
 	// The etcd backend (docs/etcd.md, "Across hosts (etcd)"). withlock itself
 	// never sees these with --backend etcd: it hands such a line to
 	// withlock-etcd (the registry, backend.go), which parses this same

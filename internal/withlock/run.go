@@ -203,13 +203,14 @@ func (r *run) fail(conn Conn, err error) int {
 }
 
 // notHeld ends a run whose locks could not be taken: busy is the skip code
-// (saying who holds what, unless -q), anything else a failure.
+// (saying who holds what to a person at a terminal, or with -v: see
+// tui.Printer), anything else a failure.
 func (r *run) notHeld(conn Conn, err error) int {
 	be, ok := errors.AsType[lockset.BusyError](err)
 	if !ok {
 		return r.fail(conn, err)
 	}
-	if !r.o.Quiet {
+	if r.out.SaysSkips() {
 		be.FindHolders()
 		r.out.Skipf("skipped %s: %v", QuoteArgs(r.o.Command), be)
 	}

@@ -93,7 +93,7 @@ func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *t
 			}
 			return r.Msg, err
 		},
-		Crontab: func() ([]byte, error) {
+		Crontab: func() (*watch.CronScan, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			// The config as it is now: [check] may have been edited.
@@ -101,8 +101,7 @@ func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *t
 			if err != nil {
 				return nil, err
 			}
-			data, _, err := watch.NewSystemProbe(cur.Check).CrontabText(ctx)
-			return data, err
+			return watch.NewSystemProbe(cur.Check).Crontabs(ctx)
 		},
 		Log: os.Stderr,
 	}, func(addr, loginURL string) {

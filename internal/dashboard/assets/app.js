@@ -288,7 +288,8 @@
 
   function cadenceText(g) {
     const scheds = g.schedules || [];
-    const lines = scheds.map(s => s.expr + (s.error ? '  (' + s.error + ')' : '') + '  (' + (s.source || 'crontab line ' + s.line) + ')');
+    // Each schedule's crontab and line ("/etc/cron.d/blog:3").
+    const lines = scheds.map(s => s.expr + '  (' + (s.source || 'crontab line ' + s.line) + ')' + (s.error ? '  ' + s.error : ''));
     if (g.interval) lines.push('interval ' + g.interval);
     return lines;
   }

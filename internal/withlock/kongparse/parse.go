@@ -17,6 +17,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/crongate/crongate/internal/buildinfo"
+	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/tui"
 	wc "github.com/crongate/crongate/internal/withlock"
@@ -74,6 +75,7 @@ func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.UsageOnError(),
+		kongduration.Option(),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
 		kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
 			fmt.Fprintln(ctx.Stdout, p.Usage)
