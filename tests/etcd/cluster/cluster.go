@@ -43,8 +43,13 @@ type Cluster struct {
 	initial string
 }
 
-// Find returns the path of the etcd binary, or "" if it is not installed.
+// Find returns the path of the etcd binary: $ETCD_BIN if set (the suite's
+// second server version, built from the Go module proxy by .ci/etcd.sh),
+// else etcd on PATH; "" if there is none.
 func Find() string {
+	if p := os.Getenv("ETCD_BIN"); p != "" {
+		return p
+	}
 	if p, err := exec.LookPath("etcd"); err == nil {
 		return p
 	}
