@@ -21,9 +21,7 @@ import (
 // command starts ends the run as a coordinator that does not answer does
 // (--on-coordinator-down): the command has not run.
 func (r *run) underLease(child *runner.Child, l lockset.Leased) (code int, stop bool) {
-	if !child.KillWithParent() {
-		r.out.Warnf("setpriv (util-linux) not found: the command would outlive %s if it were killed", r.out.Prog)
-	}
+	child.KillWithParent()
 	select {
 	case <-l.Lost():
 		r.out.Errorf("lost the %s lease before starting %s: %s", r.backend, QuoteArgs(r.o.Command), l.LostReason())
