@@ -43,6 +43,13 @@ type CLI struct {
 	KeyPrefix         string        `placeholder:"PREFIX" help:"etcd: key prefix (default /withlock)."`
 	TTL               time.Duration `name:"ttl" placeholder:"DURATION" help:"etcd: lease TTL in whole seconds (default 10s); if the lease cannot be renewed the command is stopped, exit 70."`
 	OnCoordinatorDown string        `placeholder:"fail|skip" help:"etcd: if the cluster cannot be reached, fail (exit 125, default) or skip (the skip code); the command never runs unlocked."`
+	LockDelay         string        `placeholder:"DURATION" help:"etcd: a lock whose lease expired (its holder died, froze or was cut off) stays taken this long more; a release is immediate (default 5s; 0s disables)."`
+	CAFile            string        `placeholder:"FILE" help:"etcd: CA certificates (PEM) that sign the members' certificates, for https:// endpoints (default $WITHLOCK_ETCD_CA_FILE, else the system's)."`
+	CertFile          string        `placeholder:"FILE" help:"etcd: client certificate (PEM), for members that require one (default $WITHLOCK_ETCD_CERT_FILE)."`
+	KeyFile           string        `placeholder:"FILE" help:"etcd: the client certificate's key (PEM; mode 0600 or stricter) (default $WITHLOCK_ETCD_KEY_FILE)."`
+	ServerName        string        `placeholder:"NAME" help:"etcd: the name the members' certificates carry, when it is not the endpoints' host (default $WITHLOCK_ETCD_SERVER_NAME)."`
+	EtcdUser          string        `placeholder:"USER" help:"etcd: user for etcd's own auth (default $WITHLOCK_ETCD_USER); the password comes from --password-file or $WITHLOCK_ETCD_PASSWORD, never from the command line."`
+	PasswordFile      string        `placeholder:"FILE" help:"etcd: file holding --etcd-user's password, mode 0600 or stricter (default $WITHLOCK_ETCD_PASSWORD_FILE)."`
 	Version           bool          `help:"Print the version and exit."`
 }
 

@@ -47,7 +47,7 @@ func TestDispatchKeepsPID(t *testing.T) {
 		t.Errorf("--backend local under WITHLOCK_BACKEND=etcd: exit %d %s", r.code, r.stderr)
 	}
 	r = run(t, nil, "withlock", "--ttl", "5s", "--paths", "/srv/x", "--", "true")
-	if r.code != 125 || !strings.Contains(r.stderr, "need --backend etcd") {
+	if r.code != 125 || !strings.Contains(r.stderr, "--ttl needs --backend etcd") {
 		t.Errorf("--ttl without --backend etcd: exit %d %s", r.code, r.stderr)
 	}
 	// The command after -- is never read for --backend.
