@@ -51,6 +51,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,9 +68,12 @@ import (
 
 // Defaults.
 const (
-	DefaultPrefix   = "/withlock"
-	DefaultTTL      = 10 * time.Second
-	DefaultEndpoint = etcdclient.DefaultEndpoint
+	DefaultPrefix = "/withlock"
+	DefaultTTL    = 10 * time.Second
+	// DefaultLockDelay keeps a lock whose holder stopped renewing taken
+	// 5 s beyond the TTL (docs/etcd.md, "Lock delay").
+	DefaultLockDelay = 5 * time.Second
+	DefaultEndpoint  = etcdclient.DefaultEndpoint
 	// MaxTxnOps is etcd's default --max-txn-ops. The server counts the
 	// largest of compares, then-ops and else-ops of a transaction, and of
 	// every nested transaction against what its parent left over.
@@ -113,27 +117,45 @@ type Holder struct {
 // Config configures a Backend.
 type Config struct {
 	Endpoints []string
+	// Security is TLS and etcd auth; Check it first
+	// (etcdclient.Security.Check).
+	Security etcdclient.Security
 	// KeyRoot is the directory paths are named relative to; each host gives
 	// the directory where it sees the shared tree. It is canonicalised like
 	// the paths. Empty means "/".
 	KeyRoot string
-	Prefix  string        // empty: DefaultPrefix
-	TTL     time.Duration // lease TTL; 0: DefaultTTL
+	Prefix  string // empty: DefaultPrefix
+	// TTL is the holder's own deadline: renewals every TTL/3, the
+	// command stopped at 3/4 of it without one (Held.Lost); 0:
+	// DefaultTTL.
+	TTL time.Duration
+	// LockDelay is how much longer than TTL the lease itself lives: the
+	// keys of a holder that stopped renewing (dead, frozen, cut off) stay
+	// for TTL + LockDelay after its last renewal, while the holder gives
+	// up at 3/4 of TTL; a release revokes the lease at once. Negative:
+	// none; 0: DefaultLockDelay.
+	LockDelay time.Duration
 	// Timeout bounds each operation (grant, read, release), retries
 	// included; 0: DefaultTimeout. One attempt lasts at most AttemptTimeout,
 	// so that an attempt stuck on a dead leader is retried once a new one
 	// is elected (about 1-2 s with etcd's defaults).
 	Timeout time.Duration
 	Holder  Holder
+	// Infof, if set, is told what -v says: renewals that needed more than
+	// one attempt. Warnf, if set, is told of a renewal that came past the
+	// deadline (this process was stopped) and found the lease alive.
+	Infof, Warnf func(format string, args ...any)
 }
 
 // Backend is a connection to one etcd cluster.
 type Backend struct {
-	cfg  Config
-	root string // canonical key root
-	cli  *clientv3.Client
-	ttl  int64 // seconds
-	rto  time.Duration
+	cfg      Config
+	root     string // canonical key root
+	cli      *clientv3.Client
+	ttl      int64 // the leases' TTL in seconds: Config.TTL + Config.LockDelay
+	rto      time.Duration
+	versions *etcdclient.VersionCheck // started after the first grant
+	checked  sync.Once
 	// Rereads counts lock transactions whose outcome was unknown (a
 	// timeout, a broken connection) and was read back.
 	Rereads atomic.Int64
@@ -160,6 +182,14 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.TTL < time.Second || cfg.TTL%time.Second != 0 {
 		return nil, fmt.Errorf("--ttl %v: etcd leases have whole seconds, at least 1s", cfg.TTL)
 	}
+	switch {
+	case cfg.LockDelay == 0:
+		cfg.LockDelay = DefaultLockDelay
+	case cfg.LockDelay < 0:
+		cfg.LockDelay = 0
+	case cfg.LockDelay%time.Second != 0:
+		return nil, fmt.Errorf("--lock-delay %v: etcd leases have whole seconds", cfg.LockDelay)
+	}
 	if cfg.KeyRoot == "" {
 		cfg.KeyRoot = "/"
 	}
@@ -171,14 +201,25 @@ func New(cfg Config) (*Backend, error) {
 	if rto == 0 {
 		rto = DefaultTimeout
 	}
-	// The dial timeout also sets how long the client waits for a lease's
-	// first keep-alive answer (dial timeout + 1 s) before it closes the
-	// channel. Our own deadline (3/4 TTL) decides; see lease.monitor.
-	cli, err := etcdclient.New(cfg.Endpoints, cfg.TTL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	cli, err := etcdclient.New(cfg.Endpoints, rto, cfg.Security)
+	switch {
+	case errors.Is(err, etcdclient.ErrLogin):
+		return nil, err
+	case err != nil && cfg.Security.User != "" && etcderr.Ambiguous(err):
+		// The login got no answer.
+		return nil, &unavailableError{what: "log in", err: err, endpoints: cfg.Endpoints, timeout: rto}
+	case err != nil:
+		return nil, err
 	}
-	return &Backend{cfg: cfg, root: root, cli: cli, ttl: int64(cfg.TTL / time.Second), rto: rto}, nil
+	return &Backend{cfg: cfg, root: root, cli: cli, ttl: int64((cfg.TTL + cfg.LockDelay) / time.Second), rto: rto}, nil
+}
+
+// VersionWarning returns the warning for cluster members older than the
+// minimum safe server version (etcdclient.CheckVersions), "" if none was
+// found or the check did not run (no lease was granted) or did not end
+// within wait.
+func (b *Backend) VersionWarning(wait time.Duration) string {
+	return b.versions.Warning(wait)
 }
 
 // Close closes the client. Held locks are not released by it (Release them

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcderr"
 
 	"github.com/crongate/crongate/internal/lockset"
@@ -30,8 +31,8 @@ type lease struct {
 	once   sync.Once
 
 	mu      sync.Mutex
-	renewed time.Time
-	ttl     time.Duration
+	renewed time.Time     // when the request of the last confirmed renewal was sent
+	ttl     time.Duration // the holder's deadlines are counted on it (Config.TTL)
 	reason  string
 
 	revokeErr error // the last revoke's failure, if any
@@ -52,11 +53,14 @@ func grant(b *Backend) (*lease, error) {
 		// alive: it expires by itself after the TTL, holding no key.
 		return nil, err
 	}
+	// The members' versions are read once per process, alongside the
+	// rest, now that the client's connections are up.
+	b.checked.Do(func() { b.versions = etcdclient.CheckVersions(b.cli, len(b.cfg.Endpoints), b.rto) })
 	l := &lease{
 		id:      resp.ID,
 		lost:    make(chan struct{}),
 		renewed: sent,
-		ttl:     time.Duration(resp.TTL) * time.Second,
+		ttl:     b.cfg.TTL,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
@@ -109,27 +113,50 @@ func renewAttempt(ttl time.Duration) time.Duration {
 
 // renew renews the lease once, sending the request again until it is
 // answered; false when the lease is lost or ctx ended.
+//
+// When the deadline has passed before the first attempt — this process did
+// not run meanwhile: it was stopped (SIGSTOP), or starved — one attempt is
+// made all the same: the lease may still live, for up to TTL + lock delay
+// after the last renewal, and a lease that still lives has never lost its
+// keys (a lease that expired is gone for good), so nobody else can have
+// taken them, and the command goes on. Only a lease that etcd says is gone,
+// or no answer, stops it.
 func (l *lease) renew(ctx context.Context, b *Backend) bool {
-	for {
+	for attempt := 1; ; attempt++ {
 		left := l.lostIn()
-		if left <= 0 {
+		late := left <= 0 && attempt == 1
+		if left <= 0 && !late {
 			l.lostByTime()
 			return false
 		}
+		timeout := renewAttempt(l.ttl)
+		if !late {
+			timeout = min(timeout, left)
+		}
 		sent := time.Now()
-		actx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), min(renewAttempt(l.ttl), left))
-		resp, err := b.cli.KeepAliveOnce(actx, l.id)
+		actx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), timeout)
+		_, err := b.cli.KeepAliveOnce(actx, l.id)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return false
 		case err == nil:
 			l.mu.Lock()
-			l.renewed, l.ttl = sent, time.Duration(resp.TTL)*time.Second
+			gap := sent.Sub(l.renewed)
+			l.renewed = sent
 			l.mu.Unlock()
+			if late {
+				l.say(b.cfg.Warnf, "the lease was renewed %v after the last renewal, past the %v deadline (this process was stopped or starved): it had not expired, so the locks were kept throughout",
+					gap.Round(time.Millisecond), (l.ttl * 3 / 4))
+			} else if attempt > 1 {
+				l.say(b.cfg.Infof, "lease renewed %v after the last renewal, at attempt %d (a member did not answer)", gap.Round(time.Millisecond), attempt)
+			}
 			return true
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			l.markLost("etcd says the lease has expired")
+			return false
+		case late:
+			l.lostByTime()
 			return false
 		case !etcderr.Ambiguous(err):
 			// A definite refusal (permission denied, say): sending it
@@ -150,6 +177,12 @@ func (l *lease) renew(ctx context.Context, b *Backend) bool {
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
+	}
+}
+
+func (l *lease) say(f func(string, ...any), format string, args ...any) {
+	if f != nil {
+		f(format, args...)
 	}
 }
 
@@ -294,8 +327,9 @@ func (h *held) LostReason() string {
 // then expire with the lease).
 func (h *held) ReleaseErr() error { return h.lease.revokeErr }
 
-// TTL is the lease TTL the backend was configured with (Config.TTL).
-func (h *held) TTL() time.Duration { return h.c.b.cfg.TTL }
+// TTL is the longest the keys outlive this process or a release that
+// failed: the lease's TTL, Config.TTL + Config.LockDelay.
+func (h *held) TTL() time.Duration { return time.Duration(h.c.b.ttl) * time.Second }
 
 // Fenced is what an etcd Held offers beyond lockset.Leased: the fencing
 // token and the names other hosts know the paths by (docs/etcd.md, "The fencing
