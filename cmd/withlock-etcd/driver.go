@@ -157,7 +157,7 @@ func (driver) Open(o *wc.Options) (wc.Conn, error) {
 	if delay == 0 {
 		delay = -1 // none, as etcdlock.Config says it
 	}
-	out := &tui.Printer{Prog: "withlock-etcd", Verbose: o.Verbose}
+	out := &tui.Printer{Prog: "withlock-etcd", Verbose: o.Verbose, Quiet: o.Quiet}
 	b, err := etcdlock.New(etcdlock.Config{
 		Endpoints: o.Endpoints,
 		Security:  configured,
@@ -220,10 +220,10 @@ func (conn) Env(h lockset.Held) []string {
 }
 
 // Close warns, once per call, when a member runs a server older than the
-// minimum safe version (read while the locks were taken and held), and
-// closes the client.
+// minimum safe version (read while the locks were taken and held), unless
+// -q, and closes the client.
 func (c conn) Close() {
-	if w := c.VersionWarning(time.Second); w != "" {
+	if w := c.VersionWarning(time.Second); w != "" && !c.out.Quiet {
 		c.out.Warnf("%s", w)
 	}
 	c.Backend.Close()

@@ -30,7 +30,7 @@ type CLI struct {
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
 	KillAfter time.Duration `default:"${killafter}" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
 	Verbose   bool          `short:"v" help:"Say what was taken."`
-	Quiet     bool          `short:"q" help:"Do not say why the command was skipped."`
+	Quiet     bool          `short:"q" help:"Do not say why the command was skipped (nor, with etcd, that a member is older than the safe version)."`
 	// The etcd backend (docs/etcd.md, "Across hosts (etcd)"). withlock itself
 	// never sees these with --backend etcd: it hands such a line to
 	// withlock-etcd (the registry, backend.go), which parses this same

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +53,7 @@ func TestFrozenMemberKeepsHolders(t *testing.T) {
 		os.WriteFile(post, nil, 0o644)
 		h := &holder{done: make(chan struct{}), key: pathKey(p, fmt.Sprintf("h%d.md", i))}
 		h.cmd = command([]string{"ETCDTEST_WORKER=1", "ETCDTEST_MARK=" + mark, "ETCDTEST_UNTIL=" + release},
-			"withlock-etcd", "--endpoints", pt.Endpoints(), "--key-prefix", p, "--key-root", root, "--paths", post, "--", self, "--", root, post)
+			"withlock-etcd", "-v", "--endpoints", pt.Endpoints(), "--key-prefix", p, "--key-root", root, "--paths", post, "--", self, "--", root, post)
 		h.cmd.Stderr = &h.stderr
 		if err := h.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -192,7 +193,19 @@ func TestFrozenMemberKeepsHolders(t *testing.T) {
 	left := keys(t, p)
 	cl.Thaw(leader)
 	checkMarks(t, mark)
-	t.Logf("holders' exits %v; contenders' exits %v", codes, tries)
+	// The longest time between two confirmed renewals, from -v: measured,
+	// not asserted (the deadline is 3/4 of the TTL, 7.5 s).
+	var longest time.Duration
+	retried := 0
+	for _, h := range hs {
+		for _, m := range regexp.MustCompile(`lease renewed (\S+) after the last renewal`).FindAllStringSubmatch(h.stderr.String(), -1) {
+			d, _ := time.ParseDuration(m[1])
+			longest = max(longest, d)
+			retried++
+		}
+	}
+	t.Logf("holders' exits %v; contenders' exits %v; %d renewals needed another member, the longest gap between renewals %v (renewals every %v, deadline %v)",
+		codes, tries, retried, longest, 10*time.Second/3, 7500*time.Millisecond)
 	if len(overlaps) > 0 {
 		t.Errorf("contenders took held paths: %v", overlaps)
 	}

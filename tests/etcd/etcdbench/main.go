@@ -132,6 +132,16 @@ func main() {
 	// Contended: every worker wants the same key, and waits for it.
 	row("etcdlock, all workers on one key (wait, watch hand-off)", nil, par(func(w, i int) { etcdlockWait(b, "/same") }))
 	row("concurrency.Mutex, all workers on one key (FIFO queue)", nil, par(func(w, i int) { mutexOnce(cli, "/bench/mutex/same") }))
+	// The same with processes, as cron would run them: issue 18's
+	// contended throughput, withlock against etcdctl lock in one run.
+	row("`withlock --backend etcd --wait 1m --paths P -- true`, all workers on one key (processes)", nil, par(func(w, i int) {
+		runCmd(env, wl, "--backend", "etcd", "--key-prefix", "/bench/proc", "--wait", "1m", "--paths", "/srv/same", "--", "true")
+	}))
+	if etcdctl != "" {
+		row("`etcdctl lock NAME true`, all workers on one key (processes)", nil, par(func(w, i int) {
+			runCmd(env, etcdctl, "--endpoints", strings.Join(eps, ","), "lock", "/bench/etcdctl/same", "true")
+		}))
+	}
 }
 
 func etcdVersion(etcd string) string {
