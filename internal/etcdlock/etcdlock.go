@@ -410,15 +410,17 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 	if c.held != nil && !c.held.released {
 		return nil, errors.New("etcdlock: claim already held")
 	}
-	if c.quiet {
+	if c.quiet && c.stillBusy() {
 		// The last WaitChange watched the busy key from the revision at
-		// which it was busy until its poll ran out, and saw no release:
-		// nothing to try, and an attempt is a write through the
-		// cluster's log. The next WaitChange watches from that same
-		// revision again, so a release it did not see yet is not lost.
+		// which it was busy until its poll ran out, saw no release, and
+		// a read (no write: an attempt is one, through the cluster's
+		// log, taken or not) finds the key still held: nothing to try.
+		// The read catches a release that a watch stuck on a frozen
+		// member has not reported.
 		c.quiet = false
 		return nil, c.busy
 	}
+	c.quiet = false
 	deadline := time.Now().Add(c.b.rto)
 	redeals := 0
 	for {
@@ -496,6 +498,18 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 		}
 		return nil, err
 	}
+}
+
+// stillBusy reports whether a linearizable read finds the busy path key
+// still held since the busy attempt (a pool is left to the attempt).
+func (c *claim) stillBusy() bool {
+	if c.busyPrefix || c.busyKey == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
+	defer cancel()
+	r, err := c.b.cli.Get(ctx, c.busyKey, clientv3.WithKeysOnly())
+	return err == nil && len(r.Kvs) > 0 && r.Kvs[0].CreateRevision <= c.busyRev
 }
 
 // peek reads the path keys (the first MaxTxnOps of them) with one
