@@ -143,14 +143,19 @@ func (l *lease) renew(ctx context.Context, b *Backend) bool {
 		case err == nil:
 			l.mu.Lock()
 			gap := sent.Sub(l.renewed)
-			l.renewed = sent
 			l.mu.Unlock()
+			// Said before the renewal is recorded: a command that
+			// ended meanwhile waits for the record (KillBy) before
+			// withlock exits.
 			if late {
 				l.say(b.cfg.Warnf, "the lease was renewed %v after the last renewal, past the %v deadline (this process was stopped or starved): it had not expired, so the locks were kept throughout",
 					gap.Round(time.Millisecond), (l.ttl * 3 / 4))
 			} else if attempt > 1 {
 				l.say(b.cfg.Infof, "lease renewed %v after the last renewal, at attempt %d (a member did not answer)", gap.Round(time.Millisecond), attempt)
 			}
+			l.mu.Lock()
+			l.renewed = sent
+			l.mu.Unlock()
 			return true
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			l.markLost("etcd says the lease has expired")

@@ -109,6 +109,50 @@ func TestLockDelayPausedWrapper(t *testing.T) {
 	}
 }
 
+// The paused wrapper whose command ends during the pause
+// (docs/etcd.md, "Failure semantics"): withlock-etcd is stopped past its
+// lease's expiry (TTL 2 s, no lock delay; the test waits until etcd has
+// deleted the key), its command finishes meanwhile, and then it wakes.
+// Another host could have taken the path while the command ran, so the
+// run must exit 70 and say so — not the command's 0, which it did when
+// the release (a revoke that finds the lease gone) came before the
+// renewal that would have found it expired.
+func TestPausedWrapperCommandEndedMeanwhile(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	dir := t.TempDir()
+	release, done := filepath.Join(dir, "release"), filepath.Join(dir, "done")
+	a := command(nil, "withlock-etcd", "--key-prefix", p, "--ttl", "2s", "--lock-delay", "0s", "--paths", "/srv/paused.md",
+		"--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.05; done; : > "$2"`, "sh", release, done)
+	var aErr bytes.Buffer
+	a.Stderr = &aErr
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Process.Kill()
+	aDone := make(chan struct{})
+	go func() { a.Wait(); close(aDone) }()
+	waitFor(t, 10*time.Second, "the holder's key", func() bool { return len(keys(t, p)) == 1 })
+	syscall.Kill(a.Process.Pid, syscall.SIGSTOP)
+	defer syscall.Kill(a.Process.Pid, syscall.SIGCONT)
+	waitFor(t, 30*time.Second, "the stopped holder's lease to expire", func() bool { return len(keys(t, p)) == 0 })
+	os.WriteFile(release, nil, 0o644)
+	waitFor(t, 30*time.Second, "the command to end while withlock-etcd is stopped", func() bool {
+		_, err := os.Stat(done)
+		return err == nil
+	})
+	syscall.Kill(a.Process.Pid, syscall.SIGCONT)
+	select {
+	case <-aDone:
+	case <-time.After(time.Minute):
+		t.Fatal("the woken holder did not exit within a minute")
+	}
+	t.Logf("the woken holder exited %d: %s", exitCode(a, nil), strings.TrimSpace(aErr.String()))
+	if code := exitCode(a, nil); code != 70 || !strings.Contains(aErr.String(), "lost the etcd lease") {
+		t.Errorf("the woken holder exited %d, want 70 and a message that the lease was lost: %q", code, aErr.String())
+	}
+}
+
 // Every call warns, once, when a member runs a server older than the
 // minimum safe version (etcd issue #15247), and only then: withlock-etcd
 // on stderr, cron-gate on stderr and in the run's start record. Against
