@@ -121,9 +121,9 @@ func TestPausedWrapperCommandEndedMeanwhile(t *testing.T) {
 	need(t)
 	p := prefix(t)
 	dir := t.TempDir()
-	release, done := filepath.Join(dir, "release"), filepath.Join(dir, "done")
+	started, release, done := filepath.Join(dir, "started"), filepath.Join(dir, "release"), filepath.Join(dir, "done")
 	a := command(nil, "withlock-etcd", "--key-prefix", p, "--ttl", "2s", "--lock-delay", "0s", "--paths", "/srv/paused.md",
-		"--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.05; done; : > "$2"`, "sh", release, done)
+		"--", "sh", "-c", `: > "$1"; while [ ! -e "$2" ]; do sleep 0.05; done; : > "$3"`, "sh", started, release, done)
 	var aErr bytes.Buffer
 	a.Stderr = &aErr
 	if err := a.Start(); err != nil {
@@ -132,7 +132,11 @@ func TestPausedWrapperCommandEndedMeanwhile(t *testing.T) {
 	defer a.Process.Kill()
 	aDone := make(chan struct{})
 	go func() { a.Wait(); close(aDone) }()
-	waitFor(t, 10*time.Second, "the holder's key", func() bool { return len(keys(t, p)) == 1 })
+	// Stopped once the command runs (the key is put before it starts).
+	waitFor(t, 30*time.Second, "the holder's command to start", func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
 	syscall.Kill(a.Process.Pid, syscall.SIGSTOP)
 	defer syscall.Kill(a.Process.Pid, syscall.SIGCONT)
 	waitFor(t, 30*time.Second, "the stopped holder's lease to expire", func() bool { return len(keys(t, p)) == 0 })
