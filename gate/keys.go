@@ -703,13 +703,57 @@ var EtcdTable = Table[EtcdConfig]{
 				return Value{}, false
 			},
 			Set: func(e *EtcdConfig, v Value) { e.RunOnDown = v.S == "run" }},
+		{Spec: Spec{Name: "ca_file", Kind: KindPath, Example: `"/etc/etcd/ca.pem"`, DefaultNote: "the system's roots",
+			Doc: "PEM certificates that sign the members' certificates (https:// endpoints)"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.CAFile}, e.CAFile != "" },
+			Set: func(e *EtcdConfig, v Value) { e.CAFile = v.S }},
+		{Spec: Spec{Name: "cert_file", Kind: KindPath, Example: `"/etc/etcd/client.pem"`,
+			Doc: "client certificate (PEM), for members that require one; with `key_file`"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.CertFile}, e.CertFile != "" },
+			Set: func(e *EtcdConfig, v Value) { e.CertFile = v.S }},
+		{Spec: Spec{Name: "key_file", Kind: KindPath, Example: `"/etc/etcd/client-key.pem"`,
+			Doc: "the client certificate's key (PEM)"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.KeyFile}, e.KeyFile != "" },
+			Set: func(e *EtcdConfig, v Value) { e.KeyFile = v.S }},
+		{Spec: Spec{Name: "server_name", Kind: KindString, Example: `"etcd.internal"`, DefaultNote: "each endpoint's host",
+			Doc: "the name the members' certificates carry"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.ServerName}, e.ServerName != "" },
+			Set: func(e *EtcdConfig, v Value) { e.ServerName = v.S }},
+		{Spec: Spec{Name: "user", Kind: KindString, Check: etcdUserCheck, Example: `"cron-gate"`,
+			Doc: "etcd auth user; the password is in `password_file` or `$CRON_GATE_ETCD_PASSWORD`"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.User}, e.User != "" },
+			Set: func(e *EtcdConfig, v Value) { e.User = v.S }},
+		{Spec: Spec{Name: "password_file", Kind: KindPath, Example: `"/etc/cron-gate/etcd-password"`,
+			Doc: "holds `user`'s password (first line); mode 0600 or stricter"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.PasswordFile}, e.PasswordFile != "" },
+			Set: func(e *EtcdConfig, v Value) { e.PasswordFile = v.S }},
 	},
 	Rule: func(e *EtcdConfig, g Given) []Problem {
-		if !g.Has("endpoints") && g.Any() {
+		switch {
+		case !g.Has("endpoints") && g.Any():
 			return []Problem{{"", `endpoints is missing; name every member, e.g. endpoints = ["http://etcd1:2379"]`}}
+		case g.Has("password_file") && !g.Has("user"):
+			return []Problem{{"password_file", "needs user"}}
+		case g.Has("cert_file") != g.Has("key_file"):
+			return []Problem{{"cert_file", "cert_file and key_file go together"}}
+		}
+		if e.CAFile != "" || e.CertFile != "" || e.KeyFile != "" || e.ServerName != "" {
+			for _, ep := range e.Endpoints {
+				if !strings.HasPrefix(ep, "https://") {
+					return []Problem{{"endpoints", cfgtext.ShortQuote(ep) + " is not https://, which ca_file, cert_file, key_file and server_name need"}}
+				}
+			}
 		}
 		return nil
 	},
+}
+
+// etcdUserCheck refuses a user name etcd cannot have.
+func etcdUserCheck(s *Spec, v Value) string {
+	if v.S == "" || strings.ContainsAny(v.S, ":\x00\n") {
+		return cfgtext.ShortQuote(v.S) + " is not an etcd user name (no colon, e.g. " + s.Example + ")"
+	}
+	return ""
 }
 
 // DefaultEtcdPrefix is `prefix` of [etcd] when not set.

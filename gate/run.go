@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
@@ -165,6 +166,12 @@ func (r *run) decideShared() (code int, decided bool) {
 		return r.fail(journal.ReasonState, fmt.Errorf("gate %s: shared pause: %w", r.inv.Gate, err)), true
 	case p.Active(r.now()):
 		return r.skip(journal.ReasonPaused, describePause(p)), true
+	}
+	if w, ok := r.pauses.Shared.(pauses.Warner); ok {
+		if s := w.Warning(time.Second); s != "" {
+			r.out.Warnf("gate %s: %s", r.inv.Gate, s)
+			r.note = strings.TrimPrefix(r.note+"; "+s, "; ")
+		}
 	}
 	return 0, false
 }

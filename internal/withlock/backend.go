@@ -29,11 +29,10 @@ type Backend struct {
 	// arguments (same PID, so a supervisor's signals still reach the
 	// process that holds the locks). Its messages carry its name.
 	Binary string
-	// Flags names the flags only this backend reads, for messages; with
-	// another backend they are refused.
-	Flags string
-	// sets reports whether one of Flags is given.
-	sets func(*CLI) bool
+	// given returns the first of the flags only this backend reads that
+	// the command line gives ("" if none), for messages: with another
+	// backend they are refused.
+	given func(*CLI) string
 }
 
 // backends is the registry: every backend withlock knows, the default
@@ -41,11 +40,22 @@ type Backend struct {
 // the program named.
 var backends = [...]Backend{
 	{Name: "local", Binary: "withlock"},
-	{Name: "etcd", Binary: "withlock-etcd",
-		Flags: "--endpoints, --key-root, --key-prefix, --ttl and --on-coordinator-down",
-		sets: func(c *CLI) bool {
-			return len(c.Endpoints) > 0 || c.KeyRoot != "" || c.KeyPrefix != "" || c.TTL != 0 || c.OnCoordinatorDown != ""
-		}},
+	{Name: "etcd", Binary: "withlock-etcd", given: func(c *CLI) string {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{
+			{"--endpoints", len(c.Endpoints) > 0}, {"--key-root", c.KeyRoot != ""}, {"--key-prefix", c.KeyPrefix != ""},
+			{"--ttl", c.TTL != 0}, {"--on-coordinator-down", c.OnCoordinatorDown != ""}, {"--lock-delay", c.LockDelay != ""},
+			{"--ca-file", c.CAFile != ""}, {"--cert-file", c.CertFile != ""}, {"--key-file", c.KeyFile != ""},
+			{"--server-name", c.ServerName != ""}, {"--etcd-user", c.EtcdUser != ""}, {"--password-file", c.PasswordFile != ""},
+		} {
+			if f.set {
+				return f.name
+			}
+		}
+		return ""
+	}},
 }
 
 // LookupBackend returns the registry's entry for name.
@@ -202,8 +212,11 @@ func (o *Options) CheckBackend(d Driver) error {
 		return UsageError{fmt.Sprintf("%s%q: use %s", what, name, backendNames())}
 	}
 	for _, other := range backends {
-		if other.Name != name && other.sets != nil && other.sets(&o.CLI) {
-			return UsageError{fmt.Sprintf("%s need --backend %s", other.Flags, other.Name)}
+		if other.Name == name || other.given == nil {
+			continue
+		}
+		if f := other.given(&o.CLI); f != "" {
+			return UsageError{fmt.Sprintf("%s needs --backend %s", f, other.Name)}
 		}
 	}
 	if name != d.Name() {

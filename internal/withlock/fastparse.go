@@ -14,7 +14,8 @@ import (
 
 // FastParse parses the common, well-formed command lines without kong, so
 // that a per-tick call does not pay for kong's reflective set-up (about
-// 0.4 ms, most of withlock's own cost; see docs/benchmarks.md). It accepts only
+// 0.4 ms, most of withlock's own cost; see docs/benchmarks.md; withlock-etcd
+// uses it too, for the etcd flags). It accepts only
 // long flags with "=" or a separate value, -p VALUE, and -v, -q, -0 on their
 // own; on anything else — --help, --version, an unknown or repeated flag, a
 // value it is not sure about — it returns false and kong parses the line,
@@ -84,6 +85,17 @@ func FastParse(args []string, c *CLI) bool {
 		case "slot-file":
 			c.SlotFile = append(c.SlotFile, val)
 			continue
+		case "endpoints":
+			// kong splits on commas, honouring "\," escapes, and reads
+			// a piece that starts with "-" its own way; a list it might
+			// split otherwise, or with an empty entry, is left to it.
+			for _, e := range strings.Split(val, ",") {
+				if e == "" || strings.HasPrefix(e, "-") || strings.Contains(e, `\`) {
+					return false
+				}
+				c.Endpoints = append(c.Endpoints, e)
+			}
+			continue
 		}
 		if seen[name] {
 			return false
@@ -103,6 +115,30 @@ func FastParse(args []string, c *CLI) bool {
 			c.KillAfter, ok = parseDuration(val)
 		case "skip-code":
 			c.SkipCode, ok = smallInt(val)
+		case "ttl":
+			c.TTL, ok = parseDuration(val)
+		case "backend":
+			c.Backend, ok = val, true
+		case "key-root":
+			c.KeyRoot, ok = val, true
+		case "key-prefix":
+			c.KeyPrefix, ok = val, true
+		case "on-coordinator-down":
+			c.OnCoordinatorDown, ok = val, true
+		case "lock-delay":
+			c.LockDelay, ok = val, true
+		case "ca-file":
+			c.CAFile, ok = val, true
+		case "cert-file":
+			c.CertFile, ok = val, true
+		case "key-file":
+			c.KeyFile, ok = val, true
+		case "server-name":
+			c.ServerName, ok = val, true
+		case "etcd-user":
+			c.EtcdUser, ok = val, true
+		case "password-file":
+			c.PasswordFile, ok = val, true
 		}
 		if !ok {
 			return false

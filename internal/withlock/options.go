@@ -30,7 +30,7 @@ type CLI struct {
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
 	KillAfter time.Duration `default:"${killafter}" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
 	Verbose   bool          `short:"v" help:"Say what was taken, and why the command was skipped also when stderr is not a terminal (under cron, which mails it)."`
-	Quiet     bool          `short:"q" help:"Do not say why the command was skipped, not even on a terminal."`
+	Quiet     bool          `short:"q" help:"Do not say why the command was skipped, not even on a terminal (nor, with etcd, that a member is older than the safe version)."`
 	// The etcd backend (docs/etcd.md, "Across hosts (etcd)"). withlock itself
 	// never sees these with --backend etcd: it hands such a line to
 	// withlock-etcd (the registry, backend.go), which parses this same
@@ -43,6 +43,13 @@ type CLI struct {
 	KeyPrefix         string        `placeholder:"PREFIX" help:"etcd: key prefix (default /withlock)."`
 	TTL               time.Duration `name:"ttl" placeholder:"DURATION" help:"etcd: lease TTL in whole seconds (default 10s); if the lease cannot be renewed the command is stopped, exit 70."`
 	OnCoordinatorDown string        `placeholder:"fail|skip" help:"etcd: if the cluster cannot be reached, fail (exit 125, default) or skip (the skip code); the command never runs unlocked."`
+	LockDelay         string        `placeholder:"DURATION" help:"etcd: a lock whose lease expired (its holder died, froze or was cut off) stays taken this long more; a release is immediate (default 5s; 0s disables)."`
+	CAFile            string        `placeholder:"FILE" help:"etcd: CA certificates (PEM) that sign the members' certificates, for https:// endpoints (default $WITHLOCK_ETCD_CA_FILE, else the system's)."`
+	CertFile          string        `placeholder:"FILE" help:"etcd: client certificate (PEM), for members that require one (default $WITHLOCK_ETCD_CERT_FILE)."`
+	KeyFile           string        `placeholder:"FILE" help:"etcd: the client certificate's key (PEM; mode 0600 or stricter) (default $WITHLOCK_ETCD_KEY_FILE)."`
+	ServerName        string        `placeholder:"NAME" help:"etcd: the name the members' certificates carry, when it is not the endpoints' host (default $WITHLOCK_ETCD_SERVER_NAME)."`
+	EtcdUser          string        `placeholder:"USER" help:"etcd: user for etcd's own auth (default $WITHLOCK_ETCD_USER); the password comes from --password-file or $WITHLOCK_ETCD_PASSWORD, never from the command line."`
+	PasswordFile      string        `placeholder:"FILE" help:"etcd: file holding --etcd-user's password, mode 0600 or stricter (default $WITHLOCK_ETCD_PASSWORD_FILE)."`
 	Version           bool          `help:"Print the version and exit."`
 }
 

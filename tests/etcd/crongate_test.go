@@ -22,12 +22,19 @@ type cgHost struct {
 
 func newCGHost(t *testing.T, name, extra string) *cgHost {
 	t.Helper()
+	return newCGHostAt(t, name, cl.Endpoints(), extra)
+}
+
+// newCGHostAt is a host whose config names the cluster at endpoints, with
+// extra lines in its [etcd] table.
+func newCGHostAt(t *testing.T, name string, endpoints []string, extra string) *cgHost {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	if err := os.MkdirAll(filepath.Join(dir, "cache"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	eps := make([]string, 0, 3)
-	for _, e := range cl.Endpoints() {
+	for _, e := range endpoints {
 		eps = append(eps, fmt.Sprintf("%q", e))
 	}
 	cfg := fmt.Sprintf("state_dir = %q\n\n[etcd]\nendpoints = [%s]\nprefix = %q\ntimeout = \"2s\"\n%s\n[gates.g]\ninterval = \"5m\"\n",

@@ -36,7 +36,17 @@ func Main(p Program, d wc.Driver, args []string) int {
 	// with 128+N (runner.Notify).
 	sigs := runner.Notify()
 	var o wc.Options
-	err := Parse(p, args, &o, os.Stdout, os.Exit, func(found bool) error { return o.Check(found, d) })
+	var err error
+	// The common, well-formed lines skip kong's reflective set-up (part
+	// of every withlock-etcd call's cost: docs/etcd.md, "Cost per call");
+	// kong parses the rest, with its help and messages.
+	if flagArgs, command, found := runner.SplitCommand(args); wc.FastParse(flagArgs, &o.CLI) {
+		o.Command = command
+		err = o.Check(found, d)
+	} else {
+		o = wc.Options{}
+		err = Parse(p, args, &o, os.Stdout, os.Exit, func(found bool) error { return o.Check(found, d) })
+	}
 	if err != nil {
 		out := &tui.Printer{Prog: p.Name}
 		out.Errorf("%v", err)
