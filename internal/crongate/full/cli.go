@@ -140,7 +140,7 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 	k, err := kong.New(&p.CLI,
 		kong.Name("cron-gate"),
 		kong.Description(description),
-		kong.Vars{"config": gate.DefaultConfigPath, "version": buildinfo.String()},
+		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String()},
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),

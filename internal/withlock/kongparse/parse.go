@@ -89,7 +89,7 @@ func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(
 		return err
 	}
 	if o.Version {
-		fmt.Fprintln(stdout, buildinfo.String())
+		fmt.Fprintln(stdout, p.Name, buildinfo.String())
 		exit(0)
 		return nil
 	}
