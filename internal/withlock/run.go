@@ -71,7 +71,7 @@ func execFull(args []string) int {
 		return 0
 	}
 	return handOverFailed(err, "this command line needs "+FullBinary+", the full parser (help, errors, rare forms)",
-		"install both: CGO_ENABLED=0 go install ./cmd/...")
+		"install the six binaries together: make install, or the .deb (docs/install.md)")
 }
 
 // Run runs withlock with options Check has accepted for d, on d's backend.
