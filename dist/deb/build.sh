@@ -7,8 +7,10 @@
 # It writes OUTDIR/cron-gate_VERSION_ARCH.deb and prints its path. The
 # package holds the six static binaries in /usr/bin, the man pages and
 # completions generated from the code (make install PREFIX=/usr), the
-# example /etc/cron-gate/config.toml (a conffile), the systemd units of
-# dist/systemd/ (*.service, *.timer; SYSTEMD_UNITS overrides the directory),
+# example /etc/cron-gate/config.toml (a conffile), every file of
+# dist/systemd/ in /lib/systemd/system and its subdirectories (examples)
+# in /usr/share/doc/cron-gate/systemd/ (SYSTEMD_UNITS overrides
+# the directory; none there, none in the package),
 # the copyright (with the license of every Go module linked in), the
 # changelog and lintian's override for the static binaries. Needs go, make, dpkg-deb; nothing from debhelper.
 #
@@ -62,11 +64,20 @@ for l in $(find "$stage/usr/share/man" -type l); do
 done
 
 install -D -m 0644 dist/config.toml "$stage/etc/cron-gate/config.toml"
+# Every file of dist/systemd goes to /lib/systemd/system (units, whatever
+# their type); its subdirectories (examples/: units of an example blog's
+# jobs, not ours to install as system units) go to
+# /usr/share/doc/cron-gate/systemd/. Nothing is enabled: no maintainer
+# scripts (below).
 units=${SYSTEMD_UNITS:-dist/systemd}
-for u in "$units"/*.service "$units"/*.timer; do
-	[ -e "$u" ] || continue
-	install -D -m 0644 "$u" "$stage/lib/systemd/system/$(basename "$u")"
-done
+if [ -d "$units" ]; then
+	find "$units" -mindepth 1 -maxdepth 1 -type f -print0 | while IFS= read -r -d '' u; do
+		install -D -m 0644 "$u" "$stage/lib/systemd/system/$(basename "$u")"
+	done
+	find "$units" -mindepth 2 -type f -printf '%P\0' | while IFS= read -r -d '' u; do
+		install -D -m 0644 "$units/$u" "$stage/usr/share/doc/$pkg/systemd/$u"
+	done
+fi
 
 doc=$stage/usr/share/doc/$pkg
 install -d "$doc"

@@ -86,11 +86,7 @@ func TestReleaseArtefacts(t *testing.T) {
 		}
 		installed = append(installed, f)
 	}
-	units, _ := filepath.Glob(filepath.Join(root, "dist/systemd/*.service"))
-	timers, _ := filepath.Glob(filepath.Join(root, "dist/systemd/*.timer"))
-	for _, u := range append(units, timers...) {
-		installed = append(installed, "/lib/systemd/system/"+filepath.Base(u))
-	}
+	installed = append(installed, unitFiles(t, filepath.Join(root, "dist/systemd"))...)
 	installed = append(installed, "/etc/cron-gate/config.toml", "/usr/share/doc/cron-gate/copyright",
 		"/usr/share/doc/cron-gate/changelog.gz", "/usr/share/lintian/overrides/cron-gate")
 	slices.Sort(installed)
@@ -183,18 +179,46 @@ func TestSourceTarball(t *testing.T) {
 	}
 }
 
-// The package carries every systemd unit of dist/systemd (the *.service
-// and *.timer files) in /lib/systemd/system, and nothing else from there;
-// shown with a directory of units of its own (SYSTEMD_UNITS), so that the
-// mechanism is proven whether or not dist/systemd has units yet
-// (TestReleaseArtefacts checks the real ones).
+// unitFiles lists where the package puts the files of a dist/systemd
+// directory: each file in it in /lib/systemd/system, each file of its
+// subdirectories (examples) below /usr/share/doc/cron-gate/systemd.
+func unitFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if os.IsNotExist(err) && p == dir {
+			return filepath.SkipDir
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !strings.Contains(rel, "/") {
+			files = append(files, "/lib/systemd/system/"+rel)
+		} else {
+			files = append(files, "/usr/share/doc/cron-gate/systemd/"+rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// The package carries every file of dist/systemd in /lib/systemd/system
+// and the files of its subdirectories (examples) in the documentation,
+// and nothing else from there; shown with a directory of its own
+// (SYSTEMD_UNITS), so that the mechanism is proven whether or not
+// dist/systemd exists yet (TestReleaseArtefacts checks the real one).
 func TestSystemdUnits(t *testing.T) {
 	need(t, "dpkg-deb", "dpkg")
 	need(t, "make", "make")
 	units := t.TempDir()
 	write(t, filepath.Join(units, "cron-gate-check.service"), "[Unit]\nDescription=cron-gate watchdog\n\n[Service]\nType=oneshot\nExecStart=/usr/bin/cron-gate check\n", 0o644)
 	write(t, filepath.Join(units, "cron-gate-check.timer"), "[Unit]\nDescription=cron-gate watchdog\n\n[Timer]\nOnCalendar=*:0/5\n\n[Install]\nWantedBy=timers.target\n", 0o644)
-	write(t, filepath.Join(units, "README"), "not a unit\n", 0o644)
+	write(t, filepath.Join(units, "cron-gate-serve.socket"), "[Socket]\nListenStream=127.0.0.1:8080\n", 0o644)
+	write(t, filepath.Join(units, "examples", "blog-translate.timer"), "[Timer]\nOnCalendar=hourly\n", 0o644)
 	out := t.TempDir()
 	cmd := exec.Command("bash", "dist/deb/build.sh", "amd64", out)
 	cmd.Dir = root
@@ -208,12 +232,17 @@ func TestSystemdUnits(t *testing.T) {
 	}
 	var got []string
 	for _, f := range debFiles(t, debs[0]) {
-		if strings.HasPrefix(f, "/lib/systemd/") {
+		if strings.HasPrefix(f, "/lib/systemd/") || strings.HasPrefix(f, "/usr/share/doc/cron-gate/systemd/") {
 			got = append(got, f)
 		}
 	}
 	slices.Sort(got)
-	if want := []string{"/lib/systemd/system/cron-gate-check.service", "/lib/systemd/system/cron-gate-check.timer"}; !slices.Equal(got, want) {
+	want := []string{"/lib/systemd/system/cron-gate-check.service", "/lib/systemd/system/cron-gate-check.timer",
+		"/lib/systemd/system/cron-gate-serve.socket", "/usr/share/doc/cron-gate/systemd/examples/blog-translate.timer"}
+	if !slices.Equal(got, want) {
 		t.Errorf("units in the package: %q, want %q", got, want)
+	}
+	if w := unitFiles(t, units); !slices.Equal(w, want) {
+		t.Errorf("unitFiles: %q, want %q", w, want)
 	}
 }
