@@ -22,7 +22,8 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 BUILD       ?= build
-GO          ?= go
+# sudo's PATH lacks /usr/local/go/bin, where Go's own tarball installs.
+GO          ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go),go)
 
 MODULE  := github.com/crongate/crongate
 VERSION ?= $(shell cat internal/buildinfo/VERSION)
