@@ -48,7 +48,7 @@ echo "== go test -tags pkg ./tests/pkg/"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-go test -tags pkg -count=1 -timeout 40m -v ./tests/pkg/ 2>&1 | tee "$log" | grep -v '^=== ' || status=$?
+go test -tags pkg -count=1 -timeout 40m -v ./tests/pkg/ 2>&1 | tee "$log" | grep --line-buffered -v '^=== ' || status=$?
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 passed=$(grep -c '^ *--- PASS' "$log" || true)
 failed=$(grep -c '^ *--- FAIL' "$log" || true)

@@ -38,6 +38,8 @@ var (
 	relOnce sync.Once
 	relDir  string
 	relErr  error
+	// relHead is the commit the release was built from.
+	relHead string
 )
 
 func TestMain(m *testing.M) {
@@ -90,6 +92,7 @@ func release(t *testing.T) string {
 		need(t, p[0], p[1])
 	}
 	relOnce.Do(func() {
+		relHead = head(t)
 		relDir = filepath.Join(work, "release")
 		start := time.Now()
 		cmd := exec.Command("bash", "dist/release.sh", relDir)
@@ -128,11 +131,15 @@ func head(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-// versionLine matches what --version of prog prints for a build of this
-// tree: the version and the commit (with -dirty when the tree has
-// uncommitted changes).
+// versionLine matches what --version of prog prints for the release's
+// build: the version and the commit it was built from (with -dirty when
+// the tree had uncommitted changes).
 func versionLine(t *testing.T, prog string) *regexp.Regexp {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(prog+" "+version(t)+" (commit "+head(t)) + `(-dirty)?\)\n$`)
+	h := relHead
+	if h == "" {
+		h = head(t)
+	}
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(prog+" "+version(t)+" (commit "+h) + `(-dirty)?\)\n$`)
 }
 
 // run runs a command and returns its combined output, failing the test

@@ -163,14 +163,14 @@ func TestSourceTarball(t *testing.T) {
 		t.Fatal("the source tarball holds .git")
 	}
 	commit, err := os.ReadFile(filepath.Join(tree, "COMMIT"))
-	if err != nil || !strings.HasPrefix(string(commit), head(t)+" ") {
-		t.Fatalf("COMMIT in the source tarball: %q, %v; want %s and its date", commit, err, head(t))
+	if err != nil || !strings.HasPrefix(string(commit), relHead+" ") {
+		t.Fatalf("COMMIT in the source tarball: %q, %v; want %s and its date", commit, err, relHead)
 	}
 	// GIT_DIR/GIT_CEILING_DIRECTORIES: no git repository is found from
 	// there even if the temp dir is inside one.
 	env := append(os.Environ(), "GIT_CEILING_DIRECTORIES="+src, "GIT_DIR=/nonexistent")
 	run(t, tree, env, "make", "-s", "bin")
-	want := "withlock " + v + " (commit " + head(t) + ")\n"
+	want := "withlock " + v + " (commit " + relHead + ")\n"
 	if out := run(t, tree, env, "./build/bin/withlock", "--version"); out != want {
 		t.Errorf("withlock --version from the source tarball: %q, want %q", out, want)
 	}
