@@ -208,8 +208,8 @@ func TestLastOutputBounded(t *testing.T) {
 // A bound past what a 32-bit int holds (log_max_bytes is an int64) must
 // neither wrap nor panic where int is 32 bits (armhf): the log keeps what
 // was written, and saves it. On 32-bit ARM, int(3<<30) was negative and
-// the first write panicked with a slice out of range (.ci/arm.sh runs this
-// under qemu-arm-static).
+// the first write panicked with a slice out of range (tests/pkg's TestARM runs
+// this under qemu-arm-static).
 func TestOutputLogHugeBound(t *testing.T) {
 	dir := t.TempDir()
 	j, err := Open(dir, "g", 1000)

@@ -246,7 +246,7 @@ COMP_WORDS=(withlock --back); COMP_CWORD=1; _withlock; echo "withlock --back: ${
 		if code != 0 {
 			t.Fatalf("the demo with the installed binaries: exit %d\n%s", code, out)
 		}
-		if !strings.Contains(out, "ok      cron-gate + withlock loses no write") {
+		if !strings.Contains(out, "ok      (c) cron-gate + withlock loses no write") {
 			t.Errorf("the demo's checks:\n%s", out)
 		}
 	})
