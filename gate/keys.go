@@ -292,10 +292,13 @@ func records(s *Spec, v Value) string {
 	return ""
 }
 
-// atLeast refuses a number below Min.
-func atLeast(s *Spec, v Value) string {
-	if float64(v.N) < s.Min {
+// byteCount refuses a size outside Min..Max, saying why there is a Max.
+func byteCount(s *Spec, v Value) string {
+	switch {
+	case float64(v.N) < s.Min:
 		return s.text(v) + " is too small; use at least " + fmtNum(s.Min)
+	case float64(v.N) > s.Max:
+		return s.text(v) + " is too large; use at most " + fmtNum(s.Max) + " (the output is held in memory until the run ends)"
 	}
 	return ""
 }
@@ -441,7 +444,7 @@ var GateTable = Table[GateConfig]{
 		{Spec: Spec{Name: "log_output", Kind: KindBool, Doc: "keep the command's output (`status NAME --output`, the dashboard)"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{B: g.LogOutput}, g.LogOutput },
 			Set: func(g *GateConfig, v Value) { g.LogOutput = v.B }},
-		{Spec: Spec{Name: "log_max_bytes", Kind: KindInt, Min: MinLogMaxBytes, Check: atLeast,
+		{Spec: Spec{Name: "log_max_bytes", Kind: KindInt, Min: MinLogMaxBytes, Max: MaxLogMaxBytes, Check: byteCount,
 			Default: Value{N: DefaultLogMaxBytes}, DefaultNote: "with `log_output`",
 			Doc: "bytes of output kept per run (the last part)"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{N: g.LogMaxBytes}, g.LogMaxBytes != 0 },

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: gofmt, go vet, the unit, end-to-end, interop, stress,
 # fault and hostile-input tests under the race detector, the etcd backend's
-# suite against a real 3-member cluster (.ci/etcd.sh), and a short run of
-# every fuzz target.
+# suite against a real 3-member cluster (.ci/etcd.sh), the packages, their
+# install and the ARM builds under emulation (.ci/pkg.sh), and a short run
+# of every fuzz target.
 #
 #   bash tests/all.sh            # the README's test command
 #
@@ -44,6 +45,12 @@ need SOFT unshare util-linux
 need SOFT promtool prometheus
 need SOFT prometheus-node-exporter prometheus-node-exporter
 need SOFT systemd-analyze systemd
+# The generated man pages and completions (internal/clidoc); the package
+# tools are .ci/pkg.sh's, which checks them itself.
+need SOFT mandoc mandoc
+need SOFT groff groff-base
+need SOFT zsh zsh
+need SOFT fish fish
 if [ ${#pkgs[@]} -gt 0 ]; then
 	echo "missing: $(echo ${missing_hard[*]-} ${missing_soft[*]-})"
 	echo "hint: install them with: apt-get install -y ${pkgs[*]} (or run .ci/run, which installs what CI needs)"
@@ -143,6 +150,9 @@ if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
 else
 	echo "--- SKIP: the etcd suite: etcd is not installed (apt-get install -y etcd-server etcd-client)"
 fi
+
+echo "== packages, install, ARM under emulation (tests/pkg, on its own: it builds every architecture and installs a .deb)"
+bash .ci/pkg.sh
 
 fuzztime=${FUZZTIME:-5s}
 if [ "$fuzztime" != 0 ]; then

@@ -186,6 +186,7 @@ func TestConfigErrors(t *testing.T) {
 		{"history = 9999999999999\n", P + ` line 1: history: 9999999999999 is too large; ...`},
 		{"[gates.foo]\nhistory = 0\n", P + ` line 2: gates.foo.history: 0 is too small; keep at least 10 records`},
 		{"[gates.foo]\nlog_max_bytes = 100\n", P + ` line 2: gates.foo.log_max_bytes: 100 is too small; use at least 4096`},
+		{"[gates.foo]\nlog_max_bytes = 4294967296\n", P + ` line 2: gates.foo.log_max_bytes: 4294967296 is too large; use at most 1073741824 (the output is held in memory until the run ends)`},
 		{"state_dir = \"var/lib/cg\"\n", P + ` line 1: state_dir: "var/lib/cg" is not an absolute path; write the full path starting with /`},
 		{"state_dir = \"\"\n", P + ` line 1: state_dir: is empty; write an absolute path starting with /`},
 		{"[gates.foo]\nlegacy_locks = [\"/ok\",\n  \"run/x.lock\"]\n", P + ` line 2: gates.foo.legacy_locks[1]: "run/x.lock" is not an absolute path; write the full path starting with /`},

@@ -282,7 +282,7 @@ func dispatch(args []string, sigs chan os.Signal) (code int, done bool) {
 		}
 		err := sibling.Exec(b.Binary, b.Binary, args)
 		return handOverFailed(err, fmt.Sprintf("--backend %s needs %s", b.Name, b.Binary),
-			"install it: CGO_ENABLED=0 go install ./cmd/"+b.Binary), true
+			"install the six binaries together: make install, or the .deb (docs/install.md)"), true
 	case !ok && fromEnv:
 		out := &tui.Printer{Prog: "withlock"}
 		out.Errorf("WITHLOCK_BACKEND=%q: use %s", name, backendNames())

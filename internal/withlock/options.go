@@ -61,7 +61,7 @@ func Vars() map[string]string {
 		"lockdir":   DefaultLockDir,
 		"skipcode":  strconv.Itoa(runner.ExitSkip),
 		"killafter": runner.DefaultKillAfter.String(),
-		"version":   buildinfo.String(),
+		"version":   "withlock " + buildinfo.String(),
 	}
 }
 

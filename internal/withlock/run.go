@@ -67,11 +67,11 @@ func Main(args []string) int {
 func execFull(args []string) int {
 	err := sibling.Exec(FullBinary, "withlock", args)
 	if errors.Is(err, sibling.ErrNotFound) && len(args) == 1 && args[0] == "--version" {
-		fmt.Println(buildinfo.String())
+		fmt.Println("withlock", buildinfo.String())
 		return 0
 	}
 	return handOverFailed(err, "this command line needs "+FullBinary+", the full parser (help, errors, rare forms)",
-		"install both: CGO_ENABLED=0 go install ./cmd/...")
+		"install the six binaries together: make install, or the .deb (docs/install.md)")
 }
 
 // Run runs withlock with options Check has accepted for d, on d's backend.
@@ -93,7 +93,7 @@ func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
 	b, _ := LookupBackend(d.Name())
 	r := &run{o: o, backend: b.Name, out: &tui.Printer{Prog: b.Binary, W: w, Quiet: o.Quiet, Verbose: o.Verbose}}
 	if o.Version {
-		fmt.Println(buildinfo.String())
+		fmt.Println("withlock", buildinfo.String())
 		return 0
 	}
 	req, err := o.Request()

@@ -155,16 +155,7 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 			return nil, usageError{fmt.Sprintf("argument %q is not valid UTF-8", a)}
 		}
 	}
-	k, err := kong.New(&p.CLI,
-		kong.Name("cron-gate"),
-		kong.Description(description),
-		kong.Vars{"config": gate.DefaultConfigPath, "version": buildinfo.String()},
-		kong.Writers(stdout, os.Stderr),
-		kong.Exit(exit),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-		kong.Help(helpWithRunFlags),
-		kongduration.Option(),
-	)
+	k, err := newKong(&p.CLI, stdout, exit)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +181,28 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 		}
 	}
 	return &p, nil
+}
+
+// newKong is cron-gate's kong parser filling c.
+func newKong(c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(c,
+		kong.Name("cron-gate"),
+		kong.Description(description),
+		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String()},
+		kong.Writers(stdout, os.Stderr),
+		kong.Exit(exit),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Help(helpWithRunFlags),
+		kongduration.Option(),
+	)
+}
+
+// Model is cron-gate's command line as kong parses it (every subcommand,
+// flag and argument, with their help), for the man page and the shell
+// completions generated from it (internal/clidoc): they cannot drift
+// from what the parser accepts. It parses nothing.
+func Model() (*kong.Kong, error) {
+	return newKong(&CLI{}, io.Discard, func(int) {})
 }
 
 // check checks the command after "--" and the durations.

@@ -186,6 +186,6 @@ func (c *HelpCmd) Run(e *env) error {
 
 // Run is `cron-gate version`.
 func (c *VersionCmd) Run(*env) error {
-	fmt.Println(buildinfo.String())
+	fmt.Println("cron-gate " + buildinfo.String())
 	return nil
 }

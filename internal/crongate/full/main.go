@@ -46,7 +46,7 @@ func Main(args []string, open OpenShared) int {
 	err := sibling.Exec(crongate.EtcdBinary, "cron-gate", args)
 	if errors.Is(err, sibling.ErrNotFound) {
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", crongate.EtcdBinary)
-		out.Hintf("install it: CGO_ENABLED=0 go install ./cmd/...")
+		out.Hintf("install the six binaries together: make install, or the .deb (docs/install.md)")
 	} else {
 		out.Errorf("%v", err)
 	}

@@ -56,6 +56,13 @@ func Main(p Program, d wc.Driver, args []string) int {
 	return wc.Run(&o, sigs, d)
 }
 
+// Withlock is withlock's program: withlock-full's name, texts and model.
+var Withlock = Program{
+	Name:        "withlock",
+	Description: wc.Description,
+	Usage:       "Usage: withlock [flags] -- COMMAND [ARG...]",
+}
+
 // Program names what is being parsed: the name and texts kong shows.
 type Program struct {
 	Name        string // "withlock"; also the prefix of its messages
@@ -78,20 +85,7 @@ func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(
 			return wc.UsageError{Msg: fmt.Sprintf("argument %q is not valid UTF-8 and the command line is not one withlock can read without altering it; give such paths with --paths-from", a)}
 		}
 	}
-	k, err := kong.New(&o.CLI,
-		kong.Name(p.Name),
-		kong.Description(p.Description),
-		kong.Vars(wc.Vars()),
-		kong.Writers(stdout, os.Stderr),
-		kong.Exit(exit),
-		kong.UsageOnError(),
-		kongduration.Option(),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
-		kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
-			fmt.Fprintln(ctx.Stdout, p.Usage)
-			return kong.DefaultHelpPrinter(opts, ctx)
-		}),
-	)
+	k, err := newKong(p, &o.CLI, stdout, exit)
 	if err != nil {
 		return err
 	}
@@ -106,10 +100,36 @@ func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(
 		return err
 	}
 	if o.Version {
-		fmt.Fprintln(stdout, buildinfo.String())
+		fmt.Fprintln(stdout, p.Name, buildinfo.String())
 		exit(0)
 		return nil
 	}
 	o.Command = command
 	return validate(found)
+}
+
+// newKong is p's kong parser filling c.
+func newKong(p Program, c *wc.CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(c,
+		kong.Name(p.Name),
+		kong.Description(p.Description),
+		kong.Vars(wc.Vars()),
+		kong.Writers(stdout, os.Stderr),
+		kong.Exit(exit),
+		kong.UsageOnError(),
+		kongduration.Option(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
+		kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
+			fmt.Fprintln(ctx.Stdout, p.Usage)
+			return kong.DefaultHelpPrinter(opts, ctx)
+		}),
+	)
+}
+
+// Model is p's command line as kong parses it (every flag, with its help),
+// for the man page and the shell completions generated from it
+// (internal/clidoc): they cannot drift from what the parser accepts. It
+// parses nothing.
+func Model(p Program) (*kong.Kong, error) {
+	return newKong(p, &wc.CLI{}, io.Discard, func(int) {})
 }
