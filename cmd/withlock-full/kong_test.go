@@ -70,6 +70,8 @@ func TestFastParseAgreesWithKong(t *testing.T) {
 		{"--lock-dir", "/x", "-q", "-0", "--paths-from", "-"},
 		{"--paths", "a,,b"},
 		{"--paths=", "x"},
+		{"--first-of", "--candidates-from", "-", "--slots", "2"},
+		{"-0", "--first-of", "--candidates-from=/q/cands", "--wait", "5s"},
 	}
 	for _, c := range cases {
 		var fast wc.CLI
@@ -85,6 +87,7 @@ func TestFastParseDeclines(t *testing.T) {
 		{"--help"}, {"--version"}, {"-vq"}, {"--bogus"}, {"--wait", "5x"},
 		{"--skip-code", "010"}, {"--skip-code", "0x10"}, {"--wait", "1s", "--wait", "2s"},
 		{"--paths"}, {"--paths", "-v"}, {"positional"},
+		{"--first-of", "--first-of"}, {"--candidates-from"}, {"--first-of=true"},
 	} {
 		var fast wc.CLI
 		if wc.FastParse(c, &fast) {
@@ -99,6 +102,8 @@ func FuzzFastParse(f *testing.F) {
 	f.Add("--paths\x00a,b\x00--slots\x004")
 	f.Add("--wait=1s\x00-v\x00--slot-file\x00/t/{i}\x00--slots\x002")
 	f.Add("-p\x00x\x00--skip-code\x0077\x00-q\x00-0")
+	f.Add("--first-of\x00--candidates-from\x00-\x00-0\x00--slots=3")
+	f.Add("--candidates-from=c\x00--first-of\x00--candidates-from\x00d")
 	f.Fuzz(func(t *testing.T, s string) {
 		args := strings.Split(s, "\x00")
 		for _, a := range args {
