@@ -33,7 +33,7 @@ type FirstOfClaim interface {
 }
 
 // AllBusyError is the contention error of a FirstOfClaim when every
-// candidate set was busy. It wraps ErrBusy and is a BusyError.
+// candidate set was busy (or there was none). It wraps ErrBusy and is a BusyError.
 type AllBusyError struct {
 	// Sets is how many candidate sets were tried, all busy.
 	Sets int
@@ -43,7 +43,10 @@ type AllBusyError struct {
 
 func (e *AllBusyError) Error() string {
 	s := strconv.Itoa(e.Sets) + " sets busy"
-	if e.Sets == 1 {
+	switch e.Sets {
+	case 0:
+		return "no candidate set (the list is empty)"
+	case 1:
 		s = "1 set busy"
 	}
 	if e.First != nil {

@@ -293,15 +293,18 @@ func (o *Options) Request() (lockset.Request, error) {
 }
 
 // Candidates builds a --first-of request from the options: the slot
-// pools, and the candidate sets read from --candidates-from, in order.
+// pools, and the candidate sets read from --candidates-from, in order
+// (none for an empty list: the claim then finds no set free).
 func (o *Options) Candidates() ([]lockset.PoolSpec, [][]string, error) {
 	pools := o.pools()
 	sets, err := readCandidates(o.CandidatesFrom, o.Null)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(sets) == 0 {
-		return nil, nil, fmt.Errorf("--first-of: %s holds no candidate set", o.CandidatesFrom)
+	if sets == nil {
+		// An empty queue: no set is free, so the skip code (an empty
+		// queue is a tick with nothing to do, not a failure).
+		sets = [][]string{}
 	}
 	return pools, sets, nil
 }
