@@ -1,59 +1,34 @@
 #!/usr/bin/env python3
-"""pick.py WORKER [--max K] -- COMMAND [ARG...]
+"""candidates.py WORKER [--max K]
 
-The queue step in front of withlock. withlock must know which files to lock
-before the worker starts, so somebody has to choose the post first; the
-worker's own queue knows best, so this asks it (WORKER.queue() and
-WORKER.paths(), imported from the worker's file - the worker is unchanged).
-
-For each of the first K posts of the queue (default 8), in order, pick.py
-runs COMMAND with that post's paths on its stdin, one per line - meant for
-`withlock --paths-from - ...`. The first run that does not exit with the
-skip code 75 (busy) ends it, with that run's status. If every candidate is
-busy, or the queue is empty, it exits 75 and cron-gate records the tick as
-skipped (busy).
-
-This is the original Python classifier's "take the first pair you can lock" rule,
-moved out of the worker: a post another worker holds is passed over, not
-waited for. Nothing is held between attempts, and each attempt is
-withlock's own all-or-nothing try, so there is no check-then-lock race.
+Prints the first K posts (default 8) of WORKER's queue as candidate sets
+for `withlock --first-of --candidates-from -`: each post's files one per
+line, an empty line between posts, in the worker's own order. The queue
+stays in the worker (WORKER.queue() and WORKER.paths(), imported from the
+worker's file - the worker is unchanged); withlock takes the first post
+none of whose files another worker holds, all or nothing, with the slot
+taken once, and tells the worker which through WITHLOCK_PATHS. An empty
+queue prints nothing, and withlock then refuses to run the worker (125).
 """
 import importlib
 import os
-import subprocess
 import sys
-
-SKIP = 75
 
 
 def main(argv):
-    if "--" not in argv:
+    if not argv or len(argv) not in (1, 3) or (len(argv) == 3 and argv[1] != "--max"):
         sys.exit(__doc__)
-    sep = argv.index("--")
-    opts, command = argv[:sep], argv[sep + 1:]
-    if not opts or not command:
-        sys.exit(__doc__)
-    worker, k = opts[0], 8
-    if len(opts) == 3 and opts[1] == "--max":
-        k = int(opts[2])
-    elif len(opts) != 1:
-        sys.exit(__doc__)
+    k = int(argv[2]) if len(argv) == 3 else 8
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    mod = importlib.import_module(worker)
-
-    todo = mod.queue()[:k]
-    if not todo:
-        print(f"pick {worker}: queue empty", file=sys.stderr)
-        return 0
-    for n in todo:
-        lines = "".join(f"{p}\n" for p in mod.paths(n))
-        rc = subprocess.run(command, input=lines.encode()).returncode
-        if rc < 0:
-            rc = 128 - rc  # died of a signal: report it as a shell would
-        if rc != SKIP:
-            return rc
-    print(f"pick {worker}: all {len(todo)} candidates busy; skipping this tick", file=sys.stderr)
-    return SKIP
+    mod = importlib.import_module(argv[0])
+    out = "\n".join("".join(f"{p}\n" for p in mod.paths(n)) for n in mod.queue()[:k])
+    try:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader did not want the queue (a paused gate): not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
 
 
 if __name__ == "__main__":
