@@ -43,6 +43,7 @@ func (b Local) OpenFirstOf(pools []PoolSpec, sets [][]string) (FirstOfClaim, err
 	for _, cs := range canon {
 		c.sets = append(c.sets, pathlock.NewSet(dir, cs))
 	}
+	c.q = newQueue(b.LockDir, nil)
 	for _, ps := range pools {
 		p, err := slots.Open(ps.Size, ps.Template, true)
 		if err != nil {
@@ -64,6 +65,7 @@ type localFirst struct {
 	// sets were all busy.
 	busyPool int
 	w        *watcher
+	q        *queue // read only: --first-of takes no ticket
 }
 
 func (c *localFirst) TryAcquire() (Held, error) {
@@ -78,9 +80,23 @@ func (c *localFirst) TryAcquire() (Held, error) {
 		}
 	}
 	c.busyPool = -1
+	// A set that intersects a waiting set is left to its waiter (fair
+	// waiting), as a plain claim's is.
+	waiting, err := c.q.waiting()
+	if err != nil {
+		c.releaseSlots()
+		return nil, err
+	}
 	var first BusyError
 	for i, s := range c.sets {
-		err := s.TryLock()
+		var err error
+		if len(waiting) > 0 {
+			_, names := s.Watch()
+			err = c.q.busyFor(waiting, names)
+		}
+		if err == nil {
+			err = s.TryLock()
+		}
 		if err == nil {
 			c.chosen = i
 			return c, nil
@@ -165,6 +181,7 @@ func (c *localFirst) Close() {
 	if c.w != nil {
 		c.w.close()
 	}
+	c.q.close()
 }
 
 // WaitChange implements Claim: a full pool is watched as by a plain
@@ -174,6 +191,9 @@ func (c *localFirst) Close() {
 func (c *localFirst) WaitChange(ctx context.Context, poll time.Duration) error {
 	if c.w == nil {
 		dirs := []string{c.dir.Path}
+		if c.q.dir != nil {
+			dirs = append(dirs, c.q.dir.Path)
+		}
 		for _, p := range c.pools {
 			d, _ := p.Watch()
 			dirs = append(dirs, d)
@@ -190,6 +210,10 @@ func (c *localFirst) WaitChange(ctx context.Context, poll time.Duration) error {
 			names = append(names, n...)
 		}
 		c.w.want(filepath.Clean(c.dir.Path), names)
+	}
+	if c.q.dir != nil {
+		// A waiter leaving the queue may leave a set to us.
+		c.w.alsoAny(c.q.dir.Path)
 	}
 	return c.w.wait(ctx, poll)
 }

@@ -35,7 +35,7 @@ func newWatcher(dirs []string) *watcher {
 		if _, ok := w.wds[filepath.Clean(d)]; ok {
 			continue
 		}
-		wd, err := unix.InotifyAddWatch(fd, d, unix.IN_CLOSE_WRITE|unix.IN_CLOSE_NOWRITE|unix.IN_ONLYDIR)
+		wd, err := unix.InotifyAddWatch(fd, d, unix.IN_CLOSE_WRITE|unix.IN_CLOSE_NOWRITE|unix.IN_DELETE|unix.IN_ONLYDIR)
 		if err == nil {
 			w.wds[filepath.Clean(d)] = wd
 		}
@@ -68,6 +68,17 @@ func (w *watcher) want(dir string, names []string) {
 	}
 	w.names[wd] = set
 }
+
+// alsoAny adds every file of dir (a close or a removal of any) to what
+// wakes the next wait.
+func (w *watcher) alsoAny(dir string) {
+	if wd, ok := w.wds[filepath.Clean(dir)]; ok {
+		w.names[wd] = map[string]bool{anyName: true}
+	}
+}
+
+// anyName in a watch's names means every name.
+const anyName = "\x00any"
 
 // wait returns when a wanted file was closed, when poll has passed, or with
 // ctx's error when ctx ends.
@@ -141,7 +152,7 @@ func (w *watcher) drain(buf []byte) bool {
 			}
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
 				hit = true
-			} else if set := w.names[int(ev.Wd)]; set != nil && set[string(name)] {
+			} else if set := w.names[int(ev.Wd)]; set != nil && (set[string(name)] || set[anyName]) {
 				hit = true
 			}
 			off = end
@@ -154,9 +165,19 @@ func (w *watcher) drain(buf []byte) bool {
 // exist and no release between the failed attempt and the watch is missed.
 func (c *localClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 	if c.w == nil {
+		// A waiter: take a ticket in the queue, so that later sets that
+		// intersect ours yield to us (queue_linux.go).
+		if c.q != nil {
+			if err := c.q.enter(); err != nil {
+				return err
+			}
+		}
 		var dirs []string
 		if c.dir != nil {
 			dirs = append(dirs, c.dir.Path)
+		}
+		if c.q != nil && c.q.dir != nil {
+			dirs = append(dirs, c.q.dir.Path)
 		}
 		for _, p := range c.pools {
 			d, _ := p.Watch()
@@ -165,10 +186,17 @@ func (c *localClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 		c.w = newWatcher(dirs)
 		return ctx.Err()
 	}
-	if c.busyPool >= 0 && c.busyPool < len(c.pools) {
+	switch {
+	case c.busyPool >= 0 && c.busyPool < len(c.pools):
 		c.w.want(c.pools[c.busyPool].Watch())
-	} else {
+	case c.busyPool == -2:
+		c.w.want("", nil) // only the queue below
+	default:
 		c.w.want(filepath.Dir(c.busyLock), []string{filepath.Base(c.busyLock)})
+	}
+	if c.q != nil && c.q.dir != nil {
+		// A waiter ahead of us leaving (or dying) may let us in.
+		c.w.alsoAny(c.q.dir.Path)
 	}
 	return c.w.wait(ctx, poll)
 }
