@@ -22,10 +22,13 @@ type watcher struct {
 	ev    int            // eventfd signalled when ctx ends
 	wds   map[string]int // dir -> watch descriptor
 	names map[int]map[string]bool
+	// anyWrite is a watch (the queue dir) where a write-close or a
+	// removal of any file wakes the wait; -1 if none.
+	anyWrite int
 }
 
 func newWatcher(dirs []string) *watcher {
-	w := &watcher{fd: -1, ev: -1, wds: map[string]int{}}
+	w := &watcher{fd: -1, ev: -1, wds: map[string]int{}, anyWrite: -1}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return w // e.g. too many inotify instances: poll only
@@ -58,6 +61,7 @@ func (w *watcher) close() {
 // want sets the files whose close should wake the next wait.
 func (w *watcher) want(dir string, names []string) {
 	w.names = map[int]map[string]bool{}
+	w.anyWrite = -1
 	wd, ok := w.wds[filepath.Clean(dir)]
 	if !ok {
 		return
@@ -69,16 +73,15 @@ func (w *watcher) want(dir string, names []string) {
 	w.names[wd] = set
 }
 
-// alsoAny adds every file of dir (a close or a removal of any) to what
-// wakes the next wait.
+// alsoAny adds the queue dir to what wakes the next wait: a ticket
+// written and closed, or removed, by its waiter (IN_CLOSE_WRITE,
+// IN_DELETE). Readers open tickets and the dir read-only, so reading the
+// queue (ours or another waiter's) wakes nobody.
 func (w *watcher) alsoAny(dir string) {
 	if wd, ok := w.wds[filepath.Clean(dir)]; ok {
-		w.names[wd] = map[string]bool{anyName: true}
+		w.anyWrite = wd
 	}
 }
-
-// anyName in a watch's names means every name.
-const anyName = "\x00any"
 
 // wait returns when a wanted file was closed, when poll has passed, or with
 // ctx's error when ctx ends.
@@ -152,7 +155,9 @@ func (w *watcher) drain(buf []byte) bool {
 			}
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
 				hit = true
-			} else if set := w.names[int(ev.Wd)]; set != nil && (set[string(name)] || set[anyName]) {
+			} else if int(ev.Wd) == w.anyWrite && len(name) > 0 && ev.Mask&(unix.IN_CLOSE_WRITE|unix.IN_DELETE) != 0 {
+				hit = true
+			} else if set := w.names[int(ev.Wd)]; set != nil && set[string(name)] {
 				hit = true
 			}
 			off = end
