@@ -167,6 +167,12 @@ func (q *queue) scan(visit func(name string, data []byte) bool) error {
 		}
 	}
 	names, err := readNames(q.dir.Fd())
+	if errors.Is(err, unix.ENOENT) {
+		// The queue dir was removed under us (rm -rf of the lock dir):
+		// it holds no waiter any more. Fairness is lost with it, as
+		// exclusion is (docs/reliability.md); waiting goes on.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("queue dir %s: %w", q.dir.Path, err)
 	}
