@@ -77,6 +77,8 @@ func TestFastParseAgreesWithKong(t *testing.T) {
 		{"--backend", "etcd", "--endpoints", "http://a:1,http://b:2", "--endpoints=https://c:3", "--key-root", "/srv", "--key-prefix", "/p",
 			"--ttl", "10s", "--on-coordinator-down", "skip", "--lock-delay", "0s", "--ca-file", "/ca.pem", "--cert-file", "/c.pem",
 			"--key-file", "/k.pem", "--server-name", "etcd.example", "--etcd-user", "u", "--password-file", "/pw", "--paths", "a"},
+		{"--first-of", "--candidates-from", "-", "--slots", "2"},
+		{"-0", "--first-of", "--candidates-from=/q/cands", "--wait", "5s"},
 	}
 	for _, c := range cases {
 		var fast wc.CLI
@@ -93,6 +95,7 @@ func TestFastParseDeclines(t *testing.T) {
 		{"--skip-code", "010"}, {"--skip-code", "0x10"}, {"--wait", "1s", "--wait", "2s"},
 		{"--paths"}, {"--paths", "-v"}, {"positional"},
 		{"--endpoints", "a,,b"}, {"--endpoints", `a\,b`}, {"--ttl", "5"}, {"--ttl", "1s", "--ttl", "2s"},
+		{"--first-of", "--first-of"}, {"--candidates-from"}, {"--first-of=true"},
 	} {
 		var fast wc.CLI
 		if wc.FastParse(c, &fast) {
@@ -108,6 +111,8 @@ func FuzzFastParse(f *testing.F) {
 	f.Add("--wait=1s\x00-v\x00--slot-file\x00/t/{i}\x00--slots\x002")
 	f.Add("-p\x00x\x00--skip-code\x0077\x00-q\x00-0")
 	f.Add("--endpoints\x00http://a:1,http://b:2\x00--ttl=10s\x00--lock-delay\x000s\x00--etcd-user\x00u\x00--paths\x00a")
+	f.Add("--first-of\x00--candidates-from\x00-\x00-0\x00--slots=3")
+	f.Add("--candidates-from=c\x00--first-of\x00--candidates-from\x00d")
 	f.Fuzz(func(t *testing.T, s string) {
 		args := strings.Split(s, "\x00")
 		for _, a := range args {

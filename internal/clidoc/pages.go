@@ -253,6 +253,7 @@ func withlockPage(c *Command, o Options) string {
 		envVar{"WITHLOCK_PATHS", "Set for the command: the canonical paths held, as a JSON array ([] when only slots were asked for). Unset when longer than 64 KiB; then WITHLOCK_PATHS_FD is set."},
 		envVar{"WITHLOCK_PATHS_FD", "Set for the command instead of WITHLOCK_PATHS for a long list: a descriptor of a memory file holding that JSON array (read /proc/self/fd/$WITHLOCK_PATHS_FD)."},
 		envVar{"WITHLOCK_SLOT", "Set for the command: the slot index taken in each pool, comma-separated in --slots order (2,0)."},
+		envVar{"WITHLOCK_CANDIDATE", "Set for the command with --first-of: the index of the candidate set taken (0-based, in --candidates-from order)."},
 		envVar{"WITHLOCK_KEY_PATHS", "etcd: set for the command: the paths relative to --key-root, as a JSON array in the order of WITHLOCK_PATHS."},
 		envVar{"WITHLOCK_FENCE_REVISION", "etcd: set for the command: the revision of the transaction that took the set, strictly increasing for successive holders of any one path or slot (a fencing token)."},
 		envVar{"WITHLOCK_FENCE_LEASE", "etcd: set for the command: the lease ID in hex, as etcdctl lease list prints it."},

@@ -48,6 +48,12 @@ func FastParse(args []string, c *CLI) bool {
 			}
 			c.Null = true
 			continue
+		case "--first-of":
+			if c.FirstOf {
+				return false
+			}
+			c.FirstOf = true
+			continue
 		}
 		var name, val string
 		switch {
@@ -105,6 +111,8 @@ func FastParse(args []string, c *CLI) bool {
 		switch name {
 		case "paths-from":
 			c.PathsFrom, ok = val, true
+		case "candidates-from":
+			c.CandidatesFrom, ok = val, true
 		case "lock-dir":
 			c.LockDir, ok = val, true
 		case "wait":
