@@ -42,7 +42,11 @@ func TestLeaseLossStopsCommand(t *testing.T) {
 	pt := newPartition(t)
 	// The command ignores nothing: TERM ends it (exit 0 from the trap).
 	script := `trap 'exit 0' TERM; echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; while :; do sleep 0.05; done`
-	h := command(nil, "withlock-etcd", "--endpoints", pt.Endpoints(), "--key-prefix", p, "--ttl", "3s", "--paths", "/srv/lost.md", "--", "sh", "-c", script, "sh", pidf)
+	// --lock-delay 0s: the lease expires on the cluster 3 s after the last
+	// renewal, so the contender may take the path from then on; the
+	// holder must have stopped its command before (a lock delay would
+	// give a late stop seconds of slack and hide it).
+	h := command(nil, "withlock-etcd", "--endpoints", pt.Endpoints(), "--key-prefix", p, "--ttl", "3s", "--lock-delay", "0s", "--paths", "/srv/lost.md", "--", "sh", "-c", script, "sh", pidf)
 	var stderr bytes.Buffer
 	h.Stderr = &stderr
 	if err := h.Start(); err != nil {

@@ -142,7 +142,7 @@ var Mutants = []Mutant{
 		Name:   "crontab-unreadable-scheduled",
 		Breaks: "a crontab that cannot be read counts as scheduling the gate",
 		Edits: []Edit{
-			{"internal/watch/observe.go", "	case o.cronErr != nil:\n		return Held,", "	case o.cronErr != nil:\n		return OK,"},
+			{"internal/watch/observe.go", "	if o.cronErr != nil {\n		return Held, \"crontab unknown: \"", "	if o.cronErr != nil {\n		return OK, \"crontab unknown: \""},
 		},
 		Pkgs: []string{"./tests"}, Run: "TestCronGate/^check$",
 	},
@@ -194,7 +194,7 @@ var Mutants = []Mutant{
 		Name:   "etcd-lease-loss-late",
 		Breaks: "the command is stopped only 2 TTLs after the last renewal, when others may hold its paths",
 		Edits: []Edit{
-			{"internal/etcdlock/lease.go", "l.ttl * 3 / 4", "l.ttl * 2"},
+			{"internal/etcdlock/lease.go", "return time.Until(l.renewed.Add(l.ttl * 3 / 4))", "return time.Until(l.renewed.Add(l.ttl * 2))"},
 			{"internal/etcdlock/lease.go", "h.lease.ttl * 9 / 10", "h.lease.ttl * 2"},
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestLeaseLossStopsCommand", Tags: "etcd",
