@@ -204,7 +204,7 @@ func TestTLSAndAuth(t *testing.T) {
 	if r := a.cg("pause", "g", "--reason", "tls"); r.code != 0 {
 		t.Fatalf("pause over TLS with auth: %d %s", r.code, r.stderr)
 	}
-	if r := b.cg("g", "--", "true"); r.code != 75 || !strings.Contains(r.stderr, "paused by command") {
+	if r := b.cg("-v", "g", "--", "true"); r.code != 75 || !strings.Contains(r.stderr, "paused by command") {
 		t.Fatalf("the other host's run: %d %s", r.code, r.stderr)
 	}
 	if r := b.cg("resume", "g"); r.code != 0 {
