@@ -96,9 +96,8 @@ var readLockTable = lockfile.ReadLockTable
 // read at most once, however many gates are blocked, and the boot time
 // once.
 type lookup struct {
-	table    *lockfile.LockTable
-	boot     time.Time
-	bootRead bool
+	table  *lockfile.LockTable
+	starts procstat.Starts
 }
 
 func (l *lookup) locks() *lockfile.LockTable {
@@ -106,22 +105,6 @@ func (l *lookup) locks() *lockfile.LockTable {
 		l.table = readLockTable()
 	}
 	return l.table
-}
-
-// started returns when pid started, zero when unknown.
-func (l *lookup) started(pid int) time.Time {
-	if pid <= 0 {
-		return time.Time{}
-	}
-	if !l.bootRead {
-		l.bootRead = true
-		l.boot, _ = procstat.BootTime()
-	}
-	ticks := procstat.StartTicks(pid)
-	if l.boot.IsZero() || ticks == 0 {
-		return time.Time{}
-	}
-	return procstat.StartTime(l.boot, ticks)
 }
 
 func (l *lookup) holder(h lockfile.Holder) Holder {
@@ -208,7 +191,7 @@ func (l *lookup) pidfile(path string) LockState {
 		ls.State, ls.Error = LockUnknown, err.Error()
 	case p.Alive:
 		ls.State = LockHeld
-		ls.Holders = []Holder{{Pid: p.Pid, Command: p.Command, Started: l.started(p.Pid)}}
+		ls.Holders = []Holder{{Pid: p.Pid, Command: p.Command, Started: l.starts.Of(p.Pid)}}
 	}
 	return ls
 }

@@ -248,8 +248,7 @@ type LockTable struct {
 	// (holderScanBudget), shared by every lookup of the table so that
 	// many lookups cost one budget, not one each; set by the first walk.
 	scanUntil time.Time
-	boot      time.Time // btime, read at the first lookup that needs it
-	bootRead  bool
+	starts    procstat.Starts // btime read at the first lookup that needs it
 }
 
 // ReadLockTable reads and parses /proc/locks once. An unreadable one
@@ -275,26 +274,9 @@ func (t *LockTable) Holders(dev, ino uint64) []Holder {
 	}
 	hs := t.holdersFrom(dev, ino)
 	for i := range hs {
-		hs[i].Started = t.started(hs[i].Pid)
+		hs[i].Started = t.starts.Of(hs[i].Pid)
 	}
 	return hs
-}
-
-// started is when pid started, zero when unknown; btime is read once per
-// table.
-func (t *LockTable) started(pid int) time.Time {
-	if pid <= 0 {
-		return time.Time{}
-	}
-	if !t.bootRead {
-		t.bootRead = true
-		t.boot, _ = procstat.BootTime()
-	}
-	ticks := procstat.StartTicks(pid)
-	if t.boot.IsZero() || ticks == 0 {
-		return time.Time{}
-	}
-	return procstat.StartTime(t.boot, ticks)
 }
 
 // HoldersOf looks up the lock file at path: lstat, never followed and

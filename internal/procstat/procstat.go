@@ -132,3 +132,28 @@ func BootTime() (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("no btime in %s/stat", procRoot)
 }
+
+// Starts tells when processes started, reading the boot time once (at its
+// first use) for as many lookups as its owner makes. The zero value is
+// ready.
+type Starts struct {
+	boot time.Time
+	read bool
+}
+
+// Of returns when pid started, zero when unknown (no such process, or
+// the boot time could not be read).
+func (s *Starts) Of(pid int) time.Time {
+	if pid <= 0 {
+		return time.Time{}
+	}
+	if !s.read {
+		s.read = true
+		s.boot, _ = BootTime()
+	}
+	ticks := StartTicks(pid)
+	if s.boot.IsZero() || ticks == 0 {
+		return time.Time{}
+	}
+	return StartTime(s.boot, ticks)
+}

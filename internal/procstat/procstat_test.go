@@ -108,3 +108,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestStartsOf: this process started in the past, after boot; a PID that
+// is not there, or not a PID, started at no known time.
+func TestStartsOf(t *testing.T) {
+	var s Starts
+	got := s.Of(os.Getpid())
+	boot, err := BootTime()
+	if err != nil {
+		t.Skipf("no boot time here: %v", err)
+	}
+	if got.IsZero() || got.Before(boot) || got.After(time.Now().Add(time.Second)) {
+		t.Errorf("Of(self) = %v; want between boot %v and now", got, boot)
+	}
+	for _, pid := range []int{0, -1, 1 << 30} {
+		if got := s.Of(pid); !got.IsZero() {
+			t.Errorf("Of(%d) = %v; want zero", pid, got)
+		}
+	}
+}
