@@ -46,15 +46,28 @@ func (b Local) Open(r Request) (Claim, error) {
 		_, names := c.paths.Watch()
 		c.q = newQueue(b.LockDir, names)
 	}
-	for _, ps := range r.Pools {
-		p, err := slots.Open(ps.Size, ps.Template, true)
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
-		c.pools = append(c.pools, p)
+	if c.pools, err = openPools(r.Pools); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return c, nil
+}
+
+// openPools opens the slot pools of specs, in order (creating their
+// files); on an error it closes what it opened.
+func openPools(specs []PoolSpec) ([]*slots.Pool, error) {
+	pools := make([]*slots.Pool, 0, len(specs))
+	for _, ps := range specs {
+		p, err := slots.Open(ps.Size, ps.Template, true)
+		if err != nil {
+			for _, o := range pools {
+				o.Close()
+			}
+			return nil, err
+		}
+		pools = append(pools, p)
+	}
+	return pools, nil
 }
 
 type localClaim struct {

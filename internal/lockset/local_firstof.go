@@ -44,13 +44,9 @@ func (b Local) OpenFirstOf(pools []PoolSpec, sets [][]string) (FirstOfClaim, err
 		c.sets = append(c.sets, pathlock.NewSet(dir, cs))
 	}
 	c.q = newQueue(b.LockDir, nil)
-	for _, ps := range pools {
-		p, err := slots.Open(ps.Size, ps.Template, true)
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
-		c.pools = append(c.pools, p)
+	if c.pools, err = openPools(pools); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return c, nil
 }
