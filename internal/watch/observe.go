@@ -173,7 +173,7 @@ func (o *observer) failed(gs *gate.GateStatus, gc *gate.GateConfig) (string, str
 		return OK, ""
 	}
 	e := gs.LastEnd
-	desc := describeEnd(e)
+	desc := DescribeEnd(e)
 	if e.Outcome == journal.OutcomeFailure && gc.FailureStateFile != "" {
 		if handled, why := o.probe.FailureHandled(gc.FailureStateFile, gc.FailureStateKey); handled {
 			return Held, desc + "; the worker reports it itself (" + why + ")"
@@ -272,7 +272,10 @@ func (o *observer) output(gs *gate.GateStatus, gc *gate.GateConfig) string {
 // alert shows the text, not the codes. What is left unsafe is escaped.
 var ansiRE = regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\\\-_]")
 
-func describeEnd(e *journal.Event) string {
+// DescribeEnd is a finished run for people, as alerts and cron-gate why
+// say it: "the last run ended: failure, exit 3 at 2026-11-29 09:10 KST
+// after 12s: DETAIL (run RUN)".
+func DescribeEnd(e *journal.Event) string {
 	s := "the last run ended: " + e.Outcome
 	if e.Exit != nil {
 		s += fmt.Sprintf(", exit %d", *e.Exit)

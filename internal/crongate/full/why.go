@@ -144,7 +144,7 @@ func verdict(g *gate.GateStatus, now time.Time) string {
 		e := g.LastError
 		s += fmt.Sprintf(": the last attempt could not start (%s) at %s: %s", e.Reason, at(e.Time), e.Detail)
 	case gate.StateFailing:
-		s += ": " + strings.TrimPrefix(describeEnd(g.LastEnd), "the last run ended: ")
+		s += ": " + strings.TrimPrefix(watch.DescribeEnd(g.LastEnd), "the last run ended: ")
 		if g.ConsecutiveFailures > 1 {
 			s += fmt.Sprintf(" (%d failures in a row)", g.ConsecutiveFailures)
 		}
@@ -162,26 +162,6 @@ func verdict(g *gate.GateStatus, now time.Time) string {
 	}
 	if g.State != gate.StateBlocked && g.Blocked() {
 		s += fmt.Sprintf("; and it is blocked: skipped %d times in a row (%s) since %s", g.Skipping.Skips, g.Skipping.Reason, stamp(g.Skipping.Since))
-	}
-	return s
-}
-
-// describeEnd is a finished run for people: "the last run ended: failure,
-// exit 3 at 11-29 09:10 KST after 12s".
-func describeEnd(e *journal.Event) string {
-	s := "the last run ended: " + e.Outcome
-	if e.Exit != nil {
-		s += fmt.Sprintf(", exit %d", *e.Exit)
-	}
-	if e.Signal != "" {
-		s += ", " + e.Signal
-	}
-	s += " at " + stamp(e.Time)
-	if e.DurationMS > 0 {
-		s += " after " + (time.Duration(e.DurationMS) * time.Millisecond).Round(time.Millisecond).String()
-	}
-	if e.Detail != "" {
-		s += ": " + e.Detail
 	}
 	return s
 }
