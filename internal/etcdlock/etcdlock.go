@@ -403,6 +403,17 @@ type claim struct {
 	quiet bool
 	busy  error
 	watch *busyWatch
+
+	// The waiting queue (queue.go): busyQueue, the last attempt found an
+	// earlier waiter on its paths (busyKey is then the queue prefix);
+	// qkey, qrev, qlease: the claim's queue key, its create revision and
+	// the lease it lives on (qrev 0: not queued); idset: the path keys as
+	// the queue names them.
+	busyQueue bool
+	qkey      string
+	qrev      int64
+	qlease    clientv3.LeaseID
+	idset     map[string]bool
 }
 
 // TryAcquire takes every path key and one slot of every pool, or nothing.
@@ -423,21 +434,24 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 	c.quiet = false
 	deadline := time.Now().Add(c.b.rto)
 	redeals := 0
+	checked := false
 	for {
 		if c.lease != nil && c.lease.isLost() {
 			c.lease.revoke(c.b)
 			c.lease = nil
 		}
 		if c.lease == nil {
-			// A first try reads its path keys while the lease is being
-			// granted: a key found held answers busy without the
+			// A first try reads the queue and its path keys while the
+			// lease is being granted (precheck): an earlier waiter on
+			// its paths or a key found held answers busy without the
 			// write (the lock transaction, which goes through the
 			// cluster's log, taken or not), at no cost in time when
 			// they are free.
 			var peeked chan *BusyError
-			if c.b.early != nil && !c.tried && len(c.keys) > 0 {
+			if c.b.early != nil && !c.tried && !checked && len(c.keys) > 0 {
 				peeked = make(chan *BusyError, 1)
-				go func() { peeked <- c.peek() }()
+				checked = true
+				go func() { peeked <- c.precheck() }()
 			}
 			l, err := c.b.newLease()
 			if err != nil {
@@ -451,10 +465,24 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 				}
 			}
 		}
+		if !checked && len(c.keys) > 0 {
+			// Every other try reads the queue and the keys first too
+			// (one read): a set that intersects an earlier waiter's is
+			// left to it (fair waiting), and a waiter woken by a
+			// release that another took meanwhile writes nothing.
+			checked = true
+			if be := c.precheck(); be != nil {
+				c.tried, c.busy = true, be
+				c.raced = c.raced || c.woke
+				c.woke = false
+				return nil, be
+			}
+		}
 		c.tried = true
 		h, err := c.attempt(deadline)
 		if err == nil {
 			c.held = h
+			c.qrev = 0 // its queue key was deleted with the take, or goes with the lease
 			return h, nil
 		}
 		if errors.Is(err, lockset.ErrBusy) {
@@ -512,38 +540,13 @@ func (c *claim) stillBusy() bool {
 	return err == nil && len(r.Kvs) > 0 && r.Kvs[0].CreateRevision <= c.busyRev
 }
 
-// peek reads the path keys (the first MaxTxnOps of them) with one
-// linearizable read and returns the busy answer for the first one held,
-// nil if none is (or the read got no answer in time: the lock transaction
-// decides then). It puts nothing.
-func (c *claim) peek() *BusyError {
-	keys := c.keys[:min(len(c.keys), MaxTxnOps)]
-	ops := make([]clientv3.Op, len(keys))
-	for i, k := range keys {
-		ops[i] = clientv3.OpGet(k.key)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
-	defer cancel()
-	resp, err := c.b.cli.Txn(ctx).Then(ops...).Commit()
-	if err != nil {
-		return nil
-	}
-	for i, r := range resp.Responses {
-		if rr := r.GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
-			c.busyKey, c.busyPrefix, c.busyRev = keys[i].key, false, resp.Header.Revision
-			return &BusyError{What: keys[i].canon, Key: keys[i].key, Holders: holders(rr.Kvs)}
-		}
-	}
-	return nil
-}
-
 // errResend marks a transaction whose outcome was unknown and that was not
 // found applied when read back; TryAcquire fences it and tries again.
 var errResend = errors.New("lock transaction timed out and was not applied when read back")
 
 // attempt runs the transactions of one try.
 func (c *claim) attempt(deadline time.Time) (*held, error) {
-	c.busyKey, c.busyPrefix, c.busyRev = "", false, 0
+	c.busyKey, c.busyPrefix, c.busyRev, c.busyQueue = "", false, 0, false
 	slots := make([]int, len(c.pools))
 	cands := make([][]int, len(c.pools))
 	chainLen := 0
@@ -590,14 +593,21 @@ func (c *claim) attempt(deadline time.Time) (*held, error) {
 	for ci, ch := range chunks {
 		var pools []pool
 		var pc [][]int
+		var extra []clientv3.Op
 		if ci == 0 {
 			pools, pc = c.pools, cands
+			if len(chunks) == 1 && len(ch) < first {
+				// A waiter leaves the queue in the transaction that
+				// takes its set, when there is room for the delete;
+				// else its key goes with its lease, at release.
+				extra = c.dequeueOp()
+			}
 		}
 		d := deadline
 		if ci > 0 {
 			d = time.Now().Add(c.b.rto) // each further chunk gets its own budget
 		}
-		r, err := c.txn(ch, pools, pc, d)
+		r, err := c.txn(ch, pools, pc, extra, d)
 		if err != nil {
 			return nil, err
 		}
@@ -726,7 +736,7 @@ type txnResult struct {
 //
 // A pool whose chain ends in the final Else is full: the transaction has
 // then put the paths and other pools' slots, which the caller revokes.
-func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.Time) (txnResult, error) {
+func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, extra []clientv3.Op, deadline time.Time) (txnResult, error) {
 	lease := c.lease.id
 	cmps := make([]clientv3.Cmp, 0, len(keys))
 	then := make([]clientv3.Op, 0, len(keys)+len(pools))
@@ -739,6 +749,7 @@ func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.T
 	for i := range pools {
 		then = append(then, c.chain(&pools[i], cands[i], 0))
 	}
+	then = append(then, extra...)
 	var resp *clientv3.TxnResponse
 	err := c.b.doFor("lock transaction", max(min(time.Until(deadline), AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) (err error) {
 		resp, err = c.b.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
@@ -946,6 +957,10 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 		<-wctx.Done()
 		return ctx.Err()
 	}
+	// A waiter takes its place in the queue (queue.go) the first time it
+	// waits for its paths, so that later sets that intersect its set
+	// yield to it.
+	c.enqueue()
 	w := c.watchBusy()
 	for {
 		select {
@@ -953,6 +968,17 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 			if !ok || wr.Err() != nil {
 				c.stopWatch()
 				return ctx.Err()
+			}
+			if c.busyQueue {
+				// Waiting behind an earlier waiter: its key deleted
+				// (it took its set, stopped waiting, or its lease
+				// ended) may let this one in; new waiters do not.
+				for _, ev := range wr.Events {
+					if ev.Type == mvccpb.DELETE {
+						return ctx.Err()
+					}
+				}
+				continue
 			}
 			for _, ev := range wr.Events {
 				switch {
@@ -963,7 +989,9 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 				}
 			}
 			switch {
-			case w.freed > 0 && !c.raced:
+			case w.freed > 0 && (!c.raced || c.queued()):
+				// A queued waiter never staggers: a later one yields
+				// to it, whoever it raced before.
 				c.woke = true
 				return ctx.Err()
 			case w.freed > 0 && w.try == nil:
@@ -978,7 +1006,7 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 			// The poll ran out with the watch healthy and nothing
 			// freed: TryAcquire answers busy without a request, and
 			// the watch goes on for the next WaitChange.
-			c.quiet = ctx.Err() == nil && w.freed <= 0 && c.busy != nil
+			c.quiet = ctx.Err() == nil && w.freed <= 0 && c.busy != nil && !c.busyQueue
 			return ctx.Err()
 		}
 	}
