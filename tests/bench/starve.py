@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The starvation benchmark (docs/benchmarks.md, "Fair waiting").
 
-    python3 starve.py WORK ROUNDS WAIT NAME=WITHLOCK...
+    python3 starve.py [--backend etcd] WORK ROUNDS WAIT NAME=WITHLOCK...
 
 One set of 40 paths waits (--wait WAIT) while four loops run single-path
 jobs (withlock -q --paths P -- sleep 0.05, back to back) on paths within
@@ -13,6 +13,10 @@ stop when it ends. The binaries named are measured in turn in every round
 set's wait (p50 and max over the rounds, and how many rounds timed out) and
 the loops' throughput (jobs completed per second while the large set
 waited).
+
+With --backend etcd every withlock runs with --backend etcd and a key
+prefix of its round's own (/starve/NAME/ROUND); the cluster's endpoints
+come from WITHLOCK_ETCD_ENDPOINTS.
 """
 import os
 import statistics
@@ -25,7 +29,10 @@ HOLD = "0.05"
 N = 40
 
 
-def round_once(wl, work, wait):
+BACKEND = []
+
+
+def round_once(wl, work, wait, prefix):
     lockdir = os.path.join(work, "locks")
     tree = os.path.join(work, "tree")
     os.makedirs(tree, exist_ok=True)
@@ -34,13 +41,14 @@ def round_once(wl, work, wait):
     with open(lst, "w") as f:
         f.write("".join(p + "\n" for p in paths))
     env = dict(os.environ, WITHLOCK_LOCK_DIR=lockdir)
+    be = BACKEND + (["--key-prefix", prefix] if BACKEND else [])
     stop = threading.Event()
     done = []  # end times of completed loop jobs
 
     def loop(k):
         i = k
         while not stop.is_set():
-            rc = subprocess.run([wl, "-q", "--paths", paths[i % N], "--", "/bin/sleep", HOLD], env=env).returncode
+            rc = subprocess.run([wl, "-q", *be, "--paths", paths[i % N], "--", "/bin/sleep", HOLD], env=env).returncode
             if rc == 0:
                 done.append(time.monotonic())
             i += 4
@@ -50,7 +58,7 @@ def round_once(wl, work, wait):
         t.start()
     time.sleep(0.5)
     t0 = time.monotonic()
-    rc = subprocess.run([wl, "-q", "--wait", wait, "--paths-from", lst, "--", "/bin/true"], env=env).returncode
+    rc = subprocess.run([wl, "-q", *be, "--wait", wait, "--paths-from", lst, "--", "/bin/true"], env=env).returncode
     t1 = time.monotonic()
     stop.set()
     for t in ts:
@@ -60,12 +68,17 @@ def round_once(wl, work, wait):
 
 
 def main():
-    work, rounds, wait = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    bins = [a.split("=", 1) for a in sys.argv[4:]]
+    args = sys.argv[1:]
+    if args[:1] == ["--backend"]:
+        if args[1] != "local":
+            BACKEND.extend(["--backend", args[1]])
+        args = args[2:]
+    work, rounds, wait = args[0], int(args[1]), args[2]
+    bins = [a.split("=", 1) for a in args[3:]]
     res = {name: [] for name, _ in bins}
     for r in range(rounds):
         for name, wl in bins:
-            w, rc, tput = round_once(wl, os.path.join(work, name, str(r)), wait)
+            w, rc, tput = round_once(wl, os.path.join(work, name, str(r)), wait, f"/starve/{name}/{r}")
             res[name].append((w, rc, tput))
             print(f"round {r} {name}: wait {w * 1000:.0f} ms, exit {rc}, loops {tput:.1f} jobs/s", file=sys.stderr)
     print("| withlock | rounds | large set's wait p50 | max | timed out | loops' jobs/s (median) |")
