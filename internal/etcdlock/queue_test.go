@@ -1,0 +1,58 @@
+//go:build linux
+
+package etcdlock
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestQueueAhead: a queue key names its set by short ids; a claim yields
+// to an earlier key that names one of its paths, not to a later one, not
+// to its own, and not to a value that is not a queue value.
+func TestQueueAhead(t *testing.T) {
+	b := &Backend{cfg: Config{Prefix: "/p"}}
+	c := &claim{b: b}
+	for _, rel := range []string{"srv/a", "srv/b"} {
+		c.keys = append(c.keys, pathKey{key: b.PathKey(rel), rel: rel})
+	}
+	other := queueValue{Holder: Holder{Host: "h", PID: 7}, Keys: []string{shortID(b.PathKey("srv/b"))}}
+	disjoint := queueValue{Keys: []string{shortID(b.PathKey("srv/c"))}}
+	q := []*queueKV{{key: "/p/queue/1", rev: 5, v: disjoint}, {key: "/p/queue/2", rev: 9, v: other}}
+	be := c.ahead(q, 10)
+	if be == nil || !be.queued || be.Key != "/p/queue/2" || !strings.Contains(be.Error(), "an earlier waiter (pid 7 on h") {
+		t.Fatalf("unqueued claim behind a waiter on srv/b: %v; want busy, queued behind /p/queue/2", be)
+	}
+	if c.busyKey != "/p/queue/" || !c.busyPrefix || !c.busyQueue || c.busyRev != 10 {
+		t.Errorf("busy state %q %v %v %d; want the queue prefix watched from revision 10", c.busyKey, c.busyPrefix, c.busyQueue, c.busyRev)
+	}
+	if be := c.ahead(q[:1], 10); be != nil {
+		t.Errorf("a disjoint waiter: %v; want nil", be)
+	}
+}
+
+// FuzzQueueValue: any bytes in a queue key's value (anyone who can write
+// the prefix can put them there) parse without a panic, and a value that
+// parses is checked for intersection without one.
+func FuzzQueueValue(f *testing.F) {
+	f.Add([]byte(`{"host":"h","pid":1,"since":"x","keys":["0123456789abcdef"]}`))
+	f.Add([]byte(`{"keys":null}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte{0xff, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, ok := parseQueueValue(data)
+		if !ok {
+			return
+		}
+		v.intersects(map[string]bool{"0123456789abcdef": true})
+		_ = describe(v.Holder, v.Since)
+	})
+}
+
+func TestShortID(t *testing.T) {
+	for in, want := range map[string]string{"/p/paths/0123456789abcdef0123": "0123456789abcdef", "abc": "abc", "/x/": ""} {
+		if got := shortID(in); got != want {
+			t.Errorf("shortID(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
