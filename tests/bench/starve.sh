@@ -11,7 +11,7 @@
 # (tests/bench/bench.py handoff, twice 20 releases by close per binary;
 # local backend only). With --backend etcd it builds withlock-etcd too and
 # runs on a 3-member loopback etcd that tests/etcd/etcdbench starts
-# (ports STARVE_ETCD_PORTS, default 23991,24001).
+# (ports STARVE_ETCD_PORTS, else ETCD_TEST_PORTS, else 23991,24001).
 set -euo pipefail
 backend=local
 if [ "${1:-}" = --backend ]; then
@@ -39,7 +39,7 @@ echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)
 if [ "$backend" = etcd ]; then
 	(cd "$root" && go build -o "$tmp/etcdbench" ./tests/etcd/etcdbench)
 	mkfifo "$tmp/up"
-	"$tmp/etcdbench" -ports "${STARVE_ETCD_PORTS:-23991,24001}" -serve "$tmp/endpoints" <"$tmp/up" >/dev/null &
+	"$tmp/etcdbench" -ports "${STARVE_ETCD_PORTS:-${ETCD_TEST_PORTS:-23991,24001}}" -serve "$tmp/endpoints" <"$tmp/up" >/dev/null &
 	exec 9>"$tmp/up" # the cluster stays up while fd 9 is open
 	trap 'exec 9>&-; wait; rm -rf "$tmp"' EXIT
 	for _ in $(seq 300); do [ -s "$tmp/endpoints" ] && break; sleep 0.1; done
