@@ -388,7 +388,8 @@ type claim struct {
 	lease *lease // granted and kept alive; reused across busy attempts
 	held  *held
 
-	// what was busy in the last attempt, for WaitChange
+	// what was busy in the last attempt, for WaitChange (a path key, a
+	// pool's prefix, or an earlier waiter's queue key)
 	busyKey    string
 	busyPrefix bool
 	busyRev    int64
@@ -413,6 +414,7 @@ type claim struct {
 	qkey      string
 	qrev      int64
 	qlease    clientv3.LeaseID
+	qchecked  bool // a precheck read the queue since the claim entered it
 	idset     map[string]bool
 }
 
@@ -465,7 +467,7 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 				}
 			}
 		}
-		if !checked && len(c.keys) > 0 {
+		if !checked && len(c.keys) > 0 && c.needsCheck() {
 			// Every other try reads the queue and the keys first too
 			// (one read): a set that intersects an earlier waiter's is
 			// left to it (fair waiting), and a waiter woken by a
@@ -972,7 +974,7 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 			if c.busyQueue {
 				// Waiting behind an earlier waiter: its key deleted
 				// (it took its set, stopped waiting, or its lease
-				// ended) may let this one in; new waiters do not.
+				// ended) may let this one in.
 				for _, ev := range wr.Events {
 					if ev.Type == mvccpb.DELETE {
 						return ctx.Err()
@@ -1006,7 +1008,7 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 			// The poll ran out with the watch healthy and nothing
 			// freed: TryAcquire answers busy without a request, and
 			// the watch goes on for the next WaitChange.
-			c.quiet = ctx.Err() == nil && w.freed <= 0 && c.busy != nil && !c.busyQueue
+			c.quiet = ctx.Err() == nil && w.freed <= 0 && c.busy != nil
 			return ctx.Err()
 		}
 	}

@@ -110,7 +110,10 @@ func (c *claim) ahead(kvs []*queueKV, rev int64) *BusyError {
 			break
 		}
 		if kv.v.intersects(ids) {
-			c.busyKey, c.busyPrefix, c.busyRev, c.busyQueue = c.b.queuePrefix(), true, rev, true
+			// Watch that waiter's key only (WaitChange): its delete
+			// may let this set in; other waiters' comings and goings
+			// wake nobody who waits behind it.
+			c.busyKey, c.busyPrefix, c.busyRev, c.busyQueue = kv.key, false, rev, true
 			return &BusyError{What: "an earlier waiter", Key: kv.key, Holders: []string{describe(kv.v.Holder, kv.v.Since)}, queued: true}
 		}
 	}
@@ -157,6 +160,9 @@ func (c *claim) precheck() *BusyError {
 		return nil
 	}
 	rev := resp.Header.Revision
+	if c.queued() && rev >= c.qrev {
+		c.qchecked = true
+	}
 	if be := c.ahead(queueKVs(resp.Responses[0].GetResponseRange().Kvs), rev); be != nil {
 		return be
 	}
@@ -205,7 +211,16 @@ func (c *claim) enqueue() {
 	if err != nil {
 		return
 	}
-	c.qkey, c.qrev, c.qlease = key, resp.Header.Revision, c.lease.id
+	c.qkey, c.qrev, c.qlease, c.qchecked = key, resp.Header.Revision, c.lease.id, false
+}
+
+// needsCheck reports whether the next attempt must read the queue first
+// (precheck). A queued waiter that has read the queue since it entered
+// it, and that waits for a path key rather than for an earlier waiter,
+// need not: no waiter can enter ahead of it, so it goes straight to the
+// lock transaction when the key is released.
+func (c *claim) needsCheck() bool {
+	return !(c.queued() && c.qchecked && !c.busyQueue && c.busyKey != "")
 }
 
 // dequeueOp is the delete of the claim's queue key, for the transaction

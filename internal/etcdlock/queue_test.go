@@ -23,8 +23,8 @@ func TestQueueAhead(t *testing.T) {
 	if be == nil || !be.queued || be.Key != "/p/queue/2" || !strings.Contains(be.Error(), "an earlier waiter (pid 7 on h") {
 		t.Fatalf("unqueued claim behind a waiter on srv/b: %v; want busy, queued behind /p/queue/2", be)
 	}
-	if c.busyKey != "/p/queue/" || !c.busyPrefix || !c.busyQueue || c.busyRev != 10 {
-		t.Errorf("busy state %q %v %v %d; want the queue prefix watched from revision 10", c.busyKey, c.busyPrefix, c.busyQueue, c.busyRev)
+	if c.busyKey != "/p/queue/2" || c.busyPrefix || !c.busyQueue || c.busyRev != 10 {
+		t.Errorf("busy state %q %v %v %d; want the earlier waiter's key watched from revision 10", c.busyKey, c.busyPrefix, c.busyQueue, c.busyRev)
 	}
 	if be := c.ahead(q[:1], 10); be != nil {
 		t.Errorf("a disjoint waiter: %v; want nil", be)
