@@ -99,9 +99,12 @@ func (c *claim) queued() bool {
 // ahead returns the busy answer for the first live queue key (in create
 // revision order) that was created before the claim's own (any, if the
 // claim is not queued) and names one of its paths; nil if none. rev is the
-// revision of the read.
+// revision of the read. What WaitChange then watches is the last such key,
+// the claim's nearest predecessor among the waiters it yields to: each
+// waiter is woken by one leaving, not every waiter by the head leaving.
 func (c *claim) ahead(kvs []*queueKV, rev int64) *BusyError {
 	ids := c.ids()
+	var first, last *queueKV
 	for _, kv := range kvs {
 		if kv.key == c.qkey && c.queued() {
 			continue
@@ -110,14 +113,17 @@ func (c *claim) ahead(kvs []*queueKV, rev int64) *BusyError {
 			break
 		}
 		if kv.v.intersects(ids) {
-			// Watch that waiter's key only (WaitChange): its delete
-			// may let this set in; other waiters' comings and goings
-			// wake nobody who waits behind it.
-			c.busyKey, c.busyPrefix, c.busyRev, c.busyQueue = kv.key, false, rev, true
-			return &BusyError{What: "an earlier waiter", Key: kv.key, Holders: []string{describe(kv.v.Holder, kv.v.Since)}, queued: true}
+			if first == nil {
+				first = kv
+			}
+			last = kv
 		}
 	}
-	return nil
+	if first == nil {
+		return nil
+	}
+	c.busyKey, c.busyPrefix, c.busyRev, c.busyQueue = last.key, false, rev, true
+	return &BusyError{What: "an earlier waiter", Key: first.key, Holders: []string{describe(first.v.Holder, first.v.Since)}, queued: true}
 }
 
 // queueKV is a queue key as read: its name, create revision and value.

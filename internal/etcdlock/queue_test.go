@@ -18,14 +18,24 @@ func TestQueueAhead(t *testing.T) {
 	}
 	other := queueValue{Holder: Holder{Host: "h", PID: 7}, Keys: []string{shortID(b.PathKey("srv/b"))}}
 	disjoint := queueValue{Keys: []string{shortID(b.PathKey("srv/c"))}}
-	q := []*queueKV{{key: "/p/queue/1", rev: 5, v: disjoint}, {key: "/p/queue/2", rev: 9, v: other}}
-	be := c.ahead(q, 10)
+	q := []*queueKV{{key: "/p/queue/1", rev: 5, v: disjoint}, {key: "/p/queue/2", rev: 9, v: other}, {key: "/p/queue/3", rev: 10, v: other}}
+	be := c.ahead(q, 11)
 	if be == nil || !be.queued || be.Key != "/p/queue/2" || !strings.Contains(be.Error(), "an earlier waiter (pid 7 on h") {
 		t.Fatalf("unqueued claim behind a waiter on srv/b: %v; want busy, queued behind /p/queue/2", be)
 	}
-	if c.busyKey != "/p/queue/2" || c.busyPrefix || !c.busyQueue || c.busyRev != 10 {
-		t.Errorf("busy state %q %v %v %d; want the earlier waiter's key watched from revision 10", c.busyKey, c.busyPrefix, c.busyQueue, c.busyRev)
+	if c.busyKey != "/p/queue/3" || c.busyPrefix || !c.busyQueue || c.busyRev != 11 {
+		t.Errorf("busy state %q %v %v %d; want the nearest earlier waiter's key watched from revision 11", c.busyKey, c.busyPrefix, c.busyQueue, c.busyRev)
 	}
+	// Queued at revision 10 (key 3 is its own): only key 2 is ahead.
+	c.qkey, c.qrev, c.lease, c.qlease = "/p/queue/3", 10, &lease{id: 3}, 3
+	if be := c.ahead(q, 11); be == nil || c.busyKey != "/p/queue/2" {
+		t.Errorf("queued behind key 2: %v, watching %q; want busy, watching /p/queue/2", be, c.busyKey)
+	}
+	c.qrev = 9
+	if be := c.ahead(q, 11); be != nil {
+		t.Errorf("queued at revision 9: %v; want no earlier waiter", be)
+	}
+	c.qkey, c.qrev, c.lease, c.qlease = "", 0, nil, 0
 	if be := c.ahead(q[:1], 10); be != nil {
 		t.Errorf("a disjoint waiter: %v; want nil", be)
 	}
