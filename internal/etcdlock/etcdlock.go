@@ -13,6 +13,7 @@
 //
 //	PREFIX/paths/<hex sha256(REL)>     one per path; REL is the path relative to the key root
 //	PREFIX/slots/<escaped TEMPLATE>/<i> one per slot taken; TEMPLATE is the pool's --slot-file
+//	PREFIX/queue/<lease id>           one per --wait waiter, naming its set (queue.go)
 //
 // Every key of one holder is put under that holder's lease, with a small JSON
 // value naming the holder (host, pid, command). The value is for people; the
