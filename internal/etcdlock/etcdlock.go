@@ -965,6 +965,14 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 	// yield to it.
 	c.enqueue()
 	w := c.watchBusy()
+	if w.missed {
+		w.missed = false
+		if c.busyQueue || !c.raced || c.queued() {
+			c.woke = !c.busyQueue
+			return ctx.Err()
+		}
+		w.freed, w.try = 1, time.After(rand.N(stagger))
+	}
 	for {
 		select {
 		case wr, ok := <-w.ch:
@@ -1026,6 +1034,7 @@ type busyWatch struct {
 	ch     clientv3.WatchChan
 	cancel context.CancelFunc
 	freed  int              // deletes minus puts since the first delete
+	missed bool             // released before the watch began (watchFromNow)
 	try    <-chan time.Time // when a staggering waiter tries
 }
 
@@ -1035,6 +1044,12 @@ func (c *claim) watchBusy() *busyWatch {
 		return w
 	}
 	c.stopWatch()
+	if !c.busyPrefix && c.busyRev > 0 {
+		if w := c.watchFromNow(); w != nil {
+			c.watch = w
+			return w
+		}
+	}
 	var opts []clientv3.OpOption
 	if c.busyRev > 0 {
 		opts = append(opts, clientv3.WithRev(c.busyRev+1))
@@ -1046,6 +1061,41 @@ func (c *claim) watchBusy() *busyWatch {
 	c.watch = &busyWatch{key: c.busyKey, prefix: c.busyPrefix, rev: c.busyRev, cancel: cancel,
 		ch: c.b.cli.Watch(ctx, c.busyKey, opts...)}
 	return c.watch
+}
+
+// watchFromNow watches the busy key from the revision at which the watch
+// is created, then reads the key: if it was deleted (or taken again) since
+// the busy read, missed is set. A watch from a past revision would see
+// that too, but etcd delivers the events of a watch that starts behind its
+// current revision from a loop that runs every 100 ms: under contention,
+// where every hand-over makes the next waiter start a watch behind a few
+// writes, that wait was most of a hand-over. nil if the watch was not
+// created within AttemptTimeout (the caller then watches from the busy
+// revision).
+func (c *claim) watchFromNow() *busyWatch {
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+	w := &busyWatch{key: c.busyKey, rev: c.busyRev, cancel: cancel,
+		ch: c.b.cli.Watch(ctx, c.busyKey, clientv3.WithCreatedNotify())}
+	t := time.NewTimer(AttemptTimeout)
+	defer t.Stop()
+	select {
+	case wr, ok := <-w.ch:
+		if !ok || wr.Err() != nil || !wr.Created {
+			cancel()
+			return nil
+		}
+		if wr.Header.Revision <= c.busyRev {
+			return w // nothing was written since the busy read
+		}
+	case <-t.C:
+		cancel()
+		return nil
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), AttemptTimeout)
+	defer rcancel()
+	r, err := c.b.cli.Get(rctx, c.busyKey, clientv3.WithKeysOnly())
+	w.missed = err != nil || len(r.Kvs) == 0 || r.Kvs[0].CreateRevision > c.busyRev
+	return w
 }
 
 func (c *claim) stopWatch() {
