@@ -17,9 +17,13 @@ type BusyError struct {
 	pool    bool
 	partial bool // keys may have been put in this attempt: revoke them
 	dealt   bool // a shared pool's dealt slots were taken meanwhile: deal again
+	queued  bool // an earlier waiter is queued for some of the paths (Key is its queue key)
 }
 
 func (e *BusyError) Error() string {
+	if e.queued {
+		return "an earlier waiter (" + strings.Join(e.Holders, ", ") + ", etcd key " + e.Key + ") is queued for some of these paths"
+	}
 	s := e.What + " is busy (etcd key " + e.Key
 	if len(e.Holders) > 0 {
 		s += " held by " + strings.Join(e.Holders, ", ")

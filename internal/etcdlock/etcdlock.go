@@ -13,6 +13,7 @@
 //
 //	PREFIX/paths/<hex sha256(REL)>     one per path; REL is the path relative to the key root
 //	PREFIX/slots/<escaped TEMPLATE>/<i> one per slot taken; TEMPLATE is the pool's --slot-file
+//	PREFIX/queue/<lease id>           one per --wait waiter, naming its set (queue.go)
 //
 // Every key of one holder is put under that holder's lease, with a small JSON
 // value naming the holder (host, pid, command). The value is for people; the
@@ -388,7 +389,8 @@ type claim struct {
 	lease *lease // granted and kept alive; reused across busy attempts
 	held  *held
 
-	// what was busy in the last attempt, for WaitChange
+	// what was busy in the last attempt, for WaitChange (a path key, a
+	// pool's prefix, or an earlier waiter's queue key)
 	busyKey    string
 	busyPrefix bool
 	busyRev    int64
@@ -403,6 +405,18 @@ type claim struct {
 	quiet bool
 	busy  error
 	watch *busyWatch
+
+	// The waiting queue (queue.go): busyQueue, the last attempt found an
+	// earlier waiter on its paths (busyKey is then the queue prefix);
+	// qkey, qrev, qlease: the claim's queue key, its create revision and
+	// the lease it lives on (qrev 0: not queued); idset: the path keys as
+	// the queue names them.
+	busyQueue bool
+	qkey      string
+	qrev      int64
+	qlease    clientv3.LeaseID
+	qchecked  bool // a precheck read the queue since the claim entered it
+	idset     map[string]bool
 }
 
 // TryAcquire takes every path key and one slot of every pool, or nothing.
@@ -423,21 +437,24 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 	c.quiet = false
 	deadline := time.Now().Add(c.b.rto)
 	redeals := 0
+	checked := false
 	for {
 		if c.lease != nil && c.lease.isLost() {
 			c.lease.revoke(c.b)
 			c.lease = nil
 		}
 		if c.lease == nil {
-			// A first try reads its path keys while the lease is being
-			// granted: a key found held answers busy without the
+			// A first try reads the queue and its path keys while the
+			// lease is being granted (precheck): an earlier waiter on
+			// its paths or a key found held answers busy without the
 			// write (the lock transaction, which goes through the
 			// cluster's log, taken or not), at no cost in time when
 			// they are free.
 			var peeked chan *BusyError
-			if c.b.early != nil && !c.tried && len(c.keys) > 0 {
+			if c.b.early != nil && !c.tried && !checked && len(c.keys) > 0 {
 				peeked = make(chan *BusyError, 1)
-				go func() { peeked <- c.peek() }()
+				checked = true
+				go func() { peeked <- c.precheck() }()
 			}
 			l, err := c.b.newLease()
 			if err != nil {
@@ -451,10 +468,24 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 				}
 			}
 		}
+		if !checked && len(c.keys) > 0 && c.needsCheck() {
+			// Every other try reads the queue and the keys first too
+			// (one read): a set that intersects an earlier waiter's is
+			// left to it (fair waiting), and a waiter woken by a
+			// release that another took meanwhile writes nothing.
+			checked = true
+			if be := c.precheck(); be != nil {
+				c.tried, c.busy = true, be
+				c.raced = c.raced || c.woke
+				c.woke = false
+				return nil, be
+			}
+		}
 		c.tried = true
 		h, err := c.attempt(deadline)
 		if err == nil {
 			c.held = h
+			c.qrev = 0 // its queue key was deleted with the take, or goes with the lease
 			return h, nil
 		}
 		if errors.Is(err, lockset.ErrBusy) {
@@ -512,38 +543,13 @@ func (c *claim) stillBusy() bool {
 	return err == nil && len(r.Kvs) > 0 && r.Kvs[0].CreateRevision <= c.busyRev
 }
 
-// peek reads the path keys (the first MaxTxnOps of them) with one
-// linearizable read and returns the busy answer for the first one held,
-// nil if none is (or the read got no answer in time: the lock transaction
-// decides then). It puts nothing.
-func (c *claim) peek() *BusyError {
-	keys := c.keys[:min(len(c.keys), MaxTxnOps)]
-	ops := make([]clientv3.Op, len(keys))
-	for i, k := range keys {
-		ops[i] = clientv3.OpGet(k.key)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
-	defer cancel()
-	resp, err := c.b.cli.Txn(ctx).Then(ops...).Commit()
-	if err != nil {
-		return nil
-	}
-	for i, r := range resp.Responses {
-		if rr := r.GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
-			c.busyKey, c.busyPrefix, c.busyRev = keys[i].key, false, resp.Header.Revision
-			return &BusyError{What: keys[i].canon, Key: keys[i].key, Holders: holders(rr.Kvs)}
-		}
-	}
-	return nil
-}
-
 // errResend marks a transaction whose outcome was unknown and that was not
 // found applied when read back; TryAcquire fences it and tries again.
 var errResend = errors.New("lock transaction timed out and was not applied when read back")
 
 // attempt runs the transactions of one try.
 func (c *claim) attempt(deadline time.Time) (*held, error) {
-	c.busyKey, c.busyPrefix, c.busyRev = "", false, 0
+	c.busyKey, c.busyPrefix, c.busyRev, c.busyQueue = "", false, 0, false
 	slots := make([]int, len(c.pools))
 	cands := make([][]int, len(c.pools))
 	chainLen := 0
@@ -590,14 +596,21 @@ func (c *claim) attempt(deadline time.Time) (*held, error) {
 	for ci, ch := range chunks {
 		var pools []pool
 		var pc [][]int
+		var extra []clientv3.Op
 		if ci == 0 {
 			pools, pc = c.pools, cands
+			if len(chunks) == 1 && len(ch) < first {
+				// A waiter leaves the queue in the transaction that
+				// takes its set, when there is room for the delete;
+				// else its key goes with its lease, at release.
+				extra = c.dequeueOp()
+			}
 		}
 		d := deadline
 		if ci > 0 {
 			d = time.Now().Add(c.b.rto) // each further chunk gets its own budget
 		}
-		r, err := c.txn(ch, pools, pc, d)
+		r, err := c.txn(ch, pools, pc, extra, d)
 		if err != nil {
 			return nil, err
 		}
@@ -726,7 +739,7 @@ type txnResult struct {
 //
 // A pool whose chain ends in the final Else is full: the transaction has
 // then put the paths and other pools' slots, which the caller revokes.
-func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.Time) (txnResult, error) {
+func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, extra []clientv3.Op, deadline time.Time) (txnResult, error) {
 	lease := c.lease.id
 	cmps := make([]clientv3.Cmp, 0, len(keys))
 	then := make([]clientv3.Op, 0, len(keys)+len(pools))
@@ -739,6 +752,7 @@ func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.T
 	for i := range pools {
 		then = append(then, c.chain(&pools[i], cands[i], 0))
 	}
+	then = append(then, extra...)
 	var resp *clientv3.TxnResponse
 	err := c.b.doFor("lock transaction", max(min(time.Until(deadline), AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) (err error) {
 		resp, err = c.b.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
@@ -946,13 +960,36 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 		<-wctx.Done()
 		return ctx.Err()
 	}
+	// A waiter takes its place in the queue (queue.go) the first time it
+	// waits for its paths, so that later sets that intersect its set
+	// yield to it.
+	c.enqueue()
 	w := c.watchBusy()
+	if w.missed {
+		w.missed = false
+		if c.busyQueue || !c.raced || c.queued() {
+			c.woke = !c.busyQueue
+			return ctx.Err()
+		}
+		w.freed, w.try = 1, time.After(rand.N(stagger))
+	}
 	for {
 		select {
 		case wr, ok := <-w.ch:
 			if !ok || wr.Err() != nil {
 				c.stopWatch()
 				return ctx.Err()
+			}
+			if c.busyQueue {
+				// Waiting behind an earlier waiter: its key deleted
+				// (it took its set, stopped waiting, or its lease
+				// ended) may let this one in.
+				for _, ev := range wr.Events {
+					if ev.Type == mvccpb.DELETE {
+						return ctx.Err()
+					}
+				}
+				continue
 			}
 			for _, ev := range wr.Events {
 				switch {
@@ -963,7 +1000,9 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 				}
 			}
 			switch {
-			case w.freed > 0 && !c.raced:
+			case w.freed > 0 && (!c.raced || c.queued()):
+				// A queued waiter never staggers: a later one yields
+				// to it, whoever it raced before.
 				c.woke = true
 				return ctx.Err()
 			case w.freed > 0 && w.try == nil:
@@ -995,6 +1034,7 @@ type busyWatch struct {
 	ch     clientv3.WatchChan
 	cancel context.CancelFunc
 	freed  int              // deletes minus puts since the first delete
+	missed bool             // released before the watch began (watchFromNow)
 	try    <-chan time.Time // when a staggering waiter tries
 }
 
@@ -1004,6 +1044,12 @@ func (c *claim) watchBusy() *busyWatch {
 		return w
 	}
 	c.stopWatch()
+	if !c.busyPrefix && c.busyRev > 0 {
+		if w := c.watchFromNow(); w != nil {
+			c.watch = w
+			return w
+		}
+	}
 	var opts []clientv3.OpOption
 	if c.busyRev > 0 {
 		opts = append(opts, clientv3.WithRev(c.busyRev+1))
@@ -1015,6 +1061,41 @@ func (c *claim) watchBusy() *busyWatch {
 	c.watch = &busyWatch{key: c.busyKey, prefix: c.busyPrefix, rev: c.busyRev, cancel: cancel,
 		ch: c.b.cli.Watch(ctx, c.busyKey, opts...)}
 	return c.watch
+}
+
+// watchFromNow watches the busy key from the revision at which the watch
+// is created, then reads the key: if it was deleted (or taken again) since
+// the busy read, missed is set. A watch from a past revision would see
+// that too, but etcd delivers the events of a watch that starts behind its
+// current revision from a loop that runs every 100 ms: under contention,
+// where every hand-over makes the next waiter start a watch behind a few
+// writes, that wait was most of a hand-over. nil if the watch was not
+// created within AttemptTimeout (the caller then watches from the busy
+// revision).
+func (c *claim) watchFromNow() *busyWatch {
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+	w := &busyWatch{key: c.busyKey, rev: c.busyRev, cancel: cancel,
+		ch: c.b.cli.Watch(ctx, c.busyKey, clientv3.WithCreatedNotify())}
+	t := time.NewTimer(AttemptTimeout)
+	defer t.Stop()
+	select {
+	case wr, ok := <-w.ch:
+		if !ok || wr.Err() != nil || !wr.Created {
+			cancel()
+			return nil
+		}
+		if wr.Header.Revision <= c.busyRev {
+			return w // nothing was written since the busy read
+		}
+	case <-t.C:
+		cancel()
+		return nil
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), AttemptTimeout)
+	defer rcancel()
+	r, err := c.b.cli.Get(rctx, c.busyKey, clientv3.WithKeysOnly())
+	w.missed = err != nil || len(r.Kvs) == 0 || r.Kvs[0].CreateRevision > c.busyRev
+	return w
 }
 
 func (c *claim) stopWatch() {

@@ -78,7 +78,17 @@ func (f *firstClaim) TryAcquire() (lockset.Held, error) {
 		}
 	}
 	var first lockset.BusyError
+	// A set that intersects a waiting set is left to its waiter (fair
+	// waiting, queue.go), as a plain claim's is; --first-of takes no
+	// place in the queue.
+	q := f.b.readQueue()
 	for i, c := range f.sets {
+		if be := c.ahead(q, 0); be != nil {
+			if first == nil {
+				first = be
+			}
+			continue
+		}
 		c.lease = l
 		h, err := c.attempt(time.Now().Add(f.b.rto))
 		c.lease = nil // the lease is not the set claim's to revoke

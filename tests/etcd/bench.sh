@@ -7,6 +7,11 @@
 # figures come from here.
 #
 #   bash tests/etcd/bench.sh [-n 300] [-secs 3] [-workers 8]
+#   BEFORE=REV bash tests/etcd/bench.sh -contended [-secs 6] [-rounds 4]
+#
+# -contended times only 8 processes on one key (withlock --backend etcd
+# --wait against etcdctl lock); BEFORE=REV adds withlock built from git
+# revision REV as a third contender, in the same alternating rounds.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
@@ -18,6 +23,12 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 CGO_ENABLED=0 go build -o "$out/" ./cmd/...
+if [ -n "${BEFORE:-}" ]; then
+	mkdir -p "$out/before-src" "$out/before"
+	git archive "$BEFORE" | tar -x -C "$out/before-src"
+	(cd "$out/before-src" && CGO_ENABLED=0 go build -o "$out/before/" ./cmd/withlock ./cmd/withlock-etcd)
+	set -- -before "$out/before" "$@"
+fi
 
 # The same tree with withlock's dispatch to withlock-etcd removed.
 mkdir "$out/tree"

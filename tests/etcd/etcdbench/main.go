@@ -7,6 +7,14 @@
 // the binaries it times.
 //
 //	etcdbench -bin DIR [-n 300] [-secs 3] [-workers 8]
+//	etcdbench -bin DIR -contended [-before DIR2] [-secs 6] [-rounds 4]
+//	etcdbench -serve FILE
+//
+// -contended times only the contended case as processes (every worker
+// on one key, withlock --wait against etcdctl lock), with DIR2's withlock
+// (a build of an earlier commit) as a third contender, in alternating
+// rounds. -serve starts the cluster, writes its endpoints to FILE and
+// keeps it up until its standard input ends (tests/bench/starve.sh).
 //
 // DIR holds withlock, withlock-etcd and withlock-nodispatch (withlock
 // built without the --backend scan, to show the local path's cost).
@@ -16,6 +24,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -40,6 +49,10 @@ var (
 	secs    = flag.Float64("secs", 3, "seconds per throughput case")
 	workers = flag.Int("workers", 8, "parallel workers per throughput case")
 	ports   = flag.String("ports", "23891,23901", "client,peer base ports")
+	serve   = flag.String("serve", "", "start the cluster, write its endpoints to this file, keep it up until stdin ends")
+	contend = flag.Bool("contended", false, "time only the contended case as processes")
+	before  = flag.String("before", "", "with -contended: a directory with an earlier build of withlock and withlock-etcd")
+	rounds  = flag.Int("rounds", 4, "alternating rounds of the contended case as processes")
 )
 
 func main() {
@@ -53,6 +66,15 @@ func main() {
 	check(err)
 	defer cl.Close()
 	eps := cl.Endpoints()
+	if *serve != "" {
+		check(os.WriteFile(*serve, []byte(strings.Join(eps, ",")+"\n"), 0o644))
+		io.Copy(io.Discard, os.Stdin)
+		return
+	}
+	if *contend {
+		contended(eps)
+		return
+	}
 	fmt.Printf("3-member etcd %s on loopback, data on %s; %d sequential iterations, %d workers × %.0fs for throughput\n\n",
 		etcdVersion(cl.Etcd), dir, *n, *workers, *secs)
 
@@ -280,5 +302,43 @@ func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "etcdbench:", err)
 		os.Exit(1)
+	}
+}
+
+// contended times every worker on one key, as processes: withlock
+// --backend etcd --wait (this tree's, and -before's if given) against
+// etcdctl lock, in alternating rounds of secs/2 each.
+func contended(eps []string) {
+	env := append(os.Environ(), "WITHLOCK_ETCD_ENDPOINTS="+strings.Join(eps, ","), "ETCDCTL_API=3")
+	etcdctl, err := exec.LookPath("etcdctl")
+	check(err)
+	type contender struct {
+		name string
+		f    func(w, i int)
+	}
+	wl := func(dir, prefix string) func(w, i int) {
+		return func(w, i int) {
+			runCmd(env, filepath.Join(dir, "withlock"), "--backend", "etcd", "--key-prefix", prefix, "--wait", "1m", "--paths", "/srv/same", "--", "true")
+		}
+	}
+	cs := []contender{{"withlock --backend etcd --wait 1m (this tree)", wl(*bin, "/bench/after")}}
+	if *before != "" {
+		cs = append(cs, contender{"withlock --backend etcd --wait 1m (before)", wl(*before, "/bench/before")})
+	}
+	cs = append(cs, contender{"etcdctl lock NAME true", func(w, i int) {
+		runCmd(env, etcdctl, "--endpoints", strings.Join(eps, ","), "lock", "/bench/etcdctl/same", "true")
+	}})
+	tps := make([]float64, len(cs))
+	for r := range *rounds {
+		for i, c := range cs {
+			tp := parFor(*secs/2, c.f)
+			fmt.Fprintf(os.Stderr, "round %d: %s %.1f/s\n", r, c.name, tp)
+			tps[i] += tp / float64(*rounds)
+		}
+	}
+	fmt.Printf("| %d workers on one key, processes (%d alternating rounds of %.1f s) | throughput | ÷ etcdctl lock |\n", *workers, *rounds, *secs/2)
+	fmt.Println("|---|---:|---:|")
+	for i, c := range cs {
+		fmt.Printf("| %s | %.1f/s | %.2f× |\n", c.name, tps[i], tps[i]/tps[len(tps)-1])
 	}
 }

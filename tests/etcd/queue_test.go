@@ -1,0 +1,110 @@
+//go:build etcd
+
+package etcd
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// queueKeys counts the waiting queue's keys under prefix p.
+func queueKeys(t *testing.T, p string) int {
+	n := 0
+	for k := range keys(t, p) {
+		if strings.HasPrefix(k, p+"/queue/") {
+			n++
+		}
+	}
+	return n
+}
+
+// Fair waiting on etcd (tests/testdata/withlock/fairwait.txtar is the
+// local backend's): a --wait waiter whose set is busy is queued; a later
+// set that intersects its set yields to it (skip, or queue behind it),
+// though the paths it wants are free; a disjoint set runs at once; the
+// waiters run in their order once the holder leaves; a waiter killed with
+// SIGKILL while queued stops blocking others when its lease ends.
+func TestFairWait(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	dir := t.TempDir()
+	base := []string{"--backend", "etcd", "--key-prefix", p}
+	args := func(more ...string) []string { return append(append([]string{}, base...), more...) }
+	release := filepath.Join(dir, "release")
+	start := func(name string, a ...string) *exec.Cmd {
+		cmd := command(nil, "withlock", a...)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	holder := start("holder", args("--paths", "/srv/a", "--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.01; done`, "sh", release)...)
+	waitFor(t, 10*time.Second, "the holder's key", func() bool { return keys(t, p)[pathKey(p, "srv/a")] != 0 })
+
+	order := filepath.Join(dir, "order")
+	w1 := start("w1", args("--wait", "60s", "--paths", "/srv/a,/srv/b", "--", "sh", "-c", `echo w1 >> "$1"`, "sh", order)...)
+	waitFor(t, 20*time.Second, "the first waiter's queue key", func() bool { return queueKeys(t, p) == 1 })
+
+	// /srv/b is free, but the first waiter waits for it: a newcomer
+	// yields and says to whom.
+	r := run(t, nil, "withlock", args("-v", "--paths", "/srv/b", "--", "touch", filepath.Join(dir, "ran-b"))...)
+	if r.code != 75 || !strings.Contains(r.stderr, "an earlier waiter (pid ") || !strings.Contains(r.stderr, "is queued for some of these paths") {
+		t.Errorf("a newcomer on a queued path: exit %d, stderr %q; want 75, an earlier waiter named", r.code, r.stderr)
+	}
+	// --first-of passes over a candidate that intersects the waiter's set.
+	cands := filepath.Join(dir, "cands")
+	os.WriteFile(cands, []byte("/srv/b\n\n/srv/d\n"), 0o644)
+	r = run(t, nil, "withlock", args("--first-of", "--candidates-from", cands, "--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE"`)...)
+	if r.code != 0 || r.stdout != "1\n" {
+		t.Errorf("--first-of with set 0 queued for: exit %d, stdout %q, stderr %q; want set 1", r.code, r.stdout, r.stderr)
+	}
+	// A disjoint set runs at once.
+	r = run(t, nil, "withlock", args("--paths", "/srv/c", "--", "true")...)
+	if r.code != 0 {
+		t.Errorf("a disjoint set: exit %d, stderr %q; want 0", r.code, r.stderr)
+	}
+	// A second waiter on /srv/b (free) queues behind the first.
+	w2 := start("w2", args("--wait", "60s", "--paths", "/srv/b", "--", "sh", "-c", `echo w2 >> "$1"`, "sh", order)...)
+	waitFor(t, 20*time.Second, "the second waiter's queue key", func() bool { return queueKeys(t, p) == 2 })
+	if b, _ := os.ReadFile(order); len(b) != 0 {
+		t.Errorf("a waiter ran while the holder held /srv/a: %q", b)
+	}
+	os.WriteFile(release, nil, 0o644)
+	for _, c := range []*exec.Cmd{holder, w1, w2} {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("%v: %v", c.Args, err)
+		}
+	}
+	if b, _ := os.ReadFile(order); string(b) != "w1\nw2\n" {
+		t.Errorf("the waiters ran in the order %q; want w1 then w2", b)
+	}
+	if k := keys(t, p); len(k) != 0 {
+		t.Errorf("keys left after every process exited: %v", k)
+	}
+
+	// A waiter killed with SIGKILL while queued: its key stays until its
+	// lease ends (TTL 2 s, no lock delay here), then nobody yields to it.
+	os.Remove(release)
+	start("holder2", args("--paths", "/srv/a", "--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.01; done`, "sh", release)...)
+	waitFor(t, 10*time.Second, "the second holder's key", func() bool { return keys(t, p)[pathKey(p, "srv/a")] != 0 })
+	dead := start("dead", args("--ttl", "2s", "--lock-delay", "0s", "--wait", "60s", "--paths", "/srv/a,/srv/b", "--", "true")...)
+	waitFor(t, 20*time.Second, "the doomed waiter's queue key", func() bool { return queueKeys(t, p) == 1 })
+	if r := run(t, nil, "withlock", args("--paths", "/srv/b", "--", "true")...); r.code != 75 {
+		t.Errorf("a newcomer behind a live waiter: exit %d, stderr %q; want 75", r.code, r.stderr)
+	}
+	// withlock execs withlock-etcd, which keeps the pid: the waiter itself.
+	dead.Process.Signal(syscall.SIGKILL)
+	dead.Wait()
+	waitFor(t, 30*time.Second, "the killed waiter's queue key to go with its lease", func() bool { return queueKeys(t, p) == 0 })
+	if r := run(t, nil, "withlock", args("--paths", "/srv/b", "--", "true")...); r.code != 0 {
+		t.Errorf("a newcomer after the killed waiter's lease ended: exit %d, stderr %q; want 0", r.code, r.stderr)
+	}
+	os.WriteFile(release, nil, 0o644)
+}
