@@ -40,15 +40,8 @@ NPATHS=10000
 die() { echo "run.sh: $*" >&2; exit 1; }
 say() { echo "== $*" >&2; }
 
-if ! command -v hyperfine >/dev/null; then
-	sudo=
-	[ "$(id -u)" -eq 0 ] || sudo=sudo
-	say "installing hyperfine"
-	$sudo apt-get update -qq
-	$sudo apt-get install -y -qq hyperfine >/dev/null
-fi
 for t in go python3 flock hyperfine; do
-	command -v "$t" >/dev/null || die "$t not found"
+	command -v "$t" >/dev/null || die "$t not found (hint: apt-get install -y hyperfine util-linux python3; only .ci/run installs packages)"
 done
 # The real interpreter, not a version-manager shim (a pyenv shim is a shell
 # script that would add tens of ms to every Python run).
