@@ -92,6 +92,19 @@ type GateConfig struct {
 	MaxRuntime    time.Duration // `max_runtime`: a run longer than this is overrun; 0: none
 	SkippingAfter time.Duration // `skipping_after`: blocked this long is the watchdog's skipping condition; 0: SkippingAfterFor's default
 	NoAlertOutput bool          // `alert_output = false`: failure alerts carry no output lines
+
+	// Schedule-aware gates (docs/cron-gate.md, "Once per period").
+	OncePer string // `once_per`: one of OncePers, or "" (every call may run)
+}
+
+// StaleInterval is the interval the watchdog's stale rule uses: the
+// gate's interval, else the nominal length of its once_per period (a day
+// for "1d"), else 0 (not watched for staleness).
+func (g *GateConfig) StaleInterval() time.Duration {
+	if g.Interval > 0 {
+		return g.Interval
+	}
+	return NominalLength(g.OncePer)
 }
 
 // SkippingAfterFor returns how long the gate may be blocked before the

@@ -43,6 +43,9 @@ type Invocation struct {
 	// withlock line). Best-effort: it returns nothing for a line it does
 	// not read.
 	Locks func(argv []string) (locks []journal.Lock, more int)
+	// OncePer, if set, is the run form's --once-per: it overrides the
+	// gate's once_per (one of OncePers).
+	OncePer string
 }
 
 // Printer takes Run's messages for people: one line each, prefixed with
@@ -74,7 +77,8 @@ type RunObserver interface {
 // (125) — a config that cannot be read never lets a paused job run; then
 // this host's command-line pause, the config's pause, the shared pause
 // (with [etcd]: a store that cannot be reached skips the run, unless
-// on_coordinator_down = "run"); then legacy locks and pidfiles. Every
+// on_coordinator_down = "run"); then once_per (a period already done skips
+// with reason done, once.go); then legacy locks and pidfiles. Every
 // outcome is recorded in the gate's journal; if the journal cannot be
 // written the command still runs and the loss is reported on stderr
 // (docs/cron-gate.md, "Unwritable state dir").
@@ -92,6 +96,11 @@ func Run(inv Invocation) int {
 	if r.j != nil {
 		defer r.j.Close()
 	}
+	defer func() {
+		if r.release != nil {
+			r.release()
+		}
+	}()
 	if code, decided := r.decide(); decided {
 		return code
 	}
@@ -113,6 +122,10 @@ type run struct {
 	localErr error         // it could not be read: the run must not go on
 	j        *journal.Journal
 	note     string // how the run was allowed, for its start record
+
+	called  time.Time // when the run was called: its period's instant
+	period  Period    // once_per's period of the run; zero: none
+	release func()    // drops the period claim (decideOnce); nil: none held
 }
 
 func newRun(inv Invocation) *run {
@@ -120,7 +133,8 @@ func newRun(inv Invocation) *run {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	r.id = newRunID(r.now())
+	r.called = r.now()
+	r.id = newRunID(r.called)
 	r.base = journal.Record{Run: r.id, Pid: os.Getpid(), PidStart: procstat.StartTicks(os.Getpid()), Host: hostname()}
 	if r.cfg != nil {
 		r.g = r.cfg.Gate(inv.Gate)
@@ -129,7 +143,7 @@ func newRun(inv Invocation) *run {
 	return r
 }
 
-// decide applies the pauses and the legacy files, in Run's order. decided
+// decide applies the pauses, once_per and the legacy files, in Run's order. decided
 // is true when the command must not run; code is then the exit code.
 func (r *run) decide() (code int, decided bool) {
 	if r.localErr != nil {
@@ -139,6 +153,9 @@ func (r *run) decide() (code int, decided bool) {
 		return r.skip(journal.ReasonPaused, describePause(p)), true
 	}
 	if code, decided := r.decideShared(); decided {
+		return code, true
+	}
+	if code, decided := r.decideOnce(); decided {
 		return code, true
 	}
 	return r.decideLegacy()

@@ -11,6 +11,7 @@ package crongate
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -35,10 +36,15 @@ type RunArgs struct {
 	Name      string
 	Timeout   time.Duration
 	KillAfter time.Duration
+	OncePer   string // --once-per: "" or one of OncePers
 }
 
+// OncePers are --once-per's values (gate.OncePers, which TestOncePersAgree
+// holds equal; this package does not import gate).
+var OncePers = []string{"1h", "1d", "1w", "slot"}
+
 // FastParse parses the run forms found in crontabs — `NAME`, with
-// --config, --timeout, --kill-after, -q, -v — without kong, whose set-up
+// --config, --timeout, --kill-after, --once-per, -q, -v — without kong, whose set-up
 // costs more than the rest of a call. It declines (ok false) anything else,
 // which is then left to kong.
 func FastParse(args []string) (c RunArgs, ok bool) {
@@ -92,6 +98,11 @@ func FastParse(args []string) (c RunArgs, ok bool) {
 			c.Timeout, err = time.ParseDuration(val)
 		case "kill-after":
 			c.KillAfter, err = time.ParseDuration(val)
+		case "once-per":
+			if !slices.Contains(OncePers, val) {
+				return c, false
+			}
+			c.OncePer = val
 		default:
 			return c, false
 		}

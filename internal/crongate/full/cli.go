@@ -51,6 +51,7 @@ type ServeCmd struct {
 type RunCmd struct {
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
 	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
+	OncePer   string        `enum:"${once_pers}" default:"" placeholder:"PERIOD" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
 	Name      string        `arg:"" help:"Gate name."`
 }
 
@@ -142,7 +143,7 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 	k, err := kong.New(&p.CLI,
 		kong.Name("cron-gate"),
 		kong.Description(description),
-		kong.Vars{"config": gate.DefaultConfigPath, "version": buildinfo.String()},
+		kong.Vars{"config": gate.DefaultConfigPath, "version": buildinfo.String(), "once_pers": onceEnum},
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
@@ -188,12 +189,16 @@ func (c *PauseCmd) check([]string) error {
 	return nil
 }
 
+// onceEnum is --once-per's kong enum: "" (not given) or a value of
+// gate.OncePers.
+var onceEnum = "," + strings.Join(gate.OncePers, ",")
+
 // fastParse is crongate.FastParse into the kong CLI struct, so that a
 // line parses to the same CLI either way (FuzzFastParse).
 func fastParse(args []string, c *CLI) bool {
 	ra, ok := crongate.FastParse(args)
 	*c = CLI{Config: ra.Config, Quiet: ra.Quiet, Verbose: ra.Verbose}
-	c.Run = RunCmd{Name: ra.Name, Timeout: ra.Timeout, KillAfter: ra.KillAfter}
+	c.Run = RunCmd{Name: ra.Name, Timeout: ra.Timeout, KillAfter: ra.KillAfter, OncePer: ra.OncePer}
 	return ok
 }
 

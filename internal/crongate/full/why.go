@@ -48,8 +48,9 @@ const (
 	blockPidfile     = journal.ReasonLegacyPidfile
 	blockBusy        = journal.ReasonBusy
 	blockCoordinator = journal.ReasonCoordinatorDown
-	blockError       = "error"       // the last attempt could not start
-	blockUnscheduled = "unscheduled" // nothing runs the gate
+	blockDone        = journal.ReasonDone // once_per: this period's run succeeded
+	blockError       = "error"            // the last attempt could not start
+	blockUnscheduled = "unscheduled"      // nothing runs the gate
 )
 
 // WhyReport is `cron-gate why NAME --json` (schema v 1).
@@ -66,7 +67,7 @@ type WhyReport struct {
 
 // Blocker is one thing that would stop the gate's next run.
 type Blocker struct {
-	Kind  string           `json:"kind"` // paused, legacy_lock, legacy_pidfile, busy, coordinator_down, error, unscheduled
+	Kind  string           `json:"kind"` // paused, legacy_lock, legacy_pidfile, busy, coordinator_down, done, error, unscheduled
 	Text  string           `json:"text"`
 	Locks []gate.LockState `json:"locks,omitempty"`
 }
@@ -157,6 +158,8 @@ func verdict(g *gate.GateStatus, now time.Time) string {
 		}
 	case gate.StateOK:
 		s += ": the last attempt ran and succeeded at " + at(g.LastEnd.Time)
+	case gate.StateDone:
+		s += fmt.Sprintf(": this period's run succeeded at %s (once_per %s); the next period begins %s", at(g.LastEnd.Time), g.OncePer, stamp(g.PeriodEnd))
 	case gate.StateNeverRun:
 		s += ": it has never run"
 	}
@@ -187,7 +190,7 @@ func describeEnd(e *journal.Event) string {
 }
 
 // blockers says what would stop a run now, in the order a run looks:
-// the pause, the shared pauses, the legacy files, then what the last
+// the pause, the shared pauses, a period done (once_per), the legacy files, then what the last
 // attempts found (the locks of a busy skip, looked up now).
 func blockers(cfg *gate.Config, g *gate.GateStatus, gc *gate.GateConfig, warnings []string) []Blocker {
 	var out []Blocker
@@ -210,6 +213,10 @@ func blockers(cfg *gate.Config, g *gate.GateStatus, gc *gate.GateConfig, warning
 				out = append(out, Blocker{Kind: blockCoordinator, Text: "the shared pauses cannot be read now (" + w + "); a run skips until they can (on_coordinator_down = \"skip\")"})
 			}
 		}
+	}
+	if g.PeriodDone {
+		out = append(out, Blocker{Kind: blockDone, Text: fmt.Sprintf("once_per %s: a run of this period (from %s) succeeded at %s; a run skips until %s",
+			g.OncePer, stamp(g.PeriodStart), stamp(g.LastSuccess.Time), stamp(g.PeriodEnd))})
 	}
 	var locks, pids []gate.LockState
 	for _, ls := range gate.LegacyNow(gc) {
