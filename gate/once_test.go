@@ -264,3 +264,34 @@ func TestPeriodDST(t *testing.T) {
 		}
 	}
 }
+
+// time_zone sets the zone of the gate's periods: 23:50 and 00:10 in Seoul
+// are two days there, one day in UTC. Fails when periods ignore
+// time_zone.
+func TestOncePerTimeZone(t *testing.T) {
+	if _, err := time.LoadLocation("Asia/Seoul"); err != nil {
+		t.Skip("no zoneinfo:", err)
+	}
+	late := time.Date(2026, 12, 1, 14, 50, 0, 0, time.UTC) // 23:50 KST
+	early := late.Add(20 * time.Minute)                    // 00:10 KST, Dec 2
+	for zone, want := range map[string]int{"Asia/Seoul": 0, "UTC": DefaultSkipCode} {
+		e := newOnceEnv(t, OnceDay)
+		e.cfg.Gates["g"].TimeZone = zone
+		if code, out := e.run(late, "", "true"); code != 0 {
+			t.Fatalf("%s: first run: exit %d: %s", zone, code, out)
+		}
+		if code, out := e.run(early, "", "true"); code != want {
+			t.Fatalf("%s: run 20 minutes later, across Seoul's midnight: exit %d, want %d: %s", zone, code, want, out)
+		}
+	}
+	e := newOnceEnv(t, OnceDay)
+	e.cfg.Gates["g"].TimeZone = "Asia/Seoul"
+	e.run(late, "", "true")
+	if s := e.summary(); s.LastSuccess.Period != "2026-12-01T00:00:00+09:00" {
+		t.Fatalf("period recorded %q, want Seoul's midnight", s.LastSuccess.Period)
+	}
+	rep, _ := Status(e.cfg, Pauses{}, late.Add(time.Minute), "g")
+	if st := rep.Gates[0]; st.PeriodEnd.Format(time.RFC3339) != "2026-12-02T00:00:00+09:00" || st.State != StateDone {
+		t.Fatalf("status: period end %v, state %s", st.PeriodEnd, st.State)
+	}
+}

@@ -109,8 +109,18 @@ func dayStart(y int, m time.Month, d int, loc *time.Location) time.Time {
 	return t
 }
 
-// Location is the zone the gate's periods are read in: time.Local.
-func (g *GateConfig) Location() *time.Location { return time.Local }
+// Location is the zone the gate's periods are read in: time_zone, else
+// time.Local (the system's zone: $TZ, else /etc/localtime). A validated
+// config's time_zone loads; one that does not (zoneinfo removed since) is
+// time.Local.
+func (g *GateConfig) Location() *time.Location {
+	if g.TimeZone != "" {
+		if loc, err := time.LoadLocation(g.TimeZone); err == nil {
+			return loc
+		}
+	}
+	return time.Local
+}
 
 // NominalLength is the length of a period of per in real time when no
 // clock changes: the watchdog's interval for a gate with once_per and no

@@ -90,6 +90,9 @@ type Schedule struct {
 	Text  string    `json:"text,omitempty"`  // in words; empty when Expr cannot be read
 	Error string    `json:"error,omitempty"` // why Expr cannot be read
 	Next  time.Time `json:"next,omitzero"`   // its next time after Generated; zero for @reboot or never
+	// CronTZ is the CRON_TZ a line above it sets, which Debian's cron
+	// does not read: Next is in cron's zone all the same.
+	CronTZ string `json:"cron_tz,omitempty"`
 }
 
 // Condition is one condition the watchdog watches a gate for, as its last
@@ -126,7 +129,7 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 		gs.LogOutput = gc.LogOutput
 		var words []string
 		for _, j := range jobs[gs.Name] {
-			sc := Schedule{Expr: j.Schedule, Line: j.Line}
+			sc := Schedule{Expr: j.Schedule, Line: j.Line, CronTZ: j.CronTZ}
 			if p, err := h.parseSchedule(j.Schedule); err != nil {
 				sc.Error = err.Error()
 				words = append(words, j.Schedule)

@@ -74,6 +74,30 @@ type CrontabJob struct {
 	Gate     string // as CrontabGates finds it
 	Schedule string // the line's schedule as written: five fields, or an @ nickname
 	Line     int    // 1-based line number in the crontab
+	// CronTZ is the value of the last CRON_TZ= line above it ("" none).
+	// Debian's cron does not read it (cron(8): it "will only handle tasks
+	// in a single timezone"; the variable only reaches the job's
+	// environment), so cron-gate computes next runs in the system zone
+	// all the same and says so (cronie would honour it).
+	CronTZ string
+}
+
+// cronTZLine returns the value a CRON_TZ line sets ("NAME=value" or
+// "NAME = value", quotes stripped), and whether line is one.
+func cronTZLine(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "CRON_TZ")
+	if !ok {
+		return "", false
+	}
+	rest = strings.TrimLeft(rest, " \t")
+	if !strings.HasPrefix(rest, "=") {
+		return "", false
+	}
+	v := strings.TrimSpace(rest[1:])
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		v = v[1 : len(v)-1]
+	}
+	return v, true
 }
 
 // CrontabJobs returns the cron-gate jobs of a crontab in order of
@@ -85,11 +109,16 @@ type CrontabJob struct {
 // formats give the same schedule.
 func CrontabJobs(data []byte) []CrontabJob {
 	var out []CrontabJob
+	cronTZ := ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || line[0] == '#' {
+			continue
+		}
+		if v, ok := cronTZLine(line); ok {
+			cronTZ = v
 			continue
 		}
 		words := strings.Fields(line)
@@ -108,7 +137,7 @@ func CrontabJobs(data []byte) []CrontabJob {
 				continue
 			}
 			if g := gateAfter(words[i+1:]); g != "" {
-				out = append(out, CrontabJob{Gate: g, Schedule: strings.Join(words[:nsched], " "), Line: n})
+				out = append(out, CrontabJob{Gate: g, Schedule: strings.Join(words[:nsched], " "), Line: n, CronTZ: cronTZ})
 				break
 			}
 		}

@@ -34,3 +34,24 @@ PATH=/usr/local/bin:/usr/bin:/bin
 		t.Fatalf("CrontabGates = %v", gates)
 	}
 }
+
+// A CRON_TZ line is remembered for the jobs below it (quotes stripped,
+// spaces around = allowed), and is not a job.
+func TestCrontabJobsCronTZ(t *testing.T) {
+	tab := `0 9 * * * cron-gate a -- true
+CRON_TZ=Asia/Tokyo
+0 9 * * * cron-gate b -- true
+CRON_TZ = "America/New_York"
+0 9 * * * cron-gate c -- true
+CRON_TZX=nope
+`
+	got := CrontabJobs([]byte(tab))
+	want := []CrontabJob{
+		{Gate: "a", Schedule: "0 9 * * *", Line: 1},
+		{Gate: "b", Schedule: "0 9 * * *", Line: 3, CronTZ: "Asia/Tokyo"},
+		{Gate: "c", Schedule: "0 9 * * *", Line: 5, CronTZ: "America/New_York"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("CrontabJobs:\n got %+v\nwant %+v", got, want)
+	}
+}

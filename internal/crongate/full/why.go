@@ -63,6 +63,8 @@ type WhyReport struct {
 	Attempts  []journal.Attempt `json:"attempts"` // the last attempts, newest first
 	Gate      gate.GateStatus   `json:"gate"`     // as cron-gate status --json has it
 	Warnings  []string          `json:"warnings,omitempty"`
+
+	zone *time.Location // the gate's (time_zone), for the times printed
 }
 
 // Blocker is one thing that would stop the gate's next run.
@@ -99,6 +101,7 @@ func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *tui.Prin
 	}
 	r := &WhyReport{V: 1, Generated: now, Gate: rep.Gates[0], Warnings: rep.Warnings, Blockers: []Blocker{}, Attempts: []journal.Attempt{}}
 	g, gc := &r.Gate, cfg.Gate(c.Name)
+	r.zone = gc.Location()
 	for i := len(g.Recent) - 1; i >= 0; i-- {
 		r.Attempts = append(r.Attempts, g.Recent[i])
 	}
@@ -106,11 +109,9 @@ func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *tui.Prin
 	r.Blockers = blockers(cfg, g, gc, rep.Warnings)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	next, unscheduled, warn := nextTry(ctx, cfg, gc, now)
+	next, unscheduled, warns := nextTry(ctx, cfg, gc, now)
 	r.Next = next
-	if warn != "" {
-		r.Warnings = append(r.Warnings, warn)
-	}
+	r.Warnings = append(r.Warnings, warns...)
 	if unscheduled != "" {
 		r.Blockers = append(r.Blockers, Blocker{Kind: blockUnscheduled, Text: unscheduled})
 	}
@@ -159,7 +160,7 @@ func verdict(g *gate.GateStatus, now time.Time) string {
 	case gate.StateOK:
 		s += ": the last attempt ran and succeeded at " + at(g.LastEnd.Time)
 	case gate.StateDone:
-		s += fmt.Sprintf(": this period's run succeeded at %s (once_per %s); the next period begins %s", at(g.LastEnd.Time), g.OncePer, stamp(g.PeriodEnd))
+		s += fmt.Sprintf(": this period's run succeeded at %s (once_per %s); the next period begins %s", at(g.LastEnd.Time), g.OncePer, stampIn(g.PeriodEnd))
 	case gate.StateNeverRun:
 		s += ": it has never run"
 	}
@@ -216,7 +217,7 @@ func blockers(cfg *gate.Config, g *gate.GateStatus, gc *gate.GateConfig, warning
 	}
 	if g.PeriodDone {
 		out = append(out, Blocker{Kind: blockDone, Text: fmt.Sprintf("once_per %s: a run of this period (from %s) succeeded at %s; a run skips until %s",
-			g.OncePer, stamp(g.PeriodStart), stamp(g.LastSuccess.Time), stamp(g.PeriodEnd))})
+			g.OncePer, stampIn(g.PeriodStart), stamp(g.LastSuccess.Time), stampIn(g.PeriodEnd))})
 	}
 	var locks, pids []gate.LockState
 	for _, ls := range gate.LegacyNow(gc) {
@@ -262,25 +263,31 @@ func lockWords(ls []gate.LockState) string {
 // with systemd_timer is run by its timer: the crontab is not read. It
 // also says when nothing runs the gate (unscheduled), and a warning when
 // the crontab could not be read.
-func nextTry(ctx context.Context, cfg *gate.Config, gc *gate.GateConfig, now time.Time) (next *NextTry, unscheduled, warn string) {
+func nextTry(ctx context.Context, cfg *gate.Config, gc *gate.GateConfig, now time.Time) (next *NextTry, unscheduled string, warns []string) {
+	warn := func(s string) []string {
+		if s == "" {
+			return warns
+		}
+		return append(warns, s)
+	}
 	if gc.SystemdTimer != "" {
 		p := watch.NewSystemProbe(cfg.Check)
 		active, state, err := p.TimerState(ctx, gc.SystemdTimer)
 		switch {
 		case err != nil:
-			return &NextTry{Timer: gc.SystemdTimer}, "", fmt.Sprintf("systemd timer %s: %v", gc.SystemdTimer, err)
+			return &NextTry{Timer: gc.SystemdTimer}, "", warn(fmt.Sprintf("systemd timer %s: %v", gc.SystemdTimer, err))
 		case !active:
-			return &NextTry{Timer: gc.SystemdTimer}, fmt.Sprintf("systemd timer %s is %s, not active", gc.SystemdTimer, state), ""
+			return &NextTry{Timer: gc.SystemdTimer}, fmt.Sprintf("systemd timer %s is %s, not active", gc.SystemdTimer, state), nil
 		}
-		return &NextTry{Timer: gc.SystemdTimer}, "", ""
+		return &NextTry{Timer: gc.SystemdTimer}, "", nil
 	}
 	p := watch.NewSystemProbe(cfg.Check)
 	if len(p.CrontabCommand) == 0 && len(p.CronD) == 0 {
-		return nil, "", ""
+		return nil, "", nil
 	}
 	data, where, err := p.CrontabText(ctx)
 	if err != nil {
-		return nil, "", "crontab: " + err.Error()
+		return nil, "", warn("crontab: " + err.Error())
 	}
 	loc, _ := cronZone(systemZoneFile)
 	var jobs []watch.CrontabJob
@@ -290,9 +297,12 @@ func nextTry(ctx context.Context, cfg *gate.Config, gc *gate.GateConfig, now tim
 		}
 	}
 	if len(jobs) == 0 {
-		return nil, fmt.Sprintf("no cron-gate %s line in %s", gc.Name, where), ""
+		return nil, fmt.Sprintf("no cron-gate %s line in %s", gc.Name, where), nil
 	}
 	for _, j := range jobs {
+		if j.CronTZ != "" {
+			warns = warn(fmt.Sprintf("crontab line %d runs under CRON_TZ=%s, which Debian's cron does not read (cron(8): one time zone for every job): its next runs are computed in cron's zone, %s", j.Line, j.CronTZ, loc))
+		}
 		s, err := cronexpr.Parse(j.Schedule)
 		if err != nil {
 			continue
@@ -304,13 +314,16 @@ func nextTry(ctx context.Context, cfg *gate.Config, gc *gate.GateConfig, now tim
 	}
 	if next == nil {
 		j := jobs[0]
-		return &NextTry{Expr: j.Schedule, Line: j.Line, Where: where}, "", fmt.Sprintf("crontab line %d: cron-gate cannot read the schedule %q", j.Line, j.Schedule)
+		return &NextTry{Expr: j.Schedule, Line: j.Line, Where: where}, "", warn(fmt.Sprintf("crontab line %d: cron-gate cannot read the schedule %q", j.Line, j.Schedule))
 	}
-	return next, "", ""
+	return next, "", warns
 }
 
 // stamp is a time for people: local, to the minute, with the zone.
 func stamp(t time.Time) string { return t.Local().Format("2006-01-02 15:04 MST") }
+
+// stampIn is stamp in t's own zone (a gate's time_zone).
+func stampIn(t time.Time) string { return t.Format("2006-01-02 15:04 MST") }
 
 // print writes the report for people; every line goes through cell.
 func (r *WhyReport) print(w io.Writer, now time.Time) {
@@ -337,7 +350,7 @@ func (r *WhyReport) print(w io.Writer, now time.Time) {
 	case n.Time.IsZero():
 		line("next try: never by cron (crontab %s line %d: %s)", n.Where, n.Line, n.Expr)
 	default:
-		s := fmt.Sprintf("next try: %s (in %s), %s line %d: %s", stamp(n.Time), short(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
+		s := fmt.Sprintf("next try: %s (in %s), %s line %d: %s", stampIn(n.Time.In(r.zone)), short(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
 		if len(r.Blockers) > 0 {
 			s += "; it will be skipped unless that changes"
 		}
