@@ -94,8 +94,9 @@ type GateConfig struct {
 	NoAlertOutput bool          // `alert_output = false`: failure alerts carry no output lines
 
 	// Schedule-aware gates (docs/cron-gate.md, "Once per period").
-	OncePer  string // `once_per`: one of OncePers, or "" (every call may run)
-	TimeZone string // `time_zone`: IANA name of the zone of its periods and of the times shown for it; "": the system's
+	OncePer  string        // `once_per`: one of OncePers, or "" (every call may run)
+	TimeZone string        // `time_zone`: IANA name of the zone of its periods and of the times shown for it; "": the system's
+	Jitter   time.Duration // `jitter`: wait JitterOffset (in [0, jitter)) before starting the command; 0: none
 }
 
 // StaleInterval is the interval the watchdog's stale rule uses: the

@@ -22,11 +22,9 @@ func (r *run) oncePer() string {
 	return r.g.OncePer
 }
 
-// decideOnce skips the run when its period is done, and otherwise claims
-// the period on this host for the rest of the run (journal.ClaimPeriod):
-// a claim held by another cron-gate of the gate is a run of this period
-// in progress, and skips too. Without a journal the period cannot be
-// known: the run goes on, as every run does without a journal.
+// decideOnce skips the run when its period is done. It holds nothing:
+// the period is claimed after the jitter (claimOnce), and checked again
+// then.
 func (r *run) decideOnce() (code int, decided bool) {
 	per := r.oncePer()
 	if per == "" {
@@ -38,18 +36,16 @@ func (r *run) decideOnce() (code int, decided bool) {
 	}
 	r.period = p
 	r.base.Period = p.Key()
+	return r.periodDone()
+}
+
+// periodDone skips the run when the journal's last success counts for
+// its period.
+func (r *run) periodDone() (code int, decided bool) {
 	if r.j == nil {
 		return 0, false
 	}
-	release, held, err := r.j.ClaimPeriod()
-	if err != nil {
-		return r.fail(journal.ReasonState, fmt.Errorf("gate %s: once_per: %w", r.inv.Gate, err)), true
-	}
-	if !held {
-		return r.skip(journal.ReasonDone, fmt.Sprintf("a run of this period (%s) is in progress", p)), true
-	}
-	r.release = release
-	// Read under the claim: a run that ended just before is seen.
+	p := r.period
 	s, err := r.j.Summary()
 	if err != nil {
 		return r.fail(journal.ReasonState, fmt.Errorf("gate %s: once_per: %w", r.inv.Gate, err)), true

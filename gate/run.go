@@ -46,18 +46,26 @@ type Invocation struct {
 	// OncePer, if set, is the run form's --once-per: it overrides the
 	// gate's once_per (one of OncePers).
 	OncePer string
+	// Jitter, if positive, is the run form's --jitter: it overrides the
+	// gate's jitter.
+	Jitter time.Duration
+	// Wait, if set, is called instead of sleeping the jitter offset (an
+	// injected clock for tests).
+	Wait func(time.Duration)
 }
 
 // Printer takes Run's messages for people: one line each, prefixed with
 // the program's name, the way package tui's Printer writes them (the
 // binaries pass a *tui.Printer). Errorf and Warnf are never silenced;
 // Skipf says why a command did not run and may be silenced (-q, or no
-// terminal under cron); Hintf follows an error with what to do.
+// terminal under cron); Hintf follows an error with what to do; Infof
+// says what the run does, with -v only.
 type Printer interface {
 	Errorf(format string, args ...any)
 	Hintf(format string, args ...any)
 	Warnf(format string, args ...any)
 	Skipf(format string, args ...any)
+	Infof(format string, args ...any)
 }
 
 // RunObserver hears of one run: Started once the command has started,
@@ -78,7 +86,9 @@ type RunObserver interface {
 // this host's command-line pause, the config's pause, the shared pause
 // (with [etcd]: a store that cannot be reached skips the run, unless
 // on_coordinator_down = "run"); then once_per (a period already done skips
-// with reason done, once.go); then legacy locks and pidfiles. Every
+// with reason done, once.go); then legacy locks and pidfiles. Then the
+// jitter's wait, holding nothing (jitter.go), and the once_per period's
+// claim on this host, checked again under it. Every
 // outcome is recorded in the gate's journal; if the journal cannot be
 // written the command still runs and the loss is reported on stderr
 // (docs/cron-gate.md, "Unwritable state dir").
@@ -102,6 +112,12 @@ func Run(inv Invocation) int {
 		}
 	}()
 	if code, decided := r.decide(); decided {
+		return code
+	}
+	if code, stop := r.wait(); stop {
+		return code
+	}
+	if code, decided := r.claimOnce(); decided {
 		return code
 	}
 	return r.execute()

@@ -107,6 +107,9 @@ type Record struct {
 	// in (gate.Period.Key: its start, RFC 3339): a success counts for it,
 	// whenever the command started.
 	Period string `json:"period,omitempty"`
+	// JitterMS is the jitter offset the run waited before starting its
+	// command (gate.JitterOffset), in the records written after the wait.
+	JitterMS int64 `json:"jitter_ms,omitempty"`
 }
 
 // MaxLocks bounds the locks a busy record names (Record.Locks).

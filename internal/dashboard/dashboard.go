@@ -77,6 +77,9 @@ type Options struct {
 	// CronTimeZone is the zone cron reads the crontab in, for the next
 	// run times. Nil: time.Local (cron's own zone is the machine's).
 	CronTimeZone *time.Location
+	// Host is this host's name, for the gates' jitter offsets
+	// (gate.JitterOffset) in their next run times. Empty: os.Hostname.
+	Host string
 
 	// Load returns the config; it is called at most about once a second
 	// (the result is reused for ConfigTTL) and again after every pause or
@@ -178,6 +181,9 @@ func newHandler(opts Options) (*handler, error) {
 	}
 	if h.cronLoc == nil {
 		h.cronLoc = time.Local
+	}
+	if h.opts.Host == "" {
+		h.opts.Host, _ = os.Hostname()
 	}
 	if h.now == nil {
 		h.now = time.Now

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/watch"
@@ -980,5 +981,32 @@ func TestCookieSecure(t *testing.T) {
 		if code != 303 || strings.Contains(ck, "; Secure") != c.secure {
 			t.Errorf("login with %v: %d, Set-Cookie %q, want Secure %v", c.hdr, code, ck, c.secure)
 		}
+	}
+}
+
+// A gate with jitter: its next run is cron's next time plus its offset on
+// this host (gate.JitterOffset), said in jitter_ms; a gate with once_per
+// whose period is done is "done". Fails without the offset added.
+func TestSummaryJitterAndDone(t *testing.T) {
+	e := newEnv(t)
+	e.declare(&gate.GateConfig{Name: "spread", Jitter: 2 * time.Hour})
+	e.declare(&gate.GateConfig{Name: "daily", OncePer: gate.OnceWeek})
+	e.crontab = "0 3 * * * cron-gate spread -- true\n"
+	now := time.Now()
+	e.run(t, "daily", now, 0, journal.OutcomeSuccess, 0)
+	opts := e.options()
+	opts.Host = "host-a"
+	opts.CronTimeZone = time.UTC
+	opts.Now = func() time.Time { return now }
+	srv, _ := server(t, opts)
+	s := getSummary(t, srv.URL, nil)
+	g := gateOf(t, s, "spread")
+	off := gate.JitterOffset("spread", "host-a", 2*time.Hour)
+	cronNext := g.Schedules[0].Next
+	if g.JitterMS != off.Milliseconds() || !g.NextRun.Equal(cronNext.Add(off)) {
+		t.Fatalf("next run %v (jitter_ms %d), want cron's %v + %v", g.NextRun, g.JitterMS, cronNext, off)
+	}
+	if d := gateOf(t, s, "daily"); d.State != gate.StateDone || !d.PeriodDone || d.OncePer != gate.OnceWeek {
+		t.Fatalf("daily: state %s, period done %v", d.State, d.PeriodDone)
 	}
 }

@@ -78,6 +78,10 @@ type GateSummary struct {
 	// says "paused", and "would run at" this time).
 	NextRun     time.Time `json:"next_run,omitzero"`
 	NextRunFrom string    `json:"next_run_from,omitempty"` // "crontab" or "interval"
+	// JitterMS is the gate's jitter offset on this host
+	// (gate.JitterOffset), included in NextRun: when the command is
+	// expected to start, not when cron fires.
+	JitterMS int64 `json:"jitter_ms,omitempty"`
 	// Conditions are the watchdog's conditions for the gate
 	// (watch.Watched), each with its state after the last check.
 	Conditions []Condition `json:"conditions,omitempty"`
@@ -150,6 +154,9 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 		}
 		if gs.NextRun.IsZero() && gc.Interval > 0 && gs.LastStart != nil {
 			gs.NextRun, gs.NextRunFrom = gs.LastStart.Time.Add(gc.Interval), "interval"
+		}
+		if j := gate.JitterOffset(gs.Name, h.opts.Host, gc.Jitter); j > 0 && gs.NextRunFrom == "crontab" {
+			gs.NextRun, gs.JitterMS = gs.NextRun.Add(j), j.Milliseconds()
 		}
 		for _, c := range watch.Watched(cfg, &rep.Gates[i]) {
 			cd := Condition{Condition: c, State: "ok"}

@@ -52,6 +52,7 @@ type RunCmd struct {
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
 	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
 	OncePer   string        `enum:"${once_pers}" default:"" placeholder:"PERIOD" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
+	Jitter    time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter)."`
 	Name      string        `arg:"" help:"Gate name."`
 }
 
@@ -174,7 +175,7 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 
 // check checks the command after "--" and the durations.
 func (c *RunCmd) check(command []string) error {
-	ra := crongate.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter}
+	ra := crongate.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter, Jitter: c.Jitter}
 	if msg := ra.Check(command); msg != "" {
 		return usageError{msg}
 	}
@@ -198,7 +199,7 @@ var onceEnum = "," + strings.Join(gate.OncePers, ",")
 func fastParse(args []string, c *CLI) bool {
 	ra, ok := crongate.FastParse(args)
 	*c = CLI{Config: ra.Config, Quiet: ra.Quiet, Verbose: ra.Verbose}
-	c.Run = RunCmd{Name: ra.Name, Timeout: ra.Timeout, KillAfter: ra.KillAfter, OncePer: ra.OncePer}
+	c.Run = RunCmd{Name: ra.Name, Timeout: ra.Timeout, KillAfter: ra.KillAfter, OncePer: ra.OncePer, Jitter: ra.Jitter}
 	return ok
 }
 

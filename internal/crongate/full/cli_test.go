@@ -59,6 +59,7 @@ func TestFastParseRunForms(t *testing.T) {
 		{"-v", "x.y-z_1"},
 		{"--once-per", "1d", "nightly"},
 		{"--once-per=slot", "--timeout=1m", "g"},
+		{"--jitter", "5m", "--once-per", "1h", "g"},
 	} {
 		var fast CLI
 		if !fastParse(c, &fast) {
@@ -92,6 +93,7 @@ func FuzzFastParse(f *testing.F) {
 	f.Add("-q\x00--timeout=1s\x00g")
 	f.Add("--once-per\x00slot\x00g")
 	f.Add("--once-per=1x\x00g")
+	f.Add("--jitter=-5m\x00g")
 	f.Fuzz(func(t *testing.T, s string) {
 		args := strings.Split(s, "\x00")
 		for _, a := range args {

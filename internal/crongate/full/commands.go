@@ -95,7 +95,7 @@ func (c *RunCmd) Run(e *env) error {
 	}
 	return exit(gate.Run(gate.Invocation{
 		Gate: c.Name, Argv: e.command, Config: cfg, ConfigErr: cfgErr, Pauses: e.ps,
-		Timeout: c.Timeout, KillAfter: c.KillAfter, OncePer: c.OncePer, Out: e.out, Sigs: e.sigs,
+		Timeout: c.Timeout, KillAfter: c.KillAfter, OncePer: c.OncePer, Jitter: c.Jitter, Out: e.out, Sigs: e.sigs,
 		Observer: hcping.New, Locks: crongate.BusyLocks,
 	}))
 }

@@ -81,6 +81,9 @@ type NextTry struct {
 	Line  int       `json:"line"`
 	Where string    `json:"where"` // what was read: "crontab -l", files
 	Timer string    `json:"timer,omitempty"`
+	// JitterMS is the gate's jitter offset on this host, included in
+	// Time: when the command is expected to start.
+	JitterMS int64 `json:"jitter_ms,omitempty"`
 }
 
 func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *tui.Printer, now time.Time) int {
@@ -110,6 +113,10 @@ func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *tui.Prin
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	next, unscheduled, warns := nextTry(ctx, cfg, gc, now)
+	if host, _ := os.Hostname(); next != nil && !next.Time.IsZero() && gc.Jitter > 0 {
+		j := gate.JitterOffset(gc.Name, host, gc.Jitter)
+		next.Time, next.JitterMS = next.Time.Add(j), j.Milliseconds()
+	}
 	r.Next = next
 	r.Warnings = append(r.Warnings, warns...)
 	if unscheduled != "" {
@@ -351,6 +358,9 @@ func (r *WhyReport) print(w io.Writer, now time.Time) {
 		line("next try: never by cron (crontab %s line %d: %s)", n.Where, n.Line, n.Expr)
 	default:
 		s := fmt.Sprintf("next try: %s (in %s), %s line %d: %s", stampIn(n.Time.In(r.zone)), short(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
+		if n.JitterMS > 0 {
+			s += fmt.Sprintf(", after a jitter of %s", short(time.Duration(n.JitterMS)*time.Millisecond))
+		}
 		if len(r.Blockers) > 0 {
 			s += "; it will be skipped unless that changes"
 		}
