@@ -97,6 +97,7 @@ type GateConfig struct {
 	OncePer  string        // `once_per`: one of OncePers, or "" (every call may run)
 	TimeZone string        // `time_zone`: IANA name of the zone of its periods and of the times shown for it; "": the system's
 	Jitter   time.Duration // `jitter`: wait JitterOffset (in [0, jitter)) before starting the command; 0: none
+	Command  []string      // `command`: what cron-gate trigger runs; nil: the command of its crontab line
 }
 
 // StaleInterval is the interval the watchdog's stale rule uses: the

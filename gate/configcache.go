@@ -24,7 +24,7 @@ import (
 // shape without it; and a revision, to bump by hand when a field's meaning
 // or its validation changes without its shape changing.
 const (
-	cacheShape  = "jlbjmj8o65qq"
+	cacheShape  = "wzicoawydt15"
 	cacheSchema = "3/" + cacheShape
 )
 

@@ -49,7 +49,7 @@ func (r *run) jitterFor() time.Duration {
 // offset goes into the start record (jitter_ms).
 func (r *run) wait() (code int, stop bool) {
 	d := JitterOffset(r.inv.Gate, r.base.Host, r.jitterFor())
-	if d <= 0 {
+	if d <= 0 || r.inv.ManualBy != "" {
 		return 0, false
 	}
 	r.base.JitterMS = d.Milliseconds()

@@ -295,3 +295,39 @@ func TestOncePerTimeZone(t *testing.T) {
 		t.Fatalf("status: period end %v, state %s", st.PeriodEnd, st.State)
 	}
 }
+
+// A manual run is recorded as such with who asked; Force goes past the
+// config's pause (and says so in the start record) only for a manual
+// run; a manual run is still held to once_per. Fails if Force were
+// honoured for cron's runs.
+func TestManualRun(t *testing.T) {
+	e := newOnceEnv(t, OnceWeek)
+	e.cfg.Gates["g"].Paused = true
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	run := func(by string, force bool) int {
+		var errb bytes.Buffer
+		return Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: e.cfg, ManualBy: by, Force: force,
+			Out: &tui.Printer{Prog: "cron-gate", W: &errb}, Sigs: make(chan os.Signal), Now: func() time.Time { return t0 }})
+	}
+	if code := run("", true); code != DefaultSkipCode {
+		t.Fatalf("Force without a manual run: exit %d, want the skip", code)
+	}
+	if code := run("ops@pi", false); code != DefaultSkipCode {
+		t.Fatalf("manual, paused, not forced: exit %d", code)
+	}
+	if code := run("ops@pi", true); code != 0 {
+		t.Fatalf("manual, forced: exit %d", code)
+	}
+	recs := readJournal(t, e.cfg.StateDir, "g")
+	start := recs[len(recs)-2]
+	if start.Event != journal.EventStart || start.Trigger != journal.TriggerManual || start.By != "ops@pi" || !start.Forced ||
+		!strings.Contains(start.Detail, "forced past the pause: paused by config") {
+		t.Fatalf("start record %+v", start)
+	}
+	if s := e.summary(); s.LastEnd.Trigger != journal.TriggerManual || s.LastEnd.By != "ops@pi" {
+		t.Fatalf("last end %+v", s.LastEnd)
+	}
+	if code := run("ops@pi", true); code != DefaultSkipCode {
+		t.Fatalf("manual, forced, period done: exit %d, want the skip (done)", code)
+	}
+}

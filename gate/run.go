@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
@@ -52,6 +53,13 @@ type Invocation struct {
 	// Wait, if set, is called instead of sleeping the jitter offset (an
 	// injected clock for tests).
 	Wait func(time.Duration)
+	// ManualBy, if set, makes this a manual run (cron-gate trigger, the
+	// dashboard's "run now") by that person: recorded as trigger
+	// "manual" with by; it does not wait its jitter. Force, for a manual
+	// run only, skips the pause checks (this host's, the config's, the
+	// shared one), and the journal says which pause it went past.
+	ManualBy string
+	Force    bool
 }
 
 // Printer takes Run's messages for people: one line each, prefixed with
@@ -152,6 +160,9 @@ func newRun(inv Invocation) *run {
 	r.called = r.now()
 	r.id = newRunID(r.called)
 	r.base = journal.Record{Run: r.id, Pid: os.Getpid(), PidStart: procstat.StartTicks(os.Getpid()), Host: hostname()}
+	if inv.ManualBy != "" {
+		r.base.Trigger, r.base.By, r.base.Forced = journal.TriggerManual, inv.ManualBy, inv.Force
+	}
 	if r.cfg != nil {
 		r.g = r.cfg.Gate(inv.Gate)
 		r.pauses = inv.Pauses.For(r.cfg)
@@ -166,7 +177,10 @@ func (r *run) decide() (code int, decided bool) {
 		return r.fail(journal.ReasonState, r.localErr), true
 	}
 	if p := PauseOf(r.g, r.local, r.now()); p != nil {
-		return r.skip(journal.ReasonPaused, describePause(p)), true
+		if !r.forced() {
+			return r.skip(journal.ReasonPaused, describePause(p)), true
+		}
+		r.forcedPast(describePause(p))
 	}
 	if code, decided := r.decideShared(); decided {
 		return code, true
@@ -196,10 +210,20 @@ func (r *run) decideShared() (code int, decided bool) {
 		return r.skip(journal.ReasonCoordinatorDown, fmt.Sprintf("shared pauses unknown: %v", err)), true
 	case err != nil:
 		return r.fail(journal.ReasonState, fmt.Errorf("gate %s: shared pause: %w", r.inv.Gate, err)), true
+	case p.Active(r.now()) && r.forced():
+		r.forcedPast(describePause(p))
 	case p.Active(r.now()):
 		return r.skip(journal.ReasonPaused, describePause(p)), true
 	}
 	return 0, false
+}
+
+// forced reports whether the run is a manual one told to go past pauses.
+func (r *run) forced() bool { return r.inv.ManualBy != "" && r.inv.Force }
+
+// forcedPast notes, for the start record, the pause a forced run went past.
+func (r *run) forcedPast(pause string) {
+	r.note = strings.TrimPrefix(r.note+"; forced past the pause: "+pause, "; ")
 }
 
 // legacyReasons are the journal's reasons for what legacy.Check finds.

@@ -57,6 +57,9 @@ const (
 	OutcomeVanished = "vanished" // cron-gate was killed while the command ran: no end record
 )
 
+// TriggerManual is Record.Trigger of a run a person asked for.
+const TriggerManual = "manual"
+
 // Reasons for skips and errors.
 const (
 	ReasonPaused        = "paused"
@@ -107,6 +110,13 @@ type Record struct {
 	// in (gate.Period.Key: its start, RFC 3339): a success counts for it,
 	// whenever the command started.
 	Period string `json:"period,omitempty"`
+	// Trigger is TriggerManual for a run asked for by a person
+	// (cron-gate trigger, the dashboard's "run now"), By who asked, and
+	// Forced that it was told to go past the pauses (the start record's
+	// detail names the pause); "" for cron's runs.
+	Trigger string `json:"trigger,omitempty"`
+	By      string `json:"by,omitempty"`
+	Forced  bool   `json:"forced,omitempty"`
 	// JitterMS is the jitter offset the run waited before starting its
 	// command (gate.JitterOffset), in the records written after the wait.
 	JitterMS int64 `json:"jitter_ms,omitempty"`
@@ -135,7 +145,10 @@ type Event struct {
 	Detail     string    `json:"detail,omitempty"`
 	Locks      []Lock    `json:"locks,omitempty"` // a busy skip's (Record.Locks)
 	LocksMore  int       `json:"locks_more,omitempty"`
-	Period     string    `json:"period,omitempty"` // Record.Period
+	Period     string    `json:"period,omitempty"`  // Record.Period
+	Trigger    string    `json:"trigger,omitempty"` // Record.Trigger
+	By         string    `json:"by,omitempty"`
+	Forced     bool      `json:"forced,omitempty"`
 }
 
 // Attempt is one attempt of the gate in Digest.Recent: a run that ended
@@ -645,7 +658,7 @@ func (j *Journal) writeSummary(s *Summary) error {
 func eventOf(r Record) *Event {
 	return &Event{Run: r.Run, Time: r.Time, Outcome: r.Outcome, Exit: r.Exit, Signal: r.Signal,
 		Started: r.Started, DurationMS: r.DurationMS, Reason: r.Reason, Detail: r.Detail,
-		Locks: r.Locks, LocksMore: r.LocksMore, Period: r.Period}
+		Locks: r.Locks, LocksMore: r.LocksMore, Period: r.Period, Trigger: r.Trigger, By: r.By, Forced: r.Forced}
 }
 
 // attempt folds one attempt (an end, a skip or an error) into the

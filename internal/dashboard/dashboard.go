@@ -98,6 +98,12 @@ type Options struct {
 	// msg is one line for people. The dashboard refuses a resume without
 	// force of a gate the config pauses (409) before calling it.
 	Resume func(cfg *gate.Config, name string, force bool) (msg string, err error)
+	// Trigger starts a manual run of a gate through the gate (`cron-gate
+	// trigger NAME --by WHO`, not forced: a paused gate's run is
+	// skipped) and returns at once, with one line for people; an error
+	// says why it could not start (no command known for the gate).
+	// Optional: nil, and the page has no "run now".
+	Trigger func(cfg *gate.Config, name, who string) (msg string, err error)
 	// Crontab returns the crontab text the gates' schedules are read from
 	// (user format, system format or both concatenated). Optional: nil
 	// means no schedules, only the config's intervals. Its result is

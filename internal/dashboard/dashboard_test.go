@@ -1010,3 +1010,47 @@ func TestSummaryJitterAndDone(t *testing.T) {
 		t.Fatalf("daily: state %s, period done %v", d.State, d.PeriodDone)
 	}
 }
+
+// "run now": POST /api/trigger calls the Trigger hook with the gate and
+// who asked (the dashboard and the client's address), under the same
+// session key as pause and resume; without a hook it is 501; a hook that
+// cannot start says why (409).
+func TestTrigger(t *testing.T) {
+	e := newEnv(t)
+	fixture(t, e, time.Now())
+	var got []string
+	opts := e.options()
+	opts.Trigger = func(cfg *gate.Config, name, who string) (string, error) {
+		if name == "terms" {
+			return "", errors.New("no command in the config")
+		}
+		got = append(got, name+" by "+who)
+		return "started a run of gate " + name, nil
+	}
+	srv, h := server(t, opts)
+	code, body := post(t, srv.URL, "/api/trigger", h, url.Values{"gate": {"translate"}})
+	if code != 200 || !strings.Contains(body, "started a run of gate translate") {
+		t.Fatalf("trigger: %d %s", code, body)
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "translate by ") || !strings.Contains(got[0], "(dashboard) from 127.0.0.1") {
+		t.Fatalf("hook called with %q", got)
+	}
+	if code, body := post(t, srv.URL, "/api/trigger", h, url.Values{"gate": {"terms"}}); code != 409 || !strings.Contains(body, "run gate terms now: no command") {
+		t.Fatalf("failing hook: %d %s", code, body)
+	}
+	if code, body := post(t, srv.URL, "/api/trigger", h, url.Values{"gate": {"translate"}, "reason": {"x"}}); code != 400 {
+		t.Fatalf("trigger with a reason: %d %s", code, body)
+	}
+	// Without the session's key (the cookie alone): refused, not run.
+	b := login(t, srv.URL, h.token)
+	code, _, body = do(t, "POST", srv.URL+"/api/trigger", strings.NewReader("gate=translate"),
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": b.cookie, "Origin": srv.URL})
+	if code != 403 || len(got) != 1 {
+		t.Fatalf("cookie alone: %d %s; hook calls %q", code, body, got)
+	}
+	opts.Trigger = nil
+	srv2, h2 := server(t, opts)
+	if code, body := post(t, srv2.URL, "/api/trigger", h2, url.Values{"gate": {"translate"}}); code != 501 {
+		t.Fatalf("no hook: %d %s", code, body)
+	}
+}

@@ -52,7 +52,7 @@ func gateAfter(words []string) string {
 		switch {
 		case w == "--":
 			return ""
-		case w == "--config" || w == "--timeout" || w == "--kill-after":
+		case w == "--config" || w == "--timeout" || w == "--kill-after" || w == "--once-per" || w == "--jitter":
 			j++
 			continue
 		case strings.HasPrefix(w, "-"):
@@ -68,6 +68,52 @@ func gateAfter(words []string) string {
 	return ""
 }
 
+// commandAfter reads a line whose field at (the cron-gate word) is
+// followed by `[FLAGS] NAME -- COMMAND`: the flags' words and COMMAND's
+// text as written (the rest of the line after the "--" field). Both are
+// empty when the line is not of that form.
+func commandAfter(line string, at int, name string) ([]string, string) {
+	type field struct {
+		s   string
+		end int
+	}
+	var fs []field
+	for i := 0; i < len(line); {
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		start := i
+		for i < len(line) && line[i] != ' ' && line[i] != '\t' {
+			i++
+		}
+		if i > start {
+			fs = append(fs, field{line[start:i], i})
+		}
+	}
+	var flags []string
+	for k := at + 1; k < len(fs); k++ {
+		switch w := fs[k].s; {
+		case w == name && k+1 < len(fs) && fs[k+1].s == "--":
+			cmd := strings.TrimSpace(line[fs[k+1].end:])
+			if cmd == "" {
+				return nil, ""
+			}
+			return flags, cmd
+		case strings.HasPrefix(w, "-") && w != "--":
+			flags = append(flags, w)
+		case w == "run":
+		default:
+			if len(flags) > 0 && !strings.Contains(flags[len(flags)-1], "=") && strings.HasPrefix(flags[len(flags)-1], "--") &&
+				flags[len(flags)-1] != "--quiet" && flags[len(flags)-1] != "--verbose" {
+				flags = append(flags, w) // a flag's value
+				continue
+			}
+			return nil, ""
+		}
+	}
+	return nil, ""
+}
+
 // CrontabJob is one cron-gate job of a crontab: the gate it runs and the
 // schedule that runs it.
 type CrontabJob struct {
@@ -80,6 +126,12 @@ type CrontabJob struct {
 	// environment), so cron-gate computes next runs in the system zone
 	// all the same and says so (cronie would honour it).
 	CronTZ string
+	// Command is the line's command after `cron-gate [FLAGS] NAME --`,
+	// as cron hands it to the shell, and Flags the words between
+	// cron-gate and NAME; both empty when cron-gate is not the first
+	// word of the line's command (a `sh -c '…'` line, a pipeline).
+	Command string
+	Flags   []string
 }
 
 // cronTZLine returns the value a CRON_TZ line sets ("NAME=value" or
@@ -137,7 +189,11 @@ func CrontabJobs(data []byte) []CrontabJob {
 				continue
 			}
 			if g := gateAfter(words[i+1:]); g != "" {
-				out = append(out, CrontabJob{Gate: g, Schedule: strings.Join(words[:nsched], " "), Line: n, CronTZ: cronTZ})
+				j := CrontabJob{Gate: g, Schedule: strings.Join(words[:nsched], " "), Line: n, CronTZ: cronTZ}
+				if i == nsched || i == nsched+1 { // the command's first word (a system crontab has a user field first)
+					j.Flags, j.Command = commandAfter(line, i, g)
+				}
+				out = append(out, j)
 				break
 			}
 		}

@@ -2,7 +2,10 @@ package watch
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/crongate/crongate/gate"
 )
 
 func TestCrontabJobs(t *testing.T) {
@@ -25,6 +28,9 @@ PATH=/usr/local/bin:/usr/bin:/bin
 		{Gate: "translate", Schedule: "1 2 3 * *", Line: 10},
 	}
 	got := CrontabJobs([]byte(tab))
+	for i := range got { // TestCrontabJobsCommand checks these
+		got[i].Command, got[i].Flags = "", nil
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("CrontabJobs:\n got %+v\nwant %+v", got, want)
 	}
@@ -47,11 +53,49 @@ CRON_TZX=nope
 `
 	got := CrontabJobs([]byte(tab))
 	want := []CrontabJob{
-		{Gate: "a", Schedule: "0 9 * * *", Line: 1},
-		{Gate: "b", Schedule: "0 9 * * *", Line: 3, CronTZ: "Asia/Tokyo"},
-		{Gate: "c", Schedule: "0 9 * * *", Line: 5, CronTZ: "America/New_York"},
+		{Gate: "a", Schedule: "0 9 * * *", Line: 1, Command: "true"},
+		{Gate: "b", Schedule: "0 9 * * *", Line: 3, CronTZ: "Asia/Tokyo", Command: "true"},
+		{Gate: "c", Schedule: "0 9 * * *", Line: 5, CronTZ: "America/New_York", Command: "true"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("CrontabJobs:\n got %+v\nwant %+v", got, want)
 	}
+}
+
+// A line whose command is `cron-gate [FLAGS] NAME -- COMMAND` gives its
+// flags and COMMAND's text as written (what cron-gate trigger runs); the
+// values of --once-per and --jitter are not taken for the gate's name.
+func TestCrontabJobsCommand(t *testing.T) {
+	tab := "*/10 * * * * cron-gate --once-per 1d --jitter=5m nightly -- python3 n.py  >/dev/null 2>&1\n" +
+		"0 3 * * * root cron-gate -q backup -- sh -c 'tar c /srv | gzip > /b.tgz'\n" +
+		"0 4 * * * sh -c 'cron-gate wrapped -- true'\n" +
+		"0 5 * * * cron-gate --timeout 1h long --\n"
+	got := CrontabJobs([]byte(tab))
+	want := []CrontabJob{
+		{Gate: "nightly", Schedule: "*/10 * * * *", Line: 1, Flags: []string{"--once-per", "1d", "--jitter=5m"}, Command: "python3 n.py  >/dev/null 2>&1"},
+		{Gate: "backup", Schedule: "0 3 * * *", Line: 2, Flags: []string{"-q"}, Command: "sh -c 'tar c /srv | gzip > /b.tgz'"},
+		{Gate: "wrapped", Schedule: "0 4 * * *", Line: 3},
+		{Gate: "long", Schedule: "0 5 * * *", Line: 4},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("CrontabJobs:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// FuzzCrontabJobs: a crontab is outside input; reading it never panics,
+// every job's gate is a gate name, and a job's command is a part of its
+// line, after the gate's name.
+func FuzzCrontabJobs(f *testing.F) {
+	f.Add("*/10 * * * * cron-gate --once-per 1d nightly -- python3 n.py\nCRON_TZ=UTC\n")
+	f.Add("0 3 * * * root cron-gate -q backup -- sh -c 'x'\n@daily cron-gate a --\n")
+	f.Fuzz(func(t *testing.T, tab string) {
+		for _, j := range CrontabJobs([]byte(tab)) {
+			if gate.CheckName(j.Gate) != nil {
+				t.Fatalf("gate %q", j.Gate)
+			}
+			if j.Command != "" && !strings.Contains(tab, j.Command) {
+				t.Fatalf("command %q is not in the crontab", j.Command)
+			}
+		}
+	})
 }

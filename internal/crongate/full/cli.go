@@ -27,12 +27,13 @@ type CLI struct {
 	Verbose bool             `short:"v" help:"Say more."`
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
-	Run    RunCmd    `cmd:"" hidden:"" help:"Run COMMAND through gate NAME (the default: cron-gate NAME -- COMMAND)."`
-	Pause  PauseCmd  `cmd:"" help:"Pause a gate: its runs are skipped until it is resumed or the pause expires."`
-	Resume ResumeCmd `cmd:"" help:"Resume a gate paused from the command line or in the config."`
-	Status StatusCmd `cmd:"" help:"Show the state of every gate, or of one."`
-	Why    WhyCmd    `cmd:"" help:"Say in words why a gate did or did not run: its last attempts, what stops it now, when cron next tries (why.go)."`
-	Edit   EditCmd   `cmd:"" help:"Edit the config safely: a copy in $VISUAL or $EDITOR (else vi), checked, then atomically replaced, under the config lock."`
+	Run     RunCmd     `cmd:"" hidden:"" help:"Run COMMAND through gate NAME (the default: cron-gate NAME -- COMMAND)."`
+	Pause   PauseCmd   `cmd:"" help:"Pause a gate: its runs are skipped until it is resumed or the pause expires."`
+	Resume  ResumeCmd  `cmd:"" help:"Resume a gate paused from the command line or in the config."`
+	Status  StatusCmd  `cmd:"" help:"Show the state of every gate, or of one."`
+	Trigger TriggerCmd `cmd:"" help:"Run a gate's command now, through the gate (pauses, legacy files, once_per, its locks), recorded as a manual run."`
+	Why     WhyCmd     `cmd:"" help:"Say in words why a gate did or did not run: its last attempts, what stops it now, when cron next tries (why.go)."`
+	Edit    EditCmd    `cmd:"" help:"Edit the config safely: a copy in $VISUAL or $EDITOR (else vi), checked, then atomically replaced, under the config lock."`
 
 	// The watchdog (internal/watch/, check.go, metrics.go).
 	Check   CheckCmd   `cmd:"" help:"Watchdog (run it from cron): alert once when a gate is stale, failing or unscheduled, and once when it recovers."`
@@ -95,6 +96,7 @@ holds its legacy lock, and record every run, skip and failure.
   cron-gate resume NAME
   cron-gate status [NAME] [--json] [--output]
   cron-gate why NAME [--json]
+  cron-gate trigger NAME [--force]
   cron-gate edit
   cron-gate check [--dry-run] [--json] [--metrics-file PATH]
   cron-gate metrics

@@ -441,6 +441,9 @@
         if (window.confirm('Set paused = false for ' + g.name + ' in the config file?')) post('/api/force-resume', { gate: g.name });
       }));
     }
+    wrap.appendChild(actionButton('run now', 'trigger', 'run the command now through the gate: skipped while paused, done or held back as a cron tick would be; recorded as a manual run', () => {
+      if (window.confirm('Run ' + g.name + ' now, through its gate?')) post('/api/trigger', { gate: g.name });
+    }));
     const out = button('output', 'output', () => toggleOutput(g.name, r));
     setTitle(out, g.log_output ? 'the last run\'s output' : 'output is not kept for this gate (log_output)');
     wrap.appendChild(out);
