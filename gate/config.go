@@ -53,15 +53,18 @@ const MaxConfigBytes = 4 << 20
 // A Config is not modified by its methods and may be shared by goroutines
 // once loaded, as long as nobody modifies it.
 type Config struct {
-	Path     string                 // file it came from ("" if none)
-	StateDir string                 // `state_dir`; absolute, or "" when not set (StateDirFor decides then)
-	SkipCode int                    // `skip_code`, default DefaultSkipCode, 0..255
-	History  int                    // `history`, records kept per gate before rotation, default DefaultHistory, >= MinHistory
-	Gates    map[string]*GateConfig // `[gates.NAME]`, by NAME
-	Check    CheckConfig            // `[check]`: the watchdog's settings (zero values: defaults)
-	Serve    ServeConfig            // `[serve]`: the dashboard's settings (zero values: defaults)
-	Etcd     EtcdConfig             // `[etcd]`: shared pauses across hosts (shared.go); not set: none
-	Notify   []NotifyConfig         // `[[notify]]`: where the watchdog sends alerts, in file order
+	Path     string // file it came from ("" if none)
+	StateDir string // `state_dir`; absolute, or "" when not set (StateDirFor decides then)
+	SkipCode int    // `skip_code`, default DefaultSkipCode, 0..255
+	History  int    // `history`, records kept per gate before rotation, default DefaultHistory, >= MinHistory
+	// ReportSkips is `report_skips`: a skip is said on stderr also when
+	// it is not a terminal (cron mails it); by default it is not.
+	ReportSkips bool
+	Gates       map[string]*GateConfig // `[gates.NAME]`, by NAME
+	Check       CheckConfig            // `[check]`: the watchdog's settings (zero values: defaults)
+	Serve       ServeConfig            // `[serve]`: the dashboard's settings (zero values: defaults)
+	Etcd        EtcdConfig             // `[etcd]`: shared pauses across hosts (shared.go); not set: none
+	Notify      []NotifyConfig         // `[[notify]]`: where the watchdog sends alerts, in file order
 }
 
 // GateConfig is the configuration of one gate, a `[gates.NAME]` table.
@@ -139,7 +142,7 @@ type CheckConfig struct {
 	ResumeGrace      time.Duration // `resume_grace`: after a resume, stale is held for interval + this; default 15m (ResumeGraceSet: 0 is a value)
 	ResumeGraceSet   bool          // resume_grace was given (so that "0s" is not the default)
 	CrontabCommand   []string      // `crontab_command`: prints the crontab; nil: ["crontab", "-l"]; empty (not nil): do not read a crontab
-	CronD            []string      // `cron_d`: absolute paths of directories (every file in them) or files in system crontab format
+	CronD            []string      // `cron_d`: system crontabs, files or directories; nil: ["/etc/crontab", "/etc/cron.d"]; empty (not nil): none
 	SystemctlCommand []string      // `systemctl_command`: nil: ["systemctl"]; "is-active UNIT" is appended
 	MetricsFile      string        // `metrics_file`: absolute path; the check writes the Prometheus text there
 }
@@ -175,10 +178,12 @@ func (c CheckConfig) ResumeGraceOr() time.Duration {
 	return c.ResumeGrace
 }
 
-// The defaults of crontab_command and systemctl_command; the accessors
-// return copies.
+// The defaults of crontab_command, cron_d and systemctl_command (what
+// Debian's cron reads: the user's crontab, /etc/crontab, /etc/cron.d);
+// the accessors return copies.
 var (
 	defaultCrontabCommand   = []string{"crontab", "-l"}
+	defaultCronD            = []string{"/etc/crontab", "/etc/cron.d"}
 	defaultSystemctlCommand = []string{"systemctl"}
 )
 
@@ -189,6 +194,15 @@ func (c CheckConfig) CrontabCommandOr() []string {
 		return slices.Clone(defaultCrontabCommand)
 	}
 	return c.CrontabCommand
+}
+
+// CronDOr returns cron_d or (a copy of) its default; an empty result
+// means no system crontab is read.
+func (c CheckConfig) CronDOr() []string {
+	if c.CronD == nil {
+		return slices.Clone(defaultCronD)
+	}
+	return c.CronD
 }
 
 // SystemctlCommandOr returns systemctl_command or (a copy of) its default.

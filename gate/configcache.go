@@ -24,7 +24,7 @@ import (
 // shape without it; and a revision, to bump by hand when a field's meaning
 // or its validation changes without its shape changing.
 const (
-	cacheShape  = "wzicoawydt15"
+	cacheShape  = "27hvsxj3mpl5r"
 	cacheSchema = "3/" + cacheShape
 )
 
@@ -36,6 +36,7 @@ type cacheEntry struct {
 	StateDir string      `json:"state_dir"`
 	SkipCode int         `json:"skip_code"`
 	History  int         `json:"history"`
+	Report   bool        `json:"report_skips,omitempty"`
 	Gate     *GateConfig `json:"gate,omitempty"` // nil: not declared
 	Etcd     EtcdConfig  `json:"etcd,omitzero"`  // shared pauses: the run is cron-gate-etcd's
 }
@@ -106,7 +107,8 @@ func LookupGate(path string, missingOK bool, name string) (*Config, *CacheLookup
 // decoded from l.Data, and returns it: a Config with the global settings
 // and only the gate asked for. Failing to write the entry costs only time.
 func (l *CacheLookup) Store(full *Config) *Config {
-	e := cacheEntry{Key: l.key, StateDir: full.StateDir, SkipCode: full.SkipCode, History: full.History, Gate: full.Gates[l.name], Etcd: full.Etcd, Path: l.path}
+	e := cacheEntry{Key: l.key, StateDir: full.StateDir, SkipCode: full.SkipCode, History: full.History, Report: full.ReportSkips,
+		Gate: full.Gates[l.name], Etcd: full.Etcd, Path: l.path}
 	if l.file != "" {
 		if b, err := json.Marshal(e); err == nil {
 			if d := openCacheDir(); d != nil {
@@ -124,6 +126,7 @@ func (l *CacheLookup) Store(full *Config) *Config {
 func (e *cacheEntry) config(path string) *Config {
 	cfg := DefaultConfig()
 	cfg.Path, cfg.StateDir, cfg.SkipCode, cfg.History, cfg.Etcd = path, e.StateDir, e.SkipCode, e.History, e.Etcd
+	cfg.ReportSkips = e.Report
 	if e.Gate != nil {
 		cfg.Gates[e.Gate.Name] = e.Gate
 	}

@@ -20,7 +20,9 @@ func ExampleRun() {
 	defer os.RemoveAll(stateDir)
 	cfg := gate.DefaultConfig()
 	cfg.StateDir = stateDir
-	out := &tui.Printer{Prog: "example", W: os.Stdout}
+	// A skip is said only on a terminal unless Verbose (-v) or the
+	// config's report_skips: under cron, and here, it would be silent.
+	out := &tui.Printer{Prog: "example", W: os.Stdout, Verbose: true}
 
 	code := gate.Run(gate.Invocation{Gate: "backup", Argv: []string{"true"}, Config: cfg, Out: out})
 	fmt.Println("ran:", code)

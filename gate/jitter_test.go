@@ -61,7 +61,7 @@ func TestJitterWaitsHoldingNothing(t *testing.T) {
 		var errb bytes.Buffer
 		clock := t0
 		code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: e.cfg, Jitter: flag,
-			Out: &tui.Printer{Prog: "cron-gate", W: &errb, Verbose: true}, Sigs: make(chan os.Signal),
+			Out: &tui.Printer{Prog: "cron-gate", W: &errb, Verbose: true, ReportSkips: true}, Sigs: make(chan os.Signal),
 			Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock },
 			Wait: func(d time.Duration) {
 				waited = append(waited, d)
@@ -154,7 +154,7 @@ func TestJitterSignalEndsWait(t *testing.T) {
 	done := make(chan int)
 	go func() {
 		done <- Run(Invocation{Gate: "g", Argv: []string{"touch", t.TempDir() + "/ran"}, Config: e.cfg,
-			Out: &tui.Printer{Prog: "cron-gate", W: &errb}, Sigs: sigs})
+			Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: sigs})
 	}()
 	select {
 	case code := <-done:

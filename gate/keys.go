@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/internal/cfgtext"
+	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/suggest"
 )
 
@@ -291,10 +292,13 @@ func records(s *Spec, v Value) string {
 	return ""
 }
 
-// atLeast refuses a number below Min.
-func atLeast(s *Spec, v Value) string {
-	if float64(v.N) < s.Min {
+// byteCount refuses a size outside Min..Max, saying why there is a Max.
+func byteCount(s *Spec, v Value) string {
+	switch {
+	case float64(v.N) < s.Min:
 		return s.text(v) + " is too small; use at least " + fmtNum(s.Min)
+	case float64(v.N) > s.Max:
+		return s.text(v) + " is too large; use at most " + fmtNum(s.Max) + " (the output is held in memory until the run ends)"
 	}
 	return ""
 }
@@ -390,6 +394,10 @@ var TopTable = Table[Config]{
 			Doc: "records kept per gate (between N and 2N)"},
 			Get: func(c *Config) (Value, bool) { return Value{N: int64(c.History)}, true },
 			Set: func(c *Config, v Value) { c.History = int(v.N) }},
+		{Spec: Spec{Name: "report_skips", Kind: KindBool,
+			Doc: "say why a run was skipped (paused, a legacy lock, the coordinator down) on stderr also when it is not a terminal: under cron, which mails it; by default only a person at a terminal sees it (`-v` for one line)"},
+			Get: func(c *Config) (Value, bool) { return Value{B: c.ReportSkips}, c.ReportSkips },
+			Set: func(c *Config, v Value) { c.ReportSkips = v.B }},
 		{Spec: Spec{Name: "gates", Kind: KindNamedTables, Doc: "the gates, one `[gates.NAME]` table each"}},
 		{Spec: Spec{Name: "check", Kind: KindTable, Doc: "the watchdog, `cron-gate check`"}},
 		{Spec: Spec{Name: "notify", Kind: KindTables, Doc: "where the watchdog sends alerts"}},
@@ -453,7 +461,7 @@ var GateTable = Table[GateConfig]{
 		{Spec: Spec{Name: "log_output", Kind: KindBool, Doc: "keep the command's output (`status NAME --output`, the dashboard)"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{B: g.LogOutput}, g.LogOutput },
 			Set: func(g *GateConfig, v Value) { g.LogOutput = v.B }},
-		{Spec: Spec{Name: "log_max_bytes", Kind: KindInt, Min: MinLogMaxBytes, Check: atLeast,
+		{Spec: Spec{Name: "log_max_bytes", Kind: KindInt, Min: MinLogMaxBytes, Max: MaxLogMaxBytes, Check: byteCount,
 			Default: Value{N: DefaultLogMaxBytes}, DefaultNote: "with `log_output`",
 			Doc: "bytes of output kept per run (the last part)"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{N: g.LogMaxBytes}, g.LogMaxBytes != 0 },
@@ -472,7 +480,7 @@ var GateTable = Table[GateConfig]{
 			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.FailureStateKey}, g.FailureStateKey != "" },
 			Set: func(g *GateConfig, v Value) { g.FailureStateKey = v.S }},
 		{Spec: Spec{Name: "healthchecks_url", Kind: KindURL, Example: `"https://hc-ping.com/UUID"`,
-			Doc: "a healthchecks.io-compatible ping URL, pinged by the watchdog"},
+			Doc: "a healthchecks.io-compatible ping URL, pinged by each run: `/start`, then success (a busy skip too), `/N` or `/fail`, with a run ID"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.HealthchecksURL}, g.HealthchecksURL != "" },
 			Set: func(g *GateConfig, v Value) { g.HealthchecksURL = v.S }},
 		{Spec: Spec{Name: "max_runtime", Kind: KindDuration, Min: 1, Check: duration, Example: `"2h"`,
@@ -548,11 +556,11 @@ var CheckTable = Table[CheckConfig]{
 			},
 			Set: func(c *CheckConfig, v Value) { c.ResumeGrace, c.ResumeGraceSet = v.D, true }},
 		{Spec: Spec{Name: "crontab_command", Kind: KindArgv, EmptyOK: true, Example: `["crontab", "-l"]`,
-			Default: Value{L: defaultCrontabCommand}, Doc: "prints the crontab; `[]`: read none"},
+			Default: Value{L: defaultCrontabCommand}, Doc: "prints the user's crontab; `[]`: read none"},
 			Get: func(c *CheckConfig) (Value, bool) { return Value{L: c.CrontabCommand}, c.CrontabCommand != nil },
 			Set: func(c *CheckConfig, v Value) { c.CrontabCommand = v.L }},
-		{Spec: Spec{Name: "cron_d", Kind: KindPaths, Example: `["/etc/cron.d"]`,
-			Doc: "system crontabs: directories (their files named as cron reads them) or files"},
+		{Spec: Spec{Name: "cron_d", Kind: KindPaths, Example: `["/etc/cron.d"]`, Default: Value{L: defaultCronD},
+			Doc: "system crontabs (with a user field): files, and directories whose files cron reads; `[]`: read none"},
 			Get: func(c *CheckConfig) (Value, bool) { return Value{L: c.CronD}, c.CronD != nil },
 			Set: func(c *CheckConfig, v Value) { c.CronD = v.L }},
 		{Spec: Spec{Name: "systemctl_command", Kind: KindArgv, Example: `["systemctl"]`,
@@ -715,13 +723,57 @@ var EtcdTable = Table[EtcdConfig]{
 				return Value{}, false
 			},
 			Set: func(e *EtcdConfig, v Value) { e.RunOnDown = v.S == "run" }},
+		{Spec: Spec{Name: "ca_file", Kind: KindPath, Example: `"/etc/etcd/ca.pem"`, DefaultNote: "the system's roots",
+			Doc: "PEM certificates that sign the members' certificates (https:// endpoints)"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.CAFile}, e.CAFile != "" },
+			Set: func(e *EtcdConfig, v Value) { e.CAFile = v.S }},
+		{Spec: Spec{Name: "cert_file", Kind: KindPath, Example: `"/etc/etcd/client.pem"`,
+			Doc: "client certificate (PEM), for members that require one; with `key_file`"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.CertFile}, e.CertFile != "" },
+			Set: func(e *EtcdConfig, v Value) { e.CertFile = v.S }},
+		{Spec: Spec{Name: "key_file", Kind: KindPath, Example: `"/etc/etcd/client-key.pem"`,
+			Doc: "the client certificate's key (PEM)"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.KeyFile}, e.KeyFile != "" },
+			Set: func(e *EtcdConfig, v Value) { e.KeyFile = v.S }},
+		{Spec: Spec{Name: "server_name", Kind: KindString, Example: `"etcd.internal"`, DefaultNote: "each endpoint's host",
+			Doc: "the name the members' certificates carry"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.ServerName}, e.ServerName != "" },
+			Set: func(e *EtcdConfig, v Value) { e.ServerName = v.S }},
+		{Spec: Spec{Name: "user", Kind: KindString, Check: etcdUserCheck, Example: `"cron-gate"`,
+			Doc: "etcd auth user; the password is in `password_file` or `$CRON_GATE_ETCD_PASSWORD`"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.User}, e.User != "" },
+			Set: func(e *EtcdConfig, v Value) { e.User = v.S }},
+		{Spec: Spec{Name: "password_file", Kind: KindPath, Example: `"/etc/cron-gate/etcd-password"`,
+			Doc: "holds `user`'s password (first line); mode 0600 or stricter"},
+			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.PasswordFile}, e.PasswordFile != "" },
+			Set: func(e *EtcdConfig, v Value) { e.PasswordFile = v.S }},
 	},
 	Rule: func(e *EtcdConfig, g Given) []Problem {
-		if !g.Has("endpoints") && g.Any() {
+		switch {
+		case !g.Has("endpoints") && g.Any():
 			return []Problem{{"", `endpoints is missing; name every member, e.g. endpoints = ["http://etcd1:2379"]`}}
+		case g.Has("password_file") && !g.Has("user"):
+			return []Problem{{"password_file", "needs user"}}
+		case g.Has("cert_file") != g.Has("key_file"):
+			return []Problem{{"cert_file", "cert_file and key_file go together"}}
+		}
+		if e.CAFile != "" || e.CertFile != "" || e.KeyFile != "" || e.ServerName != "" {
+			for _, ep := range e.Endpoints {
+				if !strings.HasPrefix(ep, "https://") {
+					return []Problem{{"endpoints", cfgtext.ShortQuote(ep) + " is not https://, which ca_file, cert_file, key_file and server_name need"}}
+				}
+			}
 		}
 		return nil
 	},
+}
+
+// etcdUserCheck refuses a user name etcd cannot have.
+func etcdUserCheck(s *Spec, v Value) string {
+	if v.S == "" || strings.ContainsAny(v.S, ":\x00\n") {
+		return cfgtext.ShortQuote(v.S) + " is not an etcd user name (no colon, e.g. " + s.Example + ")"
+	}
+	return ""
 }
 
 // DefaultEtcdPrefix is `prefix` of [etcd] when not set.
@@ -834,7 +886,7 @@ func (s *Spec) defaultText() string {
 	case d.F != 0:
 		return strconv.FormatFloat(d.F, 'g', -1, 64)
 	case d.D != 0:
-		return strconv.Quote(shortDuration(d.D))
+		return strconv.Quote(dur.Format(d.D))
 	case d.L != nil:
 		return "[" + strings.Join(quoteEach(d.L), ", ") + "]"
 	case s.Kind == KindBool && d.B:

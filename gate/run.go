@@ -215,6 +215,12 @@ func (r *run) decideShared() (code int, decided bool) {
 	case p.Active(r.now()):
 		return r.skip(journal.ReasonPaused, describePause(p)), true
 	}
+	if w, ok := r.pauses.Shared.(pauses.Warner); ok {
+		if s := w.Warning(time.Second); s != "" {
+			r.out.Warnf("gate %s: %s", r.inv.Gate, s)
+			r.note = strings.TrimPrefix(r.note+"; "+s, "; ")
+		}
+	}
 	return 0, false
 }
 

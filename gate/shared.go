@@ -11,6 +11,11 @@ type EtcdConfig struct {
 	Prefix    string        // `prefix`: key prefix, "" for the default ("/cron-gate")
 	Timeout   time.Duration // `timeout`: per call, retries included; 0 for the default
 	RunOnDown bool          // `on_coordinator_down = "run"`; false is "skip" (fail closed)
+	// TLS and etcd auth (docs/etcd.md, "TLS and auth"): `ca_file`,
+	// `cert_file`, `key_file`, `server_name`, `user`, `password_file`.
+	// The password itself is never in the config: it is in password_file
+	// or $CRON_GATE_ETCD_PASSWORD.
+	CAFile, CertFile, KeyFile, ServerName, User, PasswordFile string
 }
 
 // DefaultEtcdTimeout is `timeout` when not set.

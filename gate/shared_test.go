@@ -64,7 +64,7 @@ func sharedRun(t *testing.T, cfg *Config, shared pauses.Store) (int, string) {
 	t.Helper()
 	var errb bytes.Buffer
 	code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: cfg, Pauses: Pauses{Shared: shared},
-		Out: &tui.Printer{Prog: "cron-gate", W: &errb}})
+		Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}})
 	return code, errb.String()
 }
 

@@ -18,6 +18,10 @@ const DefaultHistory = journal.DefaultHistory
 // (`log_max_bytes` when not set).
 const DefaultLogMaxBytes = journal.DefaultLogMaxBytes
 
+// MaxLogMaxBytes is the largest accepted `log_max_bytes` (1 GiB): a run's
+// output is held in memory until it ends (journal.MaxLogMaxBytes).
+const MaxLogMaxBytes = journal.MaxLogMaxBytes
+
 // StateDirFor returns the state directory: the config's state_dir, else
 // $CRON_GATE_STATE_DIR, else DefaultStateDir for root, else
 // $XDG_STATE_HOME/cron-gate or $HOME/.local/state/cron-gate, else

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
+	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/safeopen"
 )
 
@@ -63,10 +65,10 @@ type GateStatus struct {
 type Report struct {
 	V         int          `json:"v"`
 	Generated time.Time    `json:"generated"`
-	Config    string       `json:"config,omitempty"`
+	Config    string       `json:"config,omitempty"` // absolute; absent when no file was read
 	StateDir  string       `json:"state_dir"`
 	Gates     []GateStatus `json:"gates"`
-	Warnings  []string     `json:"warnings,omitempty"`
+	Warnings  []string     `json:"warnings"` // always present: [] when none
 }
 
 // Status builds the report for the named gates, or for every gate the
@@ -80,7 +82,7 @@ type Report struct {
 // many gates are.
 func Status(cfg *Config, ps Pauses, now time.Time, names ...string) (*Report, error) {
 	stateDir := StateDirFor(cfg)
-	r := &Report{V: 1, Generated: now, Config: cfg.Path, StateDir: stateDir}
+	r := &Report{V: 1, Generated: now, Config: absPath(cfg.Path), StateDir: stateDir, Warnings: []string{}}
 	// Read only, through one descriptor of the state dir, whoever owns
 	// it: a status view may run as another user.
 	jr, jrErr := journal.NewReader(stateDir)
@@ -215,7 +217,7 @@ func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]
 	}
 	st := GateStatus{Name: name, Declared: declared, Pause: PauseOf(g, cmd, now)}
 	if g.Interval > 0 {
-		st.Interval = shortDuration(g.Interval)
+		st.Interval = dur.Format(g.Interval)
 	}
 	s, err := readSummary(jr, name)
 	if err != nil {
@@ -231,7 +233,7 @@ func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]
 	st.Digest = s.Digest
 	st.Skipping = look.skipping(g, &st.Digest)
 	if g.MaxRuntime > 0 {
-		st.MaxRuntime = shortDuration(g.MaxRuntime)
+		st.MaxRuntime = dur.Format(g.MaxRuntime)
 		for _, r := range st.Running {
 			st.Overrun = st.Overrun || now.Sub(r.Since) > g.MaxRuntime
 		}
@@ -307,13 +309,15 @@ func judge(st *GateStatus) string {
 	return StateNeverRun
 }
 
-// shortDuration prints 30m rather than 30m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	for _, suf := range []string{"m0s", "h0m"} {
-		if len(s) > len(suf) && s[len(s)-len(suf):] == suf {
-			s = s[:len(s)-len(suf)+1]
-		}
+// absPath is path made absolute for a report ("" stays ""): a config named
+// relative to the caller's directory means nothing to a script reading
+// the JSON elsewhere.
+func absPath(path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
 	}
-	return s
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

@@ -97,7 +97,11 @@ func (p *Pool) TryLock() (int, error) {
 		}
 		last = p.files[i]
 	}
-	b := lockfile.Busy(fmt.Sprintf("slot pool %s (all %d slots busy)", p.Template, p.Size), last)
+	unit := "slots"
+	if p.Size == 1 {
+		unit = "slot"
+	}
+	b := lockfile.Busy(fmt.Sprintf("slot pool %s (%d %s)", p.Template, p.Size, unit), last)
 	return -1, b
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: gofmt, go vet, the unit, end-to-end, interop, stress,
 # fault and hostile-input tests under the race detector, the etcd backend's
-# suite against a real 3-member cluster (.ci/etcd.sh), and a short run of
-# every fuzz target.
+# suite against a real 3-member cluster (.ci/etcd.sh), the packages, their
+# install and the ARM builds under emulation (.ci/pkg.sh), and a short run
+# of every fuzz target.
 #
 #   bash tests/all.sh            # the README's test command
 #
@@ -38,6 +39,18 @@ need SOFT /usr/bin/chromium chromium
 need SOFT /usr/bin/chromedriver chromium-driver
 need SOFT etcd etcd-server
 need SOFT etcdctl etcd-client
+need SOFT /usr/sbin/cron cron
+need SOFT crontab cron
+need SOFT unshare util-linux
+need SOFT promtool prometheus
+need SOFT prometheus-node-exporter prometheus-node-exporter
+need SOFT systemd-analyze systemd
+# The generated man pages and completions (internal/clidoc); the package
+# tools are .ci/pkg.sh's, which checks them itself.
+need SOFT mandoc mandoc
+need SOFT groff groff-base
+need SOFT zsh zsh
+need SOFT fish fish
 if [ ${#pkgs[@]} -gt 0 ]; then
 	echo "missing: $(echo ${missing_hard[*]-} ${missing_soft[*]-})"
 	echo "hint: install them with: apt-get install -y ${pkgs[*]} (or run .ci/run, which installs what CI needs)"
@@ -116,7 +129,7 @@ for key in skipped:
     print("--- SKIP: %s %s: %s" % (key[0], key[1], reason[-1] if reason else "(no reason given)"))
 for key, lines in output.items():
     for l in lines:
-        if "critical sections checked" in l or "BENCH" in l:
+        if "critical sections checked" in l or "BENCH" in l or "Debian's cron ran" in l or "promtool check metrics:" in l or "no duplicate" in l:
             print(key[1] + ": " + l.strip())
 top = [k for k in result if "/" not in k[1]]
 count = lambda keys, a: sum(1 for k in keys if result[k] == a)
@@ -137,6 +150,9 @@ if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
 else
 	echo "--- SKIP: the etcd suite: etcd is not installed (apt-get install -y etcd-server etcd-client)"
 fi
+
+echo "== packages, install, ARM under emulation (tests/pkg, on its own: it builds every architecture and installs a .deb)"
+bash .ci/pkg.sh
 
 fuzztime=${FUZZTIME:-5s}
 if [ "$fuzztime" != 0 ]; then

@@ -534,12 +534,13 @@ func serveHTTPChecks(t *testing.T, e *serveEnv, srv *served) {
 	if code != 0 {
 		t.Fatalf("cron-gate metrics: exit %d: %s", code, stderr)
 	}
+	sd := `state_dir="` + e.dir + `/state",`
 	for _, line := range []string{
 		`# TYPE cron_gate_last_exit_code gauge`,
-		`cron_gate_last_exit_code{gate="translate"} 3`,
-		`cron_gate_skips_total{gate="terms",reason="legacy_lock"} 1`,
-		`cron_gate_skips_total{gate="dependency-classifier",reason="paused"} 1`,
-		`cron_gate_runs_total{gate="ko-followup",outcome="success"} 1`,
+		`cron_gate_last_exit_code{` + sd + `gate="translate"} 3`,
+		`cron_gate_skips_total{` + sd + `gate="terms",reason="legacy_lock"} 1`,
+		`cron_gate_skips_total{` + sd + `gate="dependency-classifier",reason="paused"} 1`,
+		`cron_gate_runs_total{` + sd + `gate="ko-followup",outcome="success"} 1`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(line) + `$`).Match(body) {
 			t.Errorf("/metrics lacks the line %q", line)
@@ -710,7 +711,7 @@ func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 		"dependency-classifier": {"paused", "config: provider quota exhausted", "force-resume"},
 		"terms":                 {"skipped", "legacy_lock"},
 		"ko-followup":           {"ok", "pause"},
-		"newsletter":            {"never-run", "tue#1"},
+		"newsletter":            {"never-run", "on days 1-7 of the month and on Tuesday"},
 	} {
 		txt := row(name)
 		for _, w := range want {
@@ -997,7 +998,7 @@ func TestServeCronZone(t *testing.T) {
 		for _, sc := range g.Schedules {
 			s, err := cronexpr.Parse(sc.Expr)
 			if err != nil {
-				continue // tue#1: unreadable, no next time
+				continue // a line cron does not read: no next time
 			}
 			n++
 			want := s.Next(sum.Generated, sys)

@@ -13,6 +13,7 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/crongate/full"
+	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcdpause"
 )
 
@@ -20,13 +21,43 @@ func main() {
 	os.Exit(full.Main(os.Args[1:], open))
 }
 
-// open opens the config's shared pause store. It does not contact the
-// cluster: each call is bounded by [etcd] timeout.
+// envPassword holds [etcd] user's password when password_file is not set.
+const envPassword = "CRON_GATE_ETCD_PASSWORD"
+
+// open opens the config's shared pause store. Without etcd auth it does
+// not contact the cluster: each call is bounded by [etcd] timeout. The
+// password is read from password_file, else $CRON_GATE_ETCD_PASSWORD,
+// which is taken out of the environment either way: the gated command does
+// not inherit it.
 func open(cfg *gate.Config) (pauses.Store, func(), error) {
+	e := &cfg.Etcd
+	sec := etcdclient.Security{CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile, ServerName: e.ServerName, User: e.User}
+	pw, fromVar := os.LookupEnv(envPassword)
+	os.Unsetenv(envPassword)
+	switch {
+	case e.PasswordFile != "":
+		p, err := etcdclient.ReadPassword(e.PasswordFile, "[etcd] password_file")
+		if err != nil {
+			return nil, nil, err
+		}
+		sec.Password = p
+	case fromVar && pw != "":
+		sec.Password = pw
+	}
+	eps, _ := etcdclient.Endpoints(e.Endpoints)
+	if err := sec.Check(eps, etcdclient.Options{
+		Endpoints: "[etcd] endpoints",
+		TLS:       "[etcd] ca_file, cert_file, key_file and server_name",
+		User:      "[etcd] user",
+		Password:  "set [etcd] password_file (mode 0600) or $" + envPassword,
+	}); err != nil {
+		return nil, nil, err
+	}
 	s, err := etcdpause.Open(etcdpause.Config{
-		Endpoints: cfg.Etcd.Endpoints,
-		Prefix:    cfg.Etcd.Prefix,
-		Timeout:   cfg.Etcd.TimeoutOr(),
+		Endpoints: e.Endpoints,
+		Security:  sec,
+		Prefix:    e.Prefix,
+		Timeout:   e.TimeoutOr(),
 	})
 	if err != nil {
 		return nil, nil, err

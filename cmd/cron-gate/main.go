@@ -43,10 +43,10 @@ func run(args []string) int {
 	switch {
 	case errors.Is(err, sibling.ErrNotFound) && to == crongate.EtcdBinary:
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", to)
-		out.Hintf("install all the binaries: CGO_ENABLED=0 go install ./cmd/...")
+		out.Hintf("install the six binaries together: make install, or the .deb (docs/install.md)")
 	case errors.Is(err, sibling.ErrNotFound):
 		out.Errorf("this command line needs %s (subcommands, help, errors, a config not decoded before), which is not installed next to cron-gate or on PATH", to)
-		out.Hintf("install both binaries: CGO_ENABLED=0 go install ./cmd/...")
+		out.Hintf("install the six binaries together: make install, or the .deb (docs/install.md)")
 	default:
 		out.Errorf("%v", err)
 	}
@@ -82,7 +82,7 @@ func cachedRun(args []string) (inv gate.Invocation, to string) {
 	return gate.Invocation{
 		Gate: ra.Name, Argv: command, Config: cfg, ConfigErr: err,
 		Timeout: ra.Timeout, KillAfter: ra.KillAfter, OncePer: ra.OncePer, Jitter: ra.Jitter,
-		Out:   &tui.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose},
+		Out:   &tui.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose, ReportSkips: cfg != nil && cfg.ReportSkips},
 		Locks: crongate.BusyLocks,
 	}, ""
 }

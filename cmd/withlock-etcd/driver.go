@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcdlock"
 	"github.com/crongate/crongate/internal/lockset"
+	"github.com/crongate/crongate/internal/tui"
 	wc "github.com/crongate/crongate/internal/withlock"
 )
 
@@ -23,19 +25,42 @@ type driver struct{}
 
 func (driver) Name() string { return "etcd" }
 
+// The environment's names for the etcd flags (a flag wins over its
+// variable). The password has a variable and a file, never a flag.
+const (
+	envEndpoints    = "WITHLOCK_ETCD_ENDPOINTS"
+	envKeyRoot      = "WITHLOCK_KEY_ROOT"
+	envCAFile       = "WITHLOCK_ETCD_CA_FILE"
+	envCertFile     = "WITHLOCK_ETCD_CERT_FILE"
+	envKeyFile      = "WITHLOCK_ETCD_KEY_FILE"
+	envServerName   = "WITHLOCK_ETCD_SERVER_NAME"
+	envUser         = "WITHLOCK_ETCD_USER"
+	envPasswordFile = "WITHLOCK_ETCD_PASSWORD_FILE"
+	envPassword     = "WITHLOCK_ETCD_PASSWORD"
+)
+
+// options names withlock-etcd's options in messages.
+var options = etcdclient.Options{
+	Endpoints: "--endpoints",
+	TLS:       "--ca-file, --cert-file, --key-file and --server-name",
+	User:      "--etcd-user",
+	Password:  "give it with --password-file FILE (mode 0600) or $" + envPassword,
+}
+
 // Configure applies the etcd defaults (from the environment, else the
-// built-in ones) that withlock's struct leaves empty, then checks them.
+// built-in ones) that withlock's struct leaves empty, then checks them. It
+// reads the password (from --password-file, else $WITHLOCK_ETCD_PASSWORD)
+// and takes $WITHLOCK_ETCD_PASSWORD out of the environment, so that the
+// command does not inherit it.
 func (driver) Configure(o *wc.Options) error {
 	if len(o.Endpoints) == 0 {
-		if v := os.Getenv("WITHLOCK_ETCD_ENDPOINTS"); v != "" {
+		if v := os.Getenv(envEndpoints); v != "" {
 			o.Endpoints = strings.Split(v, ",")
 		} else {
 			o.Endpoints = []string{etcdlock.DefaultEndpoint}
 		}
 	}
-	if o.KeyRoot == "" {
-		o.KeyRoot = os.Getenv("WITHLOCK_KEY_ROOT")
-	}
+	fromEnv(&o.KeyRoot, envKeyRoot)
 	if o.KeyRoot == "" {
 		o.KeyRoot = "/"
 	}
@@ -48,43 +73,121 @@ func (driver) Configure(o *wc.Options) error {
 	if o.OnCoordinatorDown == "" {
 		o.OnCoordinatorDown = "fail"
 	}
+	for _, f := range []struct {
+		v   *string
+		env string
+	}{{&o.CAFile, envCAFile}, {&o.CertFile, envCertFile}, {&o.KeyFile, envKeyFile}, {&o.ServerName, envServerName},
+		{&o.EtcdUser, envUser}, {&o.PasswordFile, envPasswordFile}} {
+		fromEnv(f.v, f.env)
+	}
 	switch {
 	case o.TTL < 2*time.Second || o.TTL%time.Second != 0:
 		return wc.UsageError{Msg: fmt.Sprintf("--ttl %v: etcd leases have whole seconds, at least 2s", o.TTL)}
 	case o.OnCoordinatorDown != "fail" && o.OnCoordinatorDown != "skip":
 		return wc.UsageError{Msg: fmt.Sprintf("--on-coordinator-down %q: use fail or skip", o.OnCoordinatorDown)}
 	}
+	if _, err := lockDelay(o.LockDelay); err != nil {
+		return err
+	}
 	for _, e := range o.Endpoints {
 		if e == "" {
 			return wc.UsageError{Msg: "--endpoints has an empty entry (stray comma?)"}
 		}
 	}
+	sec, err := security(o)
+	if err != nil {
+		return err
+	}
+	if err := sec.Check(o.Endpoints, options); err != nil {
+		return wc.UsageError{Msg: err.Error()}
+	}
+	configured = sec
 	return nil
 }
 
-// Open creates the client (it does not contact the cluster: an unreachable
-// one shows up as etcdlock.ErrUnavailable when the locks are taken). Every
-// key names this process as its holder.
+// configured is the security Configure gathered, for Open (the password
+// is read once, and its variable is gone from the environment by then).
+var configured etcdclient.Security
+
+// fromEnv sets *v from the variable env when the flag left it empty.
+func fromEnv(v *string, env string) {
+	if *v == "" {
+		*v = os.Getenv(env)
+	}
+}
+
+// lockDelay parses --lock-delay: "" is the default, 0s none.
+func lockDelay(s string) (time.Duration, error) {
+	if s == "" {
+		return etcdlock.DefaultLockDelay, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d%time.Second != 0 {
+		return 0, wc.UsageError{Msg: fmt.Sprintf("--lock-delay %q: give whole seconds, 0s for none (etcd leases have whole seconds)", s)}
+	}
+	return d, nil
+}
+
+// security gathers the TLS and auth options, and the password: the file
+// wins over the variable, which is removed from the environment either
+// way (the command must not inherit a secret). A password without
+// --etcd-user is refused by Security.Check.
+func security(o *wc.Options) (etcdclient.Security, error) {
+	sec := etcdclient.Security{CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile, ServerName: o.ServerName, User: o.EtcdUser}
+	pw, fromVar := os.LookupEnv(envPassword)
+	os.Unsetenv(envPassword)
+	switch {
+	case o.PasswordFile != "":
+		p, err := etcdclient.ReadPassword(o.PasswordFile, "--password-file")
+		if err != nil {
+			return sec, err
+		}
+		sec.Password = p
+	case fromVar && pw != "":
+		sec.Password = pw
+	}
+	return sec, nil
+}
+
+// Open creates the client (without etcd auth it does not contact the
+// cluster: an unreachable one shows up as etcdlock.ErrUnavailable when the
+// locks are taken). Every key names this process as its holder.
 func (driver) Open(o *wc.Options) (wc.Conn, error) {
+	delay, _ := lockDelay(o.LockDelay)
+	if delay == 0 {
+		delay = -1 // none, as etcdlock.Config says it
+	}
+	out := &tui.Printer{Prog: "withlock-etcd", Verbose: o.Verbose, Quiet: o.Quiet}
 	b, err := etcdlock.New(etcdlock.Config{
 		Endpoints: o.Endpoints,
+		Security:  configured,
 		KeyRoot:   o.KeyRoot,
 		Prefix:    o.KeyPrefix,
 		TTL:       o.TTL,
+		LockDelay: delay,
 		Holder:    etcdlock.Holder{Host: etcdlock.Hostname(), PID: os.Getpid(), Cmd: truncate(wc.QuoteArgs(o.Command), 200)},
+		Early:     true,
+		Infof:     out.Infof,
+		Warnf:     out.Warnf,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return conn{b}, nil
+	return conn{b, out}, nil
 }
 
 // conn is an etcdlock.Backend as withlock.Run uses it.
-type conn struct{ *etcdlock.Backend }
+type conn struct {
+	*etcdlock.Backend
+	out *tui.Printer
+}
 
 func (c conn) Hint(err error) string {
-	if errors.Is(err, etcdlock.ErrOutsideRoot) {
+	switch {
+	case errors.Is(err, etcdlock.ErrOutsideRoot):
 		return fmt.Sprintf("every path must be under --key-root (%s here), which names the shared tree on this host", c.Root())
+	case errors.Is(err, etcdclient.ErrLogin):
+		return "check --etcd-user and the password (--password-file or $" + envPassword + ")"
 	}
 	return ""
 }
@@ -98,8 +201,7 @@ func (c conn) Notes() []string {
 
 func (c conn) Holding(h lockset.Held) string {
 	f := h.(etcdlock.Fenced)
-	return fmt.Sprintf("%d path(s) under %s and slot(s) %s in etcd (lease %x, revision %d)",
-		len(h.Paths()), c.Root(), wc.SlotList(h), f.Lease(), f.Revision())
+	return fmt.Sprintf("%s in etcd (lease %x, revision %d)", wc.HoldingText(h, "path", "under "+c.Root()), f.Lease(), f.Revision())
 }
 
 // Env is the fencing token and the paths' names relative to the key root
@@ -117,7 +219,18 @@ func (conn) Env(h lockset.Held) []string {
 	return env
 }
 
-func (c conn) Close() { c.Backend.Close() }
+// Close warns, once per call, when a member runs a server older than the
+// minimum safe version (read while the locks were taken and held), unless
+// -q.
+func (c conn) Close() {
+	if w := c.VersionWarning(time.Second); w != "" && !c.out.Quiet {
+		c.out.Warnf("%s", w)
+	}
+	// The client is not closed: withlock-etcd exits right after, and the
+	// kernel closes its connections at once, where closing them one by one
+	// would only keep the call waiting (about 2 ms under load). The
+	// lease is revoked already, or left to expire when a release failed.
+}
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

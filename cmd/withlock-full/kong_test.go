@@ -9,6 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/crongate/crongate/internal/duration/kongduration"
 	wc "github.com/crongate/crongate/internal/withlock"
 )
 
@@ -18,7 +19,8 @@ func kongParse(t testing.TB, args []string) (wc.CLI, bool) {
 	p, err := kong.New(&c, kong.Name("withlock"),
 		kong.Vars(wc.Vars()),
 		kong.Writers(io.Discard, io.Discard),
-		kong.Exit(func(int) { panic("kong exit") }))
+		kong.Exit(func(int) { panic("kong exit") }),
+		kongduration.Option()) // as kongparse.Parse: days in durations
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +69,16 @@ func TestFastParseAgreesWithKong(t *testing.T) {
 		{"-p", "a", "-p", "b,c", "-v"},
 		{"--slots", "6", "--slot-file", "/tmp/g-{i}", "--slots", "4", "--slot-file", "/tmp/p-{i}"},
 		{"--wait", "1m30s", "--timeout", "2h", "--kill-after", "0s", "--skip-code", "0"},
+		{"--wait=0d", "--timeout", "1d12h", "--paths", "a"},
 		{"--lock-dir", "/x", "-q", "-0", "--paths-from", "-"},
 		{"--paths", "a,,b"},
 		{"--paths=", "x"},
+		// withlock-etcd parses with FastParse first too.
+		{"--backend", "etcd", "--endpoints", "http://a:1,http://b:2", "--endpoints=https://c:3", "--key-root", "/srv", "--key-prefix", "/p",
+			"--ttl", "10s", "--on-coordinator-down", "skip", "--lock-delay", "0s", "--ca-file", "/ca.pem", "--cert-file", "/c.pem",
+			"--key-file", "/k.pem", "--server-name", "etcd.example", "--etcd-user", "u", "--password-file", "/pw", "--paths", "a"},
+		{"--first-of", "--candidates-from", "-", "--slots", "2"},
+		{"-0", "--first-of", "--candidates-from=/q/cands", "--wait", "5s"},
 	}
 	for _, c := range cases {
 		var fast wc.CLI
@@ -85,6 +94,8 @@ func TestFastParseDeclines(t *testing.T) {
 		{"--help"}, {"--version"}, {"-vq"}, {"--bogus"}, {"--wait", "5x"},
 		{"--skip-code", "010"}, {"--skip-code", "0x10"}, {"--wait", "1s", "--wait", "2s"},
 		{"--paths"}, {"--paths", "-v"}, {"positional"},
+		{"--endpoints", "a,,b"}, {"--endpoints", `a\,b`}, {"--ttl", "5"}, {"--ttl", "1s", "--ttl", "2s"},
+		{"--first-of", "--first-of"}, {"--candidates-from"}, {"--first-of=true"},
 	} {
 		var fast wc.CLI
 		if wc.FastParse(c, &fast) {
@@ -99,6 +110,9 @@ func FuzzFastParse(f *testing.F) {
 	f.Add("--paths\x00a,b\x00--slots\x004")
 	f.Add("--wait=1s\x00-v\x00--slot-file\x00/t/{i}\x00--slots\x002")
 	f.Add("-p\x00x\x00--skip-code\x0077\x00-q\x00-0")
+	f.Add("--endpoints\x00http://a:1,http://b:2\x00--ttl=10s\x00--lock-delay\x000s\x00--etcd-user\x00u\x00--paths\x00a")
+	f.Add("--first-of\x00--candidates-from\x00-\x00-0\x00--slots=3")
+	f.Add("--candidates-from=c\x00--first-of\x00--candidates-from\x00d")
 	f.Fuzz(func(t *testing.T, s string) {
 		args := strings.Split(s, "\x00")
 		for _, a := range args {

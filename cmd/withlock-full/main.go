@@ -13,9 +13,5 @@ import (
 )
 
 func main() {
-	os.Exit(kongparse.Main(kongparse.Program{
-		Name:        "withlock",
-		Description: wc.Description,
-		Usage:       "Usage: withlock [flags] -- COMMAND [ARG...]",
-	}, wc.Local, os.Args[1:]))
+	os.Exit(kongparse.Main(kongparse.Withlock, wc.Local, os.Args[1:]))
 }

@@ -50,7 +50,7 @@ SCHEMES = {
     "new": "(c) cron-gate + withlock",
 }
 SKIP = 75
-CANDIDATES = 8  # as pick.py's default --max
+CANDIDATES = 8  # as candidates.py's default --max
 TOPICS = ["Group Actions", "Classifying Spaces", "Fibrations", "Covering Spaces",
           "Homotopy Groups", "Sheaves", "Spectral Sequences", "Vector Bundles",
           "Cohomology Rings", "Model Categories", "Loop Spaces", "K-Theory"]
@@ -135,7 +135,7 @@ def queues(blog):
 
 def candidates(blog, worker):
     """The files of the first CANDIDATES posts of a worker's queue, as
-    pick.py would try them, relative to blog."""
+    withlock --first-of tries them (candidates.py), relative to blog."""
     with _root_lock:
         old, worklib.ROOT = worklib.ROOT, blog
         try:
@@ -180,7 +180,7 @@ class Scheme:
                "PYTHONPYCACHEPREFIX": str(self.dir.parent / "pycache")}
         env.update(self.env)
         # Warm up (page cache, byte code) so that tick 0 starts like any other.
-        subprocess.run(["/bin/sh", "-c", f"cd {shlex.quote(str(HERE))} && python3 -c 'import pick, translate, terms, classify'"
+        subprocess.run(["/bin/sh", "-c", f"cd {shlex.quote(str(HERE))} && python3 -c 'import candidates, translate, terms, classify'"
                         " && withlock --version && cron-gate --version"],
                        env=env, stdout=subprocess.DEVNULL, check=True)
         log = open(self.dir / "cron.log", "ab")
@@ -261,9 +261,14 @@ class Scheme:
             t["while"] = sorted({o["worker"] for o in rows if o is not t and o["wall"] <= t["wall"] <= o["end"]}) or ["?"]
         errors = [t for t in self.ticks if t["rc"] not in (0, SKIP)]
         extra = [t for t in self.ticks if t["extra"]]
-        # withlock's "busy" messages for a post (not a slot): pick.py passed it over
-        passed = sum(1 for line in (self.dir / "cron.log").read_text(errors="replace").splitlines()
-                     if " is busy (lock " in line and "slot pool" not in line)
+        # Posts withlock --first-of passed over because another worker held
+        # one of their files: the worker's note when it got a later one,
+        # withlock's count when every candidate was busy.
+        passed = 0
+        for line in (self.dir / "cron.log").read_text(errors="replace").splitlines():
+            m = re.search(r": the first (\d+) candidate\(s\) were busy$", line) or re.search(r"^withlock: skipped .*: (\d+) sets? busy", line)
+            if m:
+                passed += int(m[1])
         end = queues(self.blog)
         per = {}
         for w in WORKERS:
@@ -374,7 +379,7 @@ def main():
                 why = ", ".join(f"{n} while {k} ran" for k, n in sorted(p["skipped_while"].items()))
                 notes.append(f"{w} skipped {p['skipped']} of {p['ticks']} ticks ({why}), {p['wasted']} wasted")
         if r["passed_over"]:
-            notes.append(f"pick.py found a post busy {r['passed_over']} time(s) and took the next one")
+            notes.append(f"withlock --first-of passed over a busy post {r['passed_over']} time(s)")
         if r["paused_ticks"]:
             notes.append(f"classifier-backlog (paused in the config): {r['paused_ticks']} ticks, "
                          f"{r['paused_skipped']} skipped by cron-gate")

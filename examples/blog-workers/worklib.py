@@ -114,6 +114,11 @@ def choose(worker, queue, needs):
     now that nobody else can touch it), else the head of our own queue.
     None when there is nothing to do."""
     n = held_post()
+    skipped = int(os.environ.get("WITHLOCK_CANDIDATE") or 0)
+    if n is not None and skipped > 0:
+        # withlock --first-of passed over the posts before this one in our
+        # queue: another worker held one of their files.
+        log(worker, f"post-{n}: the first {skipped} candidate(s) were busy")
     if n is not None:
         if not needs(n):
             log(worker, f"post-{n} no longer needs {worker}; nothing to do")

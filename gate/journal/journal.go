@@ -78,6 +78,12 @@ const (
 	ReasonDone = "done"
 )
 
+// Reasons are every reason a skip or error record is written with, in a
+// fixed order: the values a reader can expect (metrics export each of a
+// gate's counters from zero).
+var Reasons = []string{ReasonPaused, ReasonLegacyLock, ReasonLegacyPidfile, ReasonBusy,
+	ReasonCoordinatorDown, ReasonDone, ReasonConfig, ReasonState, ReasonStart}
+
 // Record is one line of a gate's journal (JSON Lines, schema version 1;
 // docs/cron-gate.md, "Journal"). Fields not relevant to an event are omitted.
 type Record struct {

@@ -46,11 +46,22 @@ type OutputLog struct {
 	cut    string // the note for a cut drain, or ""
 }
 
+// MaxLogMaxBytes is the largest bound an output log takes (log_max_bytes
+// accepts no more): the output is held in memory until the run ends, and
+// twice the bound (the file's rotation size) must fit a 32-bit int.
+const MaxLogMaxBytes = 1 << 30
+
 // NewOutputLog returns an output log that keeps at most max bytes of a
-// run's output (0 or less: DefaultLogMaxBytes).
+// run's output (0 or less: DefaultLogMaxBytes; more than MaxLogMaxBytes:
+// MaxLogMaxBytes).
 func NewOutputLog(max int64) *OutputLog {
 	if max <= 0 {
 		max = DefaultLogMaxBytes
+	}
+	// max is an int64 and int may have 32 bits (armhf): bound it before
+	// converting, or a large value wraps negative.
+	if max > MaxLogMaxBytes {
+		max = MaxLogMaxBytes
 	}
 	return &OutputLog{max: int(max)}
 }
@@ -120,7 +131,7 @@ func (l *OutputLog) Save(j *Journal, end Record) error {
 	}
 	fmt.Fprintf(&sec, "%s%s ended %s: %s, exit %s\n", runMarker, end.Run, end.Time.Format(time.RFC3339Nano), end.Outcome, exit)
 	return statefileLocked(j, func() error {
-		f, err := j.openOutputAppend(int64(sec.Len()), int64(2*l.max))
+		f, err := j.openOutputAppend(int64(sec.Len()), 2*int64(l.max))
 		if err != nil {
 			return err
 		}

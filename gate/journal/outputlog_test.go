@@ -204,3 +204,34 @@ func TestLastOutputBounded(t *testing.T) {
 		t.Errorf("read %d bytes of a %d-byte log for a %d-byte section", n, st.Size(), len(tail.Text))
 	}
 }
+
+// A bound past what a 32-bit int holds (log_max_bytes is an int64) must
+// neither wrap nor panic where int is 32 bits (armhf): the log keeps what
+// was written, and saves it. On 32-bit ARM, int(3<<30) was negative and
+// the first write panicked with a slice out of range (tests/pkg's TestARM runs
+// this under qemu-arm-static).
+func TestOutputLogHugeBound(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir, "g", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	for _, max := range []int64{3 << 30, 1 << 40, 1<<63 - 1} {
+		l := NewOutputLog(max)
+		if _, err := io.WriteString(l.Tee(io.Discard), "kept in full\n"); err != nil {
+			t.Fatal(err)
+		}
+		l.End("")
+		if err := l.Save(j, Record{Run: "r", Event: EventEnd}); err != nil {
+			t.Fatalf("bound %d: %v", max, err)
+		}
+		got, err := LastOutputOf(dir, "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got, "\nkept in full\n") {
+			t.Errorf("bound %d: the last output is %q, want the line written", max, got)
+		}
+	}
+}

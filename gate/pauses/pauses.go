@@ -67,6 +67,16 @@ type Store interface {
 	Resumes(ctx context.Context) (map[string]time.Time, error)
 }
 
+// Warner is a Store that may have a warning about itself for each run
+// that reads it: cron-gate says it on stderr and in the run's start record.
+// (etcdpause: a cluster member older than the minimum safe server
+// version.)
+type Warner interface {
+	// Warning returns the warning, "" if none, waiting at most wait for
+	// a check still running.
+	Warning(wait time.Duration) string
+}
+
 // ErrCoordinatorDown is wrapped by a Store error that means the store
 // could not be reached (an etcd cluster without quorum, say): the pause
 // state is unknown.

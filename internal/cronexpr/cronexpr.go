@@ -1,18 +1,38 @@
 // Package cronexpr reads the schedule of a crontab line — five fields or
-// an @ nickname — as Vixie cron (Debian's cron) and cronie read it: it
-// says it in English words and computes the next time it fires.
+// an @ nickname — exactly as Debian's cron (Vixie cron 3.0pl1 with
+// Debian's patches, package cron 3.0pl1-162) reads it: what it accepts,
+// what it rejects and with which of its error words ("bad minute"), the
+// next time it runs a line, and the line in English words.
 //
-// It is small on purpose: it knows the standard syntax (lists, ranges,
-// steps, month and day names, 7 for Sunday) and the day-of-month /
-// day-of-week OR rule, and nothing else (no seconds field, no L, W, # or
-// ? of Quartz). Whatever it cannot read is an error, so a caller can show
-// the raw text instead of a wrong reading.
+// The accept/reject rules are those of entry.c's load_entry, get_list,
+// get_range and get_number in that package, followed one by one (each
+// function below names the one it follows). They differ from cronie's and
+// from most libraries' in ways that matter to an operator, because a line
+// Debian's cron rejects makes it ignore the whole file:
+//
+//   - N/S (a single number with a step, "5/15", "0 1/2") is rejected
+//     ("bad minute"); write N-59/S;
+//   - @ nicknames are case-sensitive: "@daily" is read, "@Daily" and
+//     "@HOURLY" are "bad time specifier";
+//   - a step larger than the field is accepted: "*/61" in the minute
+//     field is minute 0, "*/32" minutes 0 and 32;
+//   - a backwards range is accepted and empty: "fri-sun" names no day
+//     (Sunday is 0), "5-1" no minute;
+//   - after an element, anything up to the next blank that is not a
+//     comma is ignored: "1#2" is 1 (every Monday, not Quartz's second
+//     Monday), "*x" is "*";
+//   - a number is at most 999 characters and is read as C's atoi would
+//     (strtol, cut to an int), names (jan, mon) are case-insensitive, and
+//     7 is Sunday too.
+//
+// There is no seconds field, and no L, W, # or ? of Quartz. Whatever cron
+// rejects is an error, so a caller can show the raw text instead of a
+// wrong reading.
 package cronexpr
 
 import (
-	"errors"
 	"fmt"
-	"strconv"
+	"math"
 	"strings"
 	"time"
 )
@@ -33,15 +53,27 @@ const (
 
 var fieldNames = [nFields]string{"minute", "hour", "day of month", "month", "day of week"}
 
-// bounds of each field; day of week accepts 7 (Sunday) and stores it as 0.
+// cronWords are the words Debian's cron logs for a field it cannot read
+// (entry.c's ecodes), in field order.
+var cronWords = [nFields]string{"bad minute", "bad hour", "bad day-of-month", "bad month", "bad day-of-week"}
+
+// bounds of each field (cron.h's FIRST_* and LAST_*); day of week accepts
+// 7 (Sunday) and stores it as 0.
 var fieldMin = [nFields]int{0, 0, 1, 1, 0}
 var fieldMax = [nFields]int{59, 23, 31, 12, 7}
 
+// The names cron knows (cron.h's MonthNames and DowNames, compared with
+// strcasecmp): Sunday is found first as 0.
 var monthNames = []string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}
-var dowNames = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
+var dowNames = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun"}
 
-// item is one element of a field's list: lo-hi/step. A lone number N is
-// N-N/1, "*" is min-max with star set; "N/S" (cronie, systemd) is N-max/S.
+// maxNumber is cron's MAX_TEMPSTR: get_number refuses a word of this many
+// characters or more.
+const maxNumber = 1000
+
+// item is one element of a field's list that names at least one value:
+// lo-hi/step. A lone number N is N-N/1, "*" is min-max with star set.
+// Elements that name no value (a backwards range) are not kept.
 type item struct {
 	lo, hi, step int
 	star         bool
@@ -64,54 +96,135 @@ type Schedule struct {
 	minStar, hourStar bool
 }
 
+// nicknames are the @ words of entry.c, compared with strcmp (so
+// case-sensitive), and the fields each stands for. @reboot has none.
 var nicknames = map[string]string{
-	"@yearly":   "0 0 1 1 *",
-	"@annually": "0 0 1 1 *",
-	"@monthly":  "0 0 1 * *",
-	"@weekly":   "0 0 * * 0",
-	"@daily":    "0 0 * * *",
-	"@midnight": "0 0 * * *",
-	"@hourly":   "0 * * * *",
+	"yearly":   "0 0 1 1 *",
+	"annually": "0 0 1 1 *",
+	"monthly":  "0 0 1 * *",
+	"weekly":   "0 0 * * 0",
+	"daily":    "0 0 * * *",
+	"midnight": "0 0 * * *",
+	"hourly":   "0 * * * *",
 }
 
-// Parse reads a schedule: five whitespace-separated fields (minute, hour,
-// day of month, month, day of week) or one of @reboot, @yearly,
-// @annually, @monthly, @weekly, @daily, @midnight, @hourly (case-
-// insensitive, as Vixie cron). Names (jan, mon...) are case-insensitive and
-// allowed wherever a number is. An error names the field and says what is
-// wrong; Parse never panics.
+// Error is why cron does not read a schedule: Word is what Debian's cron
+// logs for it ("bad minute", "bad time specifier"), Msg says what is
+// wrong in that field, for people.
+type Error struct {
+	Word string
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Word + ": " + e.Msg }
+
+// Parse reads a schedule: five fields (minute, hour, day of month, month,
+// day of week) separated by spaces or tabs, or one of @reboot, @yearly,
+// @annually, @monthly, @weekly, @daily, @midnight, @hourly — with the
+// rules of Debian's cron (see the package doc). Leading and trailing
+// white space is ignored. An error is an *Error, or says the text is not
+// five fields; Parse never panics.
 func Parse(expr string) (*Schedule, error) {
 	if len(expr) > MaxLen {
 		return nil, fmt.Errorf("cron expression is %d bytes long; at most %d", len(expr), MaxLen)
 	}
-	s := &Schedule{expr: strings.TrimSpace(expr)}
-	text := s.expr
-	if strings.HasPrefix(text, "@") {
-		low := strings.ToLower(text)
-		if low == "@reboot" {
-			s.reboot = true
-			return s, nil
-		}
-		sub, ok := nicknames[low]
-		if !ok {
-			return nil, fmt.Errorf("unknown cron nickname %q", text)
-		}
-		text = sub
+	text := strings.TrimSpace(expr)
+	if strings.ContainsAny(text, "\n\r\x00") {
+		return nil, fmt.Errorf("cron expression %q holds a line break or NUL", expr)
 	}
-	fields := strings.Fields(text)
-	if len(fields) != nFields {
-		return nil, fmt.Errorf("cron expression %q has %d fields; want 5 (minute hour day-of-month month day-of-week)", expr, len(fields))
-	}
-	for f, txt := range fields {
-		if err := s.parseField(f, txt); err != nil {
-			return nil, err
+	if !strings.HasPrefix(text, "@") {
+		if n := len(blankFields(text)); n != nFields {
+			return nil, fmt.Errorf("cron expression %q has %d fields; want 5 (minute hour day-of-month month day-of-week)", expr, n)
 		}
 	}
-	s.domStar = strings.HasPrefix(fields[fDom], "*")
-	s.dowStar = strings.HasPrefix(fields[fDow], "*")
-	s.minStar = strings.HasPrefix(fields[fMinute], "*")
-	s.hourStar = strings.HasPrefix(fields[fHour], "*")
+	s, rest, err := ParseEntry(text)
+	if err != nil {
+		return nil, err
+	}
+	if rest != "" {
+		return nil, fmt.Errorf("cron expression %q has more than a schedule", expr)
+	}
 	return s, nil
+}
+
+// ParseEntry reads the schedule at the start of a crontab entry, as
+// entry.c's load_entry does after skipping the line's leading blanks: an
+// @ word, or five fields. It returns the schedule and the rest of the
+// line after the blanks that follow it (the command, or in a system
+// crontab the user and the command). The fields and the rest are
+// separated by spaces and tabs only, as cron separates them. An error is
+// an *Error.
+func ParseEntry(line string) (s *Schedule, rest string, err error) {
+	line = strings.TrimLeft(line, " \t")
+	if strings.HasPrefix(line, "@") {
+		word, after := cutBlank(line[1:])
+		s := &Schedule{expr: "@" + word}
+		if word == "reboot" {
+			s.reboot = true
+			return s, after, nil
+		}
+		sub, ok := nicknames[word]
+		if !ok {
+			return nil, "", &Error{"bad time specifier", fmt.Sprintf("@%s is not one of @reboot, @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly (lower case)", word)}
+		}
+		if err := s.parseFields(sub); err != nil {
+			return nil, "", err
+		}
+		return s, after, nil
+	}
+	var words []string
+	rest = line
+	for f := 0; f < nFields; f++ {
+		var w string
+		w, rest = cutBlank(rest)
+		words = append(words, w)
+	}
+	s = &Schedule{expr: strings.Join(words, " ")}
+	if err := s.parseFields(s.expr); err != nil {
+		return nil, "", err
+	}
+	return s, rest, nil
+}
+
+// blankFields splits on spaces and tabs, cron's blanks.
+func blankFields(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' })
+}
+
+// cutBlank returns the first word of s (up to a space or tab) and what
+// follows the blanks after it (Skip_Nonblanks, Skip_Blanks).
+func cutBlank(s string) (word, rest string) {
+	i := strings.IndexAny(s, " \t")
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], strings.TrimLeft(s[i:], " \t")
+}
+
+// parseFields reads the five fields of text (separated by single blanks
+// or more) and sets the star flags as load_entry does: from the first
+// character of each field.
+func (s *Schedule) parseFields(text string) error {
+	rest := text
+	for f := 0; f < nFields; f++ {
+		var w string
+		w, rest = cutBlank(rest)
+		if err := s.parseField(f, w); err != nil {
+			return err
+		}
+		star := strings.HasPrefix(w, "*")
+		switch f {
+		case fMinute:
+			s.minStar = star
+		case fHour:
+			s.hourStar = star
+		case fDom:
+			s.domStar = star
+		case fDow:
+			s.dowStar = star
+		}
+	}
+	return nil
 }
 
 // MustParse is Parse for constants in tests and examples: it panics on an
@@ -124,12 +237,21 @@ func MustParse(expr string) *Schedule {
 	return s
 }
 
-func (s *Schedule) parseField(f int, txt string) error {
-	lo, hi := fieldMin[f], fieldMax[f]
-	for _, part := range strings.Split(txt, ",") {
-		it, err := parseItem(f, part, lo, hi)
-		if err != nil {
-			return fmt.Errorf("cron %s field %q: %v", fieldNames[f], txt, err)
+// parseField reads one field as entry.c's get_list does: ranges
+// separated by commas; after the last one, anything up to the next blank
+// is skipped (Skip_Nonblanks), so "1#2" is 1. An empty field (a line
+// with fewer fields) is an error, as is any range get_range refuses.
+func (s *Schedule) parseField(f int, w string) error {
+	bad := func(format string, args ...any) error {
+		return &Error{cronWords[f], fmt.Sprintf("%s field %q: ", fieldNames[f], w) + fmt.Sprintf(format, args...)}
+	}
+	if w == "" {
+		return &Error{cronWords[f], fmt.Sprintf("the %s field is missing", fieldNames[f])}
+	}
+	for pos := 0; ; {
+		it, next, msg := getRange(f, w, pos)
+		if msg != "" {
+			return bad("%s", msg)
 		}
 		for v := it.lo; v <= it.hi; v += it.step {
 			if f == fDow && v == 7 {
@@ -137,93 +259,141 @@ func (s *Schedule) parseField(f int, txt string) error {
 			} else {
 				s.bits[f] |= 1 << uint(v)
 			}
+			if v > math.MaxInt-it.step {
+				break
+			}
 		}
-		s.items[f] = append(s.items[f], it)
+		if it.lo <= it.hi {
+			if f == fDow && it.star {
+				it.hi = 6 // 7 is Sunday again
+			}
+			s.items[f] = append(s.items[f], it)
+		}
+		if next < len(w) && w[next] == ',' {
+			pos = next + 1
+			continue
+		}
+		return nil
 	}
-	return nil
 }
 
-func parseItem(f int, part string, lo, hi int) (item, error) {
-	if part == "" {
-		return item{}, errors.New("empty list element")
-	}
-	rng, stepText, hasStep := strings.Cut(part, "/")
-	it := item{step: 1}
-	if rng == "*" {
+// getRange reads one range of field f at w[pos:] as entry.c's get_range
+// does: "*" or N or N-M, then "/S" unless it was a lone N. It returns the
+// range, the index of the character that ended it, and why it is refused
+// ("" when it is not).
+func getRange(f int, w string, pos int) (it item, next int, msg string) {
+	lo, hi := fieldMin[f], fieldMax[f]
+	it.step = 1
+	if pos < len(w) && w[pos] == '*' {
 		it.lo, it.hi, it.star = lo, hi, true
-		if f == fDow {
-			it.hi = 6 // 7 is Sunday again
-		}
+		pos++
 	} else {
-		a, b, isRange := strings.Cut(rng, "-")
-		var err error
-		if it.lo, err = value(f, a, lo, hi); err != nil {
-			return it, err
+		var m string
+		if it.lo, pos, m = getNumber(f, w, pos, true); m != "" {
+			return it, pos, m
 		}
-		it.hi = it.lo
-		if isRange {
-			if it.hi, err = value(f, b, lo, hi); err != nil {
-				return it, err
+		if pos >= len(w) || w[pos] != '-' {
+			if pos < len(w) && w[pos] == '/' {
+				return it, pos, fmt.Sprintf("a step needs a range (N-M/S or */S); Debian's cron rejects N/S, write %d-%d/S", it.lo, hi)
 			}
-			if it.hi < it.lo {
-				return it, fmt.Errorf("range %s is backwards", rng)
+			if it.lo < lo || it.lo > hi {
+				return it, pos, fmt.Sprintf("%d is out of range %d-%d", it.lo, lo, hi)
 			}
-		} else if hasStep {
-			// N/S: from N to the end, every S (cronie and systemd;
-			// Vixie rejects it).
-			it.hi = hi
-			if f == fDow {
-				it.hi = 6
-			}
+			it.hi = it.lo
+			return it, pos, ""
+		}
+		if it.hi, pos, m = getNumber(f, w, pos+1, true); m != "" {
+			return it, pos, m
 		}
 	}
-	if hasStep {
-		n, err := strconv.Atoi(stepText)
-		if err != nil || n <= 0 || stepText[0] == '+' {
-			return it, fmt.Errorf("step %q is not a positive number", stepText)
+	if pos < len(w) && w[pos] == '/' {
+		var m string
+		if it.step, pos, m = getNumber(f, w, pos+1, false); m != "" {
+			return it, pos, "step: " + m
 		}
-		if n > hi-lo+1 && n > 1 {
-			return it, fmt.Errorf("step %d is larger than the field (%d-%d)", n, lo, hi)
+		if it.step <= 0 {
+			return it, pos, fmt.Sprintf("step %d is not positive", it.step)
 		}
-		it.step = n
 	}
-	return it, nil
+	for _, v := range []int{it.lo, it.hi} {
+		if v < lo || v > hi {
+			return it, pos, fmt.Sprintf("%d is out of range %d-%d", v, lo, hi)
+		}
+	}
+	return it, pos, ""
 }
 
-// value reads one number or name of field f.
-func value(f int, s string, lo, hi int) (int, error) {
-	if s == "" {
-		return 0, errors.New("missing number")
+// getNumber reads a number or (if names) a name of field f at w[pos:], as
+// entry.c's get_number does: the letters and digits there, a name of the
+// field (case-insensitive) or else all digits, read as C's atoi. It
+// returns the value, the index after the word, and why it is refused.
+func getNumber(f int, w string, pos int, names bool) (n, next int, msg string) {
+	end := pos
+	digits := true
+	for end < len(w) && isAlnum(w[end]) {
+		if w[end] < '0' || w[end] > '9' {
+			digits = false
+		}
+		end++
 	}
-	if c := s[0]; c < '0' || c > '9' {
-		var names []string
+	word := w[pos:end]
+	switch {
+	case word == "":
+		return 0, end, "a number is missing" + at(w, pos)
+	case len(word) >= maxNumber:
+		return 0, end, fmt.Sprintf("a word of %d characters", len(word))
+	}
+	if names {
+		var list []string
 		base := 0
 		switch f {
 		case fMonth:
-			names, base = monthNames, 1
+			list, base = monthNames, 1
 		case fDow:
-			names = dowNames
-		default:
-			return 0, fmt.Errorf("%q is not a number", s)
+			list = dowNames
 		}
-		for i, n := range names {
-			if strings.EqualFold(s, n) {
-				return i + base, nil
+		for i, name := range list {
+			if strings.EqualFold(word, name) {
+				return i + base, end, ""
 			}
 		}
-		return 0, fmt.Errorf("%q is not a %s name", s, fieldNames[f])
 	}
-	if len(s) > 3 {
-		return 0, fmt.Errorf("%s is out of range %d-%d", s, lo, hi)
+	if !digits {
+		what := "a number"
+		if names && (f == fMonth || f == fDow) {
+			what = "a number or a " + fieldNames[f] + " name"
+		}
+		return 0, end, fmt.Sprintf("%q is not %s", word, what)
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a number", s)
+	return atoi(word), end, ""
+}
+
+// at says where in w a number was missing, for messages.
+func at(w string, pos int) string {
+	if pos >= len(w) {
+		return " at the end"
 	}
-	if n < lo || n > hi {
-		return 0, fmt.Errorf("%d is out of range %d-%d", n, lo, hi)
+	return fmt.Sprintf(" before %q", w[pos:])
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// atoi reads a string of digits as glibc's atoi does on a 64-bit Linux:
+// strtol (which stops at LONG_MAX) cut to a 32-bit int, so that a huge
+// number is refused or accepted exactly as cron does.
+func atoi(digits string) int {
+	var v uint64
+	for i := 0; i < len(digits); i++ {
+		d := uint64(digits[i] - '0')
+		if v > (math.MaxInt64-d)/10 {
+			v = math.MaxInt64
+			break
+		}
+		v = v*10 + d
 	}
-	return n, nil
+	return int(int32(uint32(v)))
 }
 
 // String returns the expression as it was given (trimmed).
@@ -274,12 +444,21 @@ const maxCatchUp = 3 * time.Hour
 // MIN_STAR and HR_STAR flags; @hourly is "0 * * * *", a wildcard job).
 func (s *Schedule) fixedTime() bool { return !s.minStar && !s.hourStar }
 
-// possible reports whether some day of some month the schedule names
-// exists: with the AND rule (a day field begins with '*') a day of month
-// must exist in a month of the schedule (29 February counts: a weekday
-// too comes round); with the OR rule any weekday does.
+// possible reports whether the schedule ever fires: its minute, hour and
+// month fields name a value (a backwards range names none), and some day
+// of some month matches. With the AND rule (a day field begins with '*')
+// a day of month must exist in a month of the schedule (29 February
+// counts: a weekday too comes round) and a weekday must be named; with
+// the OR rule a named weekday is enough, else a day of month must exist.
 func (s *Schedule) possible() bool {
-	if !s.domStar && !s.dowStar && s.bits[fDow] != 0 {
+	if s.bits[fMinute] == 0 || s.bits[fHour] == 0 || s.bits[fMonth] == 0 {
+		return false
+	}
+	and := s.domStar || s.dowStar
+	if and && s.bits[fDow] == 0 {
+		return false
+	}
+	if !and && s.bits[fDow] != 0 {
 		return true
 	}
 	maxDay := [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}

@@ -11,14 +11,13 @@ func TestDescribe(t *testing.T) {
 	for _, c := range []struct{ expr, want string }{
 		{"* * * * *", "every minute"},
 		{"*/5 * * * *", "every 5 minutes"},
-		{"15/30 * * * *", "every 30 minutes from :15"},
 		{"15-59/30 * * * *", "every 30 minutes from :15"},
 		{"0-29/10 * * * *", "every 10 minutes to :29"},
 		{"30,45 * * * *", "hourly at :30 and :45"},
 		{"0 * * * *", "hourly at :00"},
 		{"@hourly", "hourly at :00"},
 		{"0 */4 * * *", "every 4 hours from 00:00"},
-		{"30 2/6 * * *", "every 6 hours from 02:30"},
+		{"30 2-23/6 * * *", "every 6 hours from 02:30"},
 		{"0 3 * * *", "daily at 03:00"},
 		{"@daily", "daily at 00:00"},
 		{"@midnight", "daily at 00:00"},
@@ -41,6 +40,15 @@ func TestDescribe(t *testing.T) {
 		{"1,2,3,4,5,6,7,8,9 * * * *", "every hour at minutes 1, 2, 3, 4, 5, 6, 7, 8 and 9"},
 		{"@reboot", "at boot"},
 		{"0 1,2,3,4,5,6,7 * * *", "at :00 past hours 01:00, 02:00, 03:00, 04:00, 05:00, 06:00 and 07:00"},
+		// What Debian's cron accepts that other readers do not.
+		{"*/61 * * * *", "hourly at :00"},
+		{"*/32 * * * *", "hourly at :00 and :32"},
+		{"0 0 * * 1#2", "at 00:00 on Monday"},
+		{"0 0 * * fri-sun", "never (no date matches every field)"},
+		{"0 0 1 * fri-sun", "at 00:00 on day 1 of the month"},
+		{"0 0 5-1 * mon", "at 00:00 on Monday"},
+		{"5-1 * * * *", "never (no date matches every field)"},
+		{"*x 3 * * *", "every minute during hour 03"},
 	} {
 		s, err := Parse(c.expr)
 		if err != nil {
@@ -58,29 +66,105 @@ func TestParseErrors(t *testing.T) {
 		{"", "has 0 fields"},
 		{"* * * *", "has 4 fields"},
 		{"* * * * * *", "has 6 fields"},
-		{"60 * * * *", "60 is out of range 0-59"},
-		{"* 24 * * *", "24 is out of range 0-23"},
-		{"* * 0 * *", "0 is out of range 1-31"},
-		{"* * * 13 *", "13 is out of range 1-12"},
-		{"* * * * 8", "8 is out of range 0-7"},
-		{"5-1 * * * *", "backwards"},
-		{"*/0 * * * *", "not a positive number"},
-		{"*/-1 * * * *", "not a positive number"},
-		{"*/+1 * * * *", "not a positive number"},
-		{"*/61 * * * *", "larger than the field"},
-		{"1,,2 * * * *", "empty list element"},
+		{"60 * * * *", "bad minute: minute field \"60\": 60 is out of range 0-59"},
+		{"* 24 * * *", "bad hour: hour field \"24\": 24 is out of range 0-23"},
+		{"* * 0 * *", "bad day-of-month: day of month field \"0\": 0 is out of range 1-31"},
+		{"* * * 13 *", "bad month: month field \"13\": 13 is out of range 1-12"},
+		{"* * * * 8", "bad day-of-week: day of week field \"8\": 8 is out of range 0-7"},
+		{"*/0 * * * *", "step 0 is not positive"},
+		{"*/-1 * * * *", "step: a number is missing before \"-1\""},
+		{"*/+1 * * * *", "step: a number is missing"},
+		{"1,,2 * * * *", "a number is missing before \",2\""},
+		{"1, * * * *", "a number is missing at the end"},
 		{"x * * * *", `"x" is not a number`},
-		{"* * * foo *", "not a month name"},
-		{"* * * * funday", "not a day of week name"},
-		{"@often", "unknown cron nickname"},
-		{"99999999999999999999 * * * *", "out of range"},
+		{"5x * * * *", `"5x" is not a number`},
+		{"* * * foo *", "not a number or a month name"},
+		{"* * * * funday", "not a number or a day of week name"},
+		{"@often", "bad time specifier: @often is not one of"},
+		{"99999999999999999999 * * * *", "-1 is out of range 0-59"},
 		{strings.Repeat("1", MaxLen+1), "bytes long"},
 		{"*/5 * * * * /usr/bin/true", "has 6 fields"},
+		{"* * * * *\n", ""},
+		{"1-\n * * * *", "line break"},
+		// Debian's cron rejects these, which cronie (and this package
+		// before) accept: a step on a lone number, an @ word not in
+		// lower case.
+		{"5/15 * * * *", "bad minute: minute field \"5/15\": a step needs a range (N-M/S or */S); Debian's cron rejects N/S, write 5-59/S"},
+		{"0 1/2 * * *", "bad hour: hour field \"1/2\""},
+		{"@Daily", "bad time specifier"},
+		{"@HOURLY", "bad time specifier"},
+		{"* * * jan/2 *", "bad month"},
+		{"* * * * " + strings.Repeat("9", 1000), "bad day-of-week: day of week field \"9999"},
 	} {
 		_, err := Parse(c.expr)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("Parse(%q) = %v, want no error", c.expr, err)
+			}
+			continue
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Parse(%q) = %v, want an error containing %q", c.expr, err, c.want)
 		}
+	}
+}
+
+// TestParseDebianCases: what Debian's cron accepts and how it reads it,
+// for the cases other readers get wrong (package doc).
+func TestParseDebianCases(t *testing.T) {
+	at := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC) // a Monday
+	for _, c := range []struct {
+		expr  string
+		match []time.Time // times it matches
+		never []time.Time // times it does not
+	}{
+		{"*/61 * * * *", []time.Time{at}, []time.Time{at.Add(time.Minute), at.Add(61 * time.Minute)}},
+		{"*/32 * * * *", []time.Time{at, at.Add(32 * time.Minute)}, []time.Time{at.Add(64 * time.Minute)}},
+		{"0 0 * * 1#2", []time.Time{at, at.AddDate(0, 0, 7)}, []time.Time{at.AddDate(0, 0, 1)}},
+		{"0 0 * * fri-sun", nil, []time.Time{at, at.AddDate(0, 0, 4), at.AddDate(0, 0, 6)}},
+		{"0 0 * * mon-7", []time.Time{at, at.AddDate(0, 0, 6)}, nil},
+		{"4294967296 * * * *", []time.Time{at}, []time.Time{at.Add(time.Minute)}}, // atoi: (int)4294967296 is 0
+		{"* * * * *x", []time.Time{at}, nil},
+		{"0 0 1 * fri-sun", []time.Time{at.AddDate(0, 0, -6)}, []time.Time{at.AddDate(0, 0, -3)}},
+	} {
+		s, err := Parse(c.expr)
+		if err != nil {
+			t.Errorf("Parse(%q): %v; Debian's cron accepts it", c.expr, err)
+			continue
+		}
+		for _, m := range c.match {
+			if !s.Match(m) {
+				t.Errorf("%q does not match %v", c.expr, m)
+			}
+		}
+		for _, m := range c.never {
+			if s.Match(m) {
+				t.Errorf("%q matches %v", c.expr, m)
+			}
+		}
+	}
+	if n := MustParse("0 0 * * fri-sun").Next(at, time.UTC); !n.IsZero() {
+		t.Errorf("fri-sun with '*' days: Next = %v, want never", n)
+	}
+}
+
+// TestParseEntry: the rest of a line after the schedule, as cron splits
+// it (spaces and tabs only).
+func TestParseEntry(t *testing.T) {
+	for _, c := range []struct{ line, expr, rest string }{
+		{"*/5 * * * * root cron-gate x -- true", "*/5 * * * *", "root cron-gate x -- true"},
+		{"  0\t1 * *  *\t\tcmd  a ", "0 1 * * *", "cmd  a "},
+		{"@daily  cmd", "@daily", "cmd"},
+		{"@reboot", "@reboot", ""},
+		{"* * * * *", "* * * * *", ""},
+	} {
+		s, rest, err := ParseEntry(c.line)
+		if err != nil || s.String() != c.expr || rest != c.rest {
+			t.Errorf("ParseEntry(%q) = %v, %q, %v; want %q, %q", c.line, s, rest, err, c.expr, c.rest)
+		}
+	}
+	if _, _, err := ParseEntry("* * * *"); err == nil || err.(*Error).Word != "bad day-of-week" {
+		t.Errorf(`ParseEntry("* * * *") = %v, want bad day-of-week (cron's word for the missing field)`, err)
 	}
 }
 
@@ -104,9 +188,13 @@ func TestNext(t *testing.T) {
 		after string
 		want  string // "" = never
 	}{
-		{"15/30 * * * *", seoul, "2026-11-29 20:10", "2026-11-29 20:15"},
-		{"15/30 * * * *", seoul, "2026-11-29 20:15", "2026-11-29 20:45"},
-		{"15/30 * * * *", seoul, "2026-11-29 23:50", "2026-11-30 00:15"},
+		{"15-59/30 * * * *", seoul, "2026-11-29 20:10", "2026-11-29 20:15"},
+		{"15-59/30 * * * *", seoul, "2026-11-29 20:15", "2026-11-29 20:45"},
+		{"15-59/30 * * * *", seoul, "2026-11-29 23:50", "2026-11-30 00:15"},
+		{"*/61 * * * *", seoul, "2026-11-29 23:50", "2026-11-30 00:00"},
+		{"*/61 * * * *", seoul, "2026-11-30 00:00", "2026-11-30 01:00"},
+		{"0 0 * * fri-sun", seoul, "2026-11-29 23:50", ""},
+		{"5-1 * * * *", seoul, "2026-11-29 23:50", ""},
 		{"0 */4 * * *", seoul, "2026-11-29 21:00", "2026-11-30 00:00"},
 		{"30 9 * * 1-5", seoul, "2026-11-27 10:00", "2026-11-30 09:30"}, // Friday -> Monday
 		{"0 0 29 2 *", seoul, "2026-03-01 00:00", "2028-02-29 00:00"},
@@ -178,7 +266,7 @@ func TestNextBruteForce(t *testing.T) {
 }
 
 func ExampleSchedule_Describe() {
-	for _, e := range []string{"15/30 * * * *", "0 */4 * * *", "30 9 * * 1-5"} {
+	for _, e := range []string{"15-59/30 * * * *", "0 */4 * * *", "30 9 * * 1-5"} {
 		fmt.Println(MustParse(e).Describe())
 	}
 	// Output:
@@ -190,7 +278,7 @@ func ExampleSchedule_Describe() {
 // FuzzParse: Parse never panics on outside input; what it accepts can be
 // described, and Next returns a later time the schedule matches.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"* * * * *", "15/30 * * * *", "0 */4 * * *", "@daily", "@reboot", "30 9 1,15 jan-mar mon-fri", "0 0 */2 * 1", "1-5/2,7 * * * 7", "bad", ""} {
+	for _, s := range []string{"* * * * *", "15/30 * * * *", "*/61 * * * *", "0 0 * * fri-sun", "0 0 * * 1#2", "@Daily", "0 */4 * * *", "@daily", "@reboot", "30 9 1,15 jan-mar mon-fri", "0 0 */2 * 1", "1-5/2,7 * * * 7", "bad", ""} {
 		f.Add(s)
 	}
 	after := time.Date(2026, 11, 29, 11, 15, 0, 0, time.UTC)

@@ -18,6 +18,9 @@ func (s *Schedule) Describe() string {
 	if s.reboot {
 		return "at boot"
 	}
+	if !s.possible() {
+		return "never (no date matches every field)"
+	}
 	t := s.timeWords()
 	d := s.dayWords()
 	if d == "" && strings.HasPrefix(t, "at ") && !strings.Contains(t, " past ") {
@@ -57,10 +60,17 @@ func (s *Schedule) all(f int) bool {
 	return s.count(f) == n
 }
 
-// oneStep returns the field's single stepped item, if it is one.
+// oneStep returns the field's single stepped item, if "every N" says it:
+// it names three values or more, or two that the step spaces evenly
+// round the clock ("15-59/30"). "*/61" is minute 0 only, and "*/32"
+// minutes 0 and 32, which a list says better.
 func (s *Schedule) oneStep(f int) (item, bool) {
-	if len(s.items[f]) == 1 && s.items[f][0].step > 1 {
-		return s.items[f][0], true
+	if len(s.items[f]) != 1 || s.items[f][0].step <= 1 {
+		return item{}, false
+	}
+	it, n := s.items[f][0], s.count(f)
+	if n > 2 || n == 2 && (fieldMax[f]-fieldMin[f]+1)%it.step == 0 {
+		return it, true
 	}
 	return item{}, false
 }
@@ -153,8 +163,16 @@ func (s *Schedule) dayWords() string {
 			w = " " + s.domWords() + " if it is a " + s.fieldText(fDow)
 		}
 	} else if !domAll && !dowAll {
-		// OR: either field's days (crontab(5)).
-		w = " " + s.domWords() + " and " + s.dowWords()
+		// OR: either field's days (crontab(5)); a backwards range
+		// ("fri-sun") names none.
+		switch {
+		case s.count(fDow) == 0:
+			w = " " + s.domWords()
+		case s.count(fDom) == 0:
+			w = " " + s.dowWords()
+		default:
+			w = " " + s.domWords() + " and " + s.dowWords()
+		}
 	}
 	return w
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/crongate/crongate/internal/duration"
 )
 
 // FullBinary is the binary with kong's parser, the TOML decoder and every
@@ -96,11 +98,11 @@ func FastParse(args []string) (c RunArgs, ok bool) {
 		case "config":
 			c.Config = val
 		case "timeout":
-			c.Timeout, err = time.ParseDuration(val)
+			c.Timeout, err = duration.Parse(val)
 		case "kill-after":
-			c.KillAfter, err = time.ParseDuration(val)
+			c.KillAfter, err = duration.Parse(val)
 		case "jitter":
-			c.Jitter, err = time.ParseDuration(val)
+			c.Jitter, err = duration.Parse(val)
 		case "once-per":
 			if !slices.Contains(OncePers, val) {
 				return c, false

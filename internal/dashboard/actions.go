@@ -12,12 +12,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -142,20 +142,10 @@ func ParseAction(contentType string, body []byte, now time.Time) (Action, error)
 	return a, nil
 }
 
-// parseDuration reads 90m, 2h30m (Go durations) or 3d (days).
+// parseDuration reads 90m, 2h30m or 3d as every duration is read
+// (package duration).
 func parseDuration(s string) (time.Duration, error) {
-	var d time.Duration
-	var err error
-	if n, ok := strings.CutSuffix(s, "d"); ok && n != "" && !strings.ContainsAny(n, "hmsuµn.+-") {
-		var days int
-		days, err = strconv.Atoi(n)
-		if err == nil && days > int(MaxPauseFor/(24*time.Hour)) {
-			days = int(MaxPauseFor/(24*time.Hour)) + 1
-		}
-		d = time.Duration(days) * 24 * time.Hour
-	} else {
-		d, err = time.ParseDuration(s)
-	}
+	d, err := duration.Parse(s)
 	if err != nil {
 		return 0, bad("duration %s is not a duration like 30m, 2h or 3d", safetext.Quote(s))
 	}

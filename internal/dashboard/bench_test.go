@@ -11,6 +11,7 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/dashboard/benchstate"
+	"github.com/crongate/crongate/internal/watch"
 )
 
 // BenchmarkSummary200 is one GET /api/summary, handler-level (no network),
@@ -28,7 +29,7 @@ func BenchmarkSummary200(b *testing.B) {
 		Load:    func() (*gate.Config, error) { return cfg, nil },
 		Pause:   func(*gate.Config, string, pauses.Pause) error { return nil },
 		Resume:  func(*gate.Config, string, bool) (string, error) { return "", nil },
-		Crontab: func() ([]byte, error) { return tab, nil },
+		Crontab: func() (*watch.CronScan, error) { return userCrontab(tab), nil },
 		Log:     io.Discard,
 	})
 	if err != nil {

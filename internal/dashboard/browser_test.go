@@ -123,7 +123,7 @@ func TestBrowser(t *testing.T) {
 		"blog-worker-health":    {"running", "pid ", "every 5 minutes"},
 		"terms":                 {"stale", "missing: no successful run", "stale · alert pending"},
 		"ko-followup":           {"ok", "every 4 hours from 02:00", "pause"},
-		"newsletter":            {"never-run", "0 9 1-7 * tue#1", "no attempts yet"},
+		"newsletter":            {"never-run", "at 09:00 on days 1-7 of the month and on Tuesday", "no attempts yet"},
 	} {
 		txt := rowText(wd, name)
 		for _, w := range want {
@@ -135,8 +135,9 @@ func TestBrowser(t *testing.T) {
 	if strings.Contains(rowText(wd, "dependency-classifier"), "\nresume") {
 		t.Errorf("a config pause offers a plain resume")
 	}
-	// The unreadable schedule stays inside its cell (three lines at most),
-	// the full text in the tooltip.
+	// The long schedule stays inside its cell (three lines at most), the
+	// full text, with the line as written and its crontab and line, in the
+	// tooltip.
 	var cut struct {
 		Inside bool
 		Title  string
@@ -146,7 +147,7 @@ func TestBrowser(t *testing.T) {
 		const td = s.closest('td');
 		return {Inside: s.getBoundingClientRect().right <= td.getBoundingClientRect().right + 0.5,
 			Title: s.title, Clamp: getComputedStyle(s).webkitLineClamp};`, &cut)
-	if !cut.Inside || cut.Clamp != "3" || !strings.Contains(cut.Title, "0 9 1-7 * tue#1") {
+	if !cut.Inside || cut.Clamp != "3" || !strings.Contains(cut.Title, "0 9 1-7 * tue#1  (crontab -l:7)") {
 		t.Errorf("cron cell: %+v", cut)
 	}
 	// A time's tooltip is its full RFC 3339 timestamp.

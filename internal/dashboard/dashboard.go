@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,11 +105,12 @@ type Options struct {
 	// says why it could not start (no command known for the gate).
 	// Optional: nil, and the page has no "run now".
 	Trigger func(cfg *gate.Config, name, who string) (msg string, err error)
-	// Crontab returns the crontab text the gates' schedules are read from
-	// (user format, system format or both concatenated). Optional: nil
-	// means no schedules, only the config's intervals. Its result is
-	// reused for CrontabTTL; an error is a warning in the summary.
-	Crontab func() ([]byte, error)
+	// Crontab returns the cron-gate jobs of the crontabs cron reads
+	// (watch.SystemProbe.Crontabs), which the gates' schedules are read
+	// from, each with its file and line. Optional: nil means no
+	// schedules, only the config's intervals. Its result is reused for
+	// CrontabTTL; an error is a warning in the summary.
+	Crontab func() (*watch.CronScan, error)
 	// Now is the clock. Nil: time.Now.
 	Now func() time.Time
 	// Log receives one line per internal error (a panic, a failed write).
@@ -170,6 +172,15 @@ func newHandler(opts Options) (*handler, error) {
 	}
 	if opts.Listen == "" {
 		opts.Listen = DefaultListen
+	}
+	if _, _, err := net.SplitHostPort(opts.Listen); err != nil {
+		// Said before the loopback rule, which would otherwise call
+		// "127.0.0.1" (no port) an address that needs a token.
+		hint := "host:port, like " + DefaultListen + " (port 0: any free port)"
+		if !strings.Contains(opts.Listen, ":") || strings.HasPrefix(opts.Listen, "[") && strings.HasSuffix(opts.Listen, "]") {
+			return nil, fmt.Errorf("dashboard: listen address %s has no port; give %s", safetext.Quote(opts.Listen), hint)
+		}
+		return nil, fmt.Errorf("dashboard: listen address %s is not %s", safetext.Quote(opts.Listen), hint)
 	}
 	if opts.Token != "" && len(opts.Token) < MinTokenLen {
 		return nil, fmt.Errorf("dashboard: the auth token is %d bytes long; use at least %d (e.g. openssl rand -hex 16)", len(opts.Token), MinTokenLen)
@@ -357,12 +368,12 @@ func (h *handler) crontab() (map[string][]watch.CrontabJob, error) {
 	if !h.cronAt.IsZero() && time.Since(h.cronAt) < CrontabTTL {
 		return h.cronJobs, h.cronErr
 	}
-	data, err := h.opts.Crontab()
+	scan, err := h.opts.Crontab()
 	h.cronJobs, h.cronErr, h.cronAt = nil, nil, time.Now()
 	if err != nil {
 		h.cronErr = fmt.Errorf("crontab: %v", err)
 	} else {
-		h.cronJobs = crontabIndex(data)
+		h.cronJobs = crontabIndex(scan)
 	}
 	return h.cronJobs, h.cronErr
 }

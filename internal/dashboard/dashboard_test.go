@@ -56,6 +56,28 @@ func gateOf(t testing.TB, s *Summary, name string) *GateSummary {
 	return nil
 }
 
+// TestSummaryCronIgnores: a crontab with a line Debian's cron cannot
+// read is ignored whole; every schedule in it says so and names its
+// line, and none gives a next run.
+func TestSummaryCronIgnores(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	fixture(t, e, now)
+	e.crontab = "0 */4 * * * cron-gate translate -- x\n15/30 * * * * cron-gate dependency-classifier -- y\n"
+	srv, _ := server(t, e.options())
+	s := getSummary(t, srv.URL, nil)
+	tr, dc := gateOf(t, s, "translate"), gateOf(t, s, "dependency-classifier")
+	if len(tr.Schedules) != 1 || tr.Schedules[0].Source != "crontab -l:1" || !tr.Schedules[0].Next.IsZero() ||
+		!strings.Contains(tr.Schedules[0].Error, "cron does not run this line: cron ignores the whole file: line 2: bad minute") ||
+		tr.NextRunFrom == "crontab" {
+		t.Errorf("translate: %+v", tr.Schedules)
+	}
+	if len(dc.Schedules) != 1 || !strings.Contains(dc.Schedules[0].Error, "bad minute: minute field \"15/30\"") ||
+		dc.Cadence != "15/30 * * * * (cron ignores it)" {
+		t.Errorf("dependency-classifier: %+v, cadence %q", dc.Schedules, dc.Cadence)
+	}
+}
+
 func TestSummary(t *testing.T) {
 	e := newEnv(t)
 	now := time.Now()
@@ -108,9 +130,17 @@ func TestSummary(t *testing.T) {
 	if !dc.ConfigPaused || dc.Pause == nil || dc.Pause.By != pauses.ByConfig || dc.Cadence != "every 30 minutes from :15" {
 		t.Errorf("dependency-classifier: %+v", dc)
 	}
+	// "tue#1" is not "the first Tuesday" to Debian's cron: it reads
+	// "tue" and skips "#1", and with the OR rule of the day fields the
+	// line runs on days 1-7 and on every Tuesday. Every schedule names
+	// its crontab and line.
 	nl := gateOf(t, s, "newsletter")
-	if len(nl.Schedules) != 1 || nl.Schedules[0].Error == "" || nl.Schedules[0].Text != "" || nl.Cadence != "0 9 1-7 * tue#1" {
-		t.Errorf("newsletter (unreadable schedule): %+v", nl.Schedules)
+	if len(nl.Schedules) != 1 || nl.Schedules[0].Error != "" || nl.Schedules[0].Source != "crontab -l:7" ||
+		nl.Cadence != "at 09:00 on days 1-7 of the month and on Tuesday" {
+		t.Errorf("newsletter: %+v, cadence %q", nl.Schedules, nl.Cadence)
+	}
+	if sc := tr.Schedules; len(sc) != 1 || sc[0].Source != "crontab -l:2" || sc[0].Line != 2 {
+		t.Errorf("translate schedules: %+v", sc)
 	}
 	bw := gateOf(t, s, "blog-worker-health")
 	if len(bw.Running) != 1 || bw.Cadence != "every 5 minutes" {
@@ -187,7 +217,7 @@ func TestEndpoints(t *testing.T) {
 
 	code, h, body = do(t, "GET", srv.URL+"/metrics", nil, nil)
 	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/plain; version=0.0.4") ||
-		!strings.Contains(body, `cron_gate_state{gate="translate",state="failing"} 1`) {
+		!strings.Contains(body, `gate="translate",state="failing"} 1`) {
 		t.Errorf("metrics: %d %v\n%s", code, h, body)
 	}
 

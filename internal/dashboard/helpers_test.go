@@ -17,6 +17,7 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/internal/watch"
 )
 
 // env is a real state dir with gates in varied states, and test doubles
@@ -96,11 +97,15 @@ func (e *env) resume(cfg *gate.Config, name string, force bool) (string, error) 
 
 func (e *env) options() Options {
 	return Options{
-		Load:    e.load,
-		Pause:   e.pause,
-		Resume:  e.resume,
-		Crontab: func() ([]byte, error) { e.mu.Lock(); defer e.mu.Unlock(); return []byte(e.crontab), nil },
-		Log:     io.Discard,
+		Load:   e.load,
+		Pause:  e.pause,
+		Resume: e.resume,
+		Crontab: func() (*watch.CronScan, error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return userCrontab([]byte(e.crontab)), nil
+		},
+		Log: io.Discard,
 	}
 }
 
@@ -173,7 +178,7 @@ func fixture(t testing.TB, e *env, now time.Time) {
 		"# the blog's workers",
 		"0 */4 * * * cron-gate translate -- python3 translate_worker.py",
 		"0 2-22/4 * * * cron-gate ko-followup -- python3 translate_worker.py --followup",
-		"15/30 * * * * cron-gate dependency-classifier -- withlock --slots 6 -- python3 dependency_classifier.py",
+		"15-59/30 * * * * cron-gate dependency-classifier -- withlock --slots 6 -- python3 dependency_classifier.py",
 		"*/5 * * * * cron-gate blog-worker-health -- python3 worker_health.py",
 		"0,30 8-23 * * mon-fri,sun cron-gate terms -- python3 terms.py",
 		"0 9 1-7 * tue#1 cron-gate newsletter -- ./send-newsletter --only-the-first-tuesday-of-the-month",
@@ -283,4 +288,11 @@ func (e *env) pausesNow(t testing.TB) map[string]pauses.Pause {
 		t.Fatal(err)
 	}
 	return ps
+}
+
+// userCrontab reads a crontab text as the user's crontab, as
+// watch.SystemProbe.Crontabs does.
+func userCrontab(tab []byte) *watch.CronScan {
+	jobs, _ := watch.ReadCrontab(tab, watch.UserCrontab, false, nil)
+	return &watch.CronScan{Where: watch.UserCrontab, Jobs: jobs}
 }

@@ -3,7 +3,6 @@
 package dashboard
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +33,7 @@ type Summary struct {
 	TimeZone  TimeZone      `json:"time_zone"`
 	Gates     []GateSummary `json:"gates"`
 	Watchdog  *Watchdog     `json:"watchdog,omitempty"` // nil: no check has run yet
-	Warnings  []string      `json:"warnings,omitempty"`
+	Warnings  []string      `json:"warnings"`           // always present: [] when none
 }
 
 // TimeZone is the zone the summary's times are given in.
@@ -63,13 +62,15 @@ type GateSummary struct {
 	// LogOutput: the gate keeps its output (log_output), so
 	// /api/output?gate=NAME can show the last run's.
 	LogOutput bool `json:"log_output,omitempty"`
-	// Schedules are the crontab lines that run the gate (none when no
-	// crontab was read or no line runs it).
+	// Schedules are the crontab lines that run the gate, each with its
+	// file and line, and those that would but Debian's cron ignores
+	// (Error says why); none when no crontab was read or no line runs
+	// it.
 	Schedules []Schedule `json:"schedules,omitempty"`
 	// Cadence says how often the gate runs, in words: the schedules'
 	// words, else the config's interval ("every 30 minutes"); empty when
-	// neither is known. A schedule that cannot be read contributes its
-	// raw text.
+	// neither is known. A line cron ignores contributes its raw schedule
+	// and "(cron ignores it)".
 	Cadence string `json:"cadence,omitempty"`
 	// NextRun is when the gate is next expected to run: the earliest
 	// next time of its schedules, else its last start plus its interval
@@ -89,11 +90,12 @@ type GateSummary struct {
 
 // Schedule is one crontab line that runs a gate.
 type Schedule struct {
-	Expr  string    `json:"expr"`            // the schedule as written: five fields or an @ nickname
-	Line  int       `json:"line"`            // line number in the crontab text read
-	Text  string    `json:"text,omitempty"`  // in words; empty when Expr cannot be read
-	Error string    `json:"error,omitempty"` // why Expr cannot be read
-	Next  time.Time `json:"next,omitzero"`   // its next time after Generated; zero for @reboot or never
+	Expr   string    `json:"expr"`            // the schedule as written: five fields or an @ nickname
+	Source string    `json:"source"`          // the crontab and line: "/etc/cron.d/blog:3", "crontab -l:5"
+	Line   int       `json:"line"`            // the line number in that crontab
+	Text   string    `json:"text,omitempty"`  // in words; empty when cron does not run the line
+	Error  string    `json:"error,omitempty"` // why Debian's cron does not run the line (its schedule, its file)
+	Next   time.Time `json:"next,omitzero"`   // its next time after Generated; zero for @reboot, never, or an Error
 	// CronTZ is the CRON_TZ a line above it sets, which Debian's cron
 	// does not read: Next is in cron's zone all the same.
 	CronTZ string `json:"cron_tz,omitempty"`
@@ -118,7 +120,7 @@ type Condition struct {
 func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stErr error, jobs map[string][]watch.CrontabJob, now time.Time) *Summary {
 	z := newZoner(h.loc)
 	s := &Summary{V: 1, Generated: z.t(rep.Generated), Config: rep.Config, StateDir: rep.StateDir,
-		Warnings: append([]string(nil), rep.Warnings...)}
+		Warnings: append([]string{}, rep.Warnings...)}
 	if stErr != nil {
 		s.Warnings = append(s.Warnings, stErr.Error())
 	}
@@ -133,10 +135,13 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 		gs.LogOutput = gc.LogOutput
 		var words []string
 		for _, j := range jobs[gs.Name] {
-			sc := Schedule{Expr: j.Schedule, Line: j.Line, CronTZ: j.CronTZ}
-			if p, err := h.parseSchedule(j.Schedule); err != nil {
-				sc.Error = err.Error()
-				words = append(words, j.Schedule)
+			sc := Schedule{Expr: j.Schedule, Source: j.Where(), Line: j.Line, CronTZ: j.CronTZ}
+			if p, err := h.parseSchedule(j.Schedule); err != nil || j.Rejected != "" {
+				sc.Error = "cron does not run this line: " + j.Rejected
+				if j.Rejected == "" {
+					sc.Error = err.Error()
+				}
+				words = append(words, j.Schedule+" (cron ignores it)")
 			} else {
 				sc.Text = p.Describe()
 				words = append(words, sc.Text)
@@ -279,14 +284,15 @@ func (z *zoner) gate(g *GateSummary) {
 	}
 }
 
-// crontabIndex groups a crontab's cron-gate jobs by gate.
-func crontabIndex(data []byte) map[string][]watch.CrontabJob {
+// crontabIndex groups the cron-gate jobs of the crontabs by gate, in the
+// order read.
+func crontabIndex(scan *watch.CronScan) map[string][]watch.CrontabJob {
 	m := map[string][]watch.CrontabJob{}
-	for _, j := range watch.CrontabJobs(data) {
-		m[j.Gate] = append(m[j.Gate], j)
+	if scan == nil {
+		return m
 	}
-	for _, js := range m {
-		sort.SliceStable(js, func(a, b int) bool { return js[a].Line < js[b].Line })
+	for _, j := range scan.Jobs {
+		m[j.Gate] = append(m[j.Gate], j)
 	}
 	return m
 }

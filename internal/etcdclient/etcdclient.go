@@ -1,15 +1,29 @@
+//go:build linux
+
 // Package etcdclient creates the etcd client the way both packages that
 // talk to etcd (etcdlock for withlock-etcd, etcdpause for cron-gate-etcd)
 // need it, and holds the rules their configurations share: the default
-// endpoint, no empty endpoint, the shape of a key prefix.
+// endpoint, the endpoints' form, the shape of a key prefix, TLS and
+// etcd's user/password auth (with the password never on a command line,
+// in a URL or in a message), and the oldest server version that is safe
+// to run them on (CheckVersions).
 package etcdclient
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/crongate/crongate/internal/safeopen"
 )
 
 // DefaultEndpoint is the client URL used when none is given: a member on
@@ -38,20 +52,306 @@ func ValidPrefix(p string) bool {
 	return strings.HasPrefix(p, "/") && !strings.HasSuffix(p, "/")
 }
 
-// New creates a client for eps. It does not contact the cluster (client
+// Security is how to authenticate to a cluster, and it to us.
+type Security struct {
+	// CAFile holds the PEM certificates that sign the members'
+	// certificates; "" trusts the system's roots. CertFile and KeyFile
+	// are a client certificate and its key (PEM), for members started
+	// with --client-cert-auth. ServerName is the name the members'
+	// certificates must carry, when it is not the endpoints' host. Any
+	// of them needs https:// endpoints.
+	CAFile, CertFile, KeyFile, ServerName string
+	// User and Password log in to etcd's auth (both or neither). The
+	// password is read by the caller from a file (ReadPassword) or the
+	// environment, never from a command line; it appears in no message.
+	User, Password string
+}
+
+// TLS reports whether s asks for TLS.
+func (s *Security) TLS() bool {
+	return s.CAFile != "" || s.CertFile != "" || s.KeyFile != "" || s.ServerName != ""
+}
+
+// Check checks the endpoints (each http:// or https://, host:port, no
+// user or password in the URL — a secret there would show in every
+// message that names the endpoint), that TLS options come with https://
+// endpoints only (the client would silently drop TLS for http://), and
+// that a user comes with a password and the reverse. opt names the
+// options for messages: flag names or config keys.
+func (s *Security) Check(eps []string, opt Options) error {
+	https := 0
+	for _, e := range eps {
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+			return fmt.Errorf("%s: %q is not a URL like http://HOST:2379 or https://HOST:2379", opt.Endpoints, redact(e))
+		}
+		if u.User != nil {
+			return fmt.Errorf("%s: %s carries a user or password: give them with %s and %s instead (a secret in a URL shows in messages)",
+				opt.Endpoints, redact(e), opt.User, opt.Password)
+		}
+		if u.Scheme == "https" {
+			https++
+		}
+	}
+	switch {
+	case s.TLS() && https != len(eps):
+		return fmt.Errorf("%s need https:// endpoints: every entry of %s must be one", opt.TLS, opt.Endpoints)
+	case (s.CertFile == "") != (s.KeyFile == ""):
+		return fmt.Errorf("%s: a client certificate needs its key, and the reverse", opt.TLS)
+	case s.User != "" && s.Password == "":
+		return fmt.Errorf("%s %s has no password: %s", opt.User, s.User, opt.Password)
+	case s.User == "" && s.Password != "":
+		return fmt.Errorf("a password is given (%s) but no %s", opt.Password, opt.User)
+	case strings.Contains(s.User, ":"):
+		return fmt.Errorf("%s %q: etcd user names have no colon", opt.User, s.User)
+	}
+	return nil
+}
+
+// Options names the options of a Config for messages.
+type Options struct {
+	Endpoints string // "--endpoints", "endpoints"
+	TLS       string // "--ca-file, --cert-file, --key-file and --server-name"
+	User      string // "--etcd-user", "user"
+	Password  string // where a password comes from
+}
+
+// redact keeps a URL's scheme and host only, for a message about a URL
+// that may hold a secret.
+func redact(e string) string {
+	if u, err := url.Parse(e); err == nil && u.User != nil {
+		u.User = url.User("…")
+		return u.String()
+	}
+	if i := strings.LastIndexByte(e, '@'); i >= 0 {
+		return "…" + e[i:]
+	}
+	return e
+}
+
+// maxPEM bounds a certificate or key file; maxPassword a password file.
+const (
+	maxPEM      = 1 << 20
+	maxPassword = 4096
+)
+
+// ReadPassword reads a password file: a regular file (not a symlink, never
+// a FIFO or device: safeopen.ReadFile) of at most 4 KiB that neither group
+// nor others can read or write (mode 0600 or stricter); the password is its
+// first line, without the line end. what names it in messages
+// ("--password-file", "[etcd] password_file"); the password is never in one.
+func ReadPassword(path, what string) (string, error) {
+	data, st, err := safeopen.ReadFile(path, maxPassword, false)
+	if err != nil {
+		if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
+			return "", fmt.Errorf("%s %w", what, fe)
+		}
+		return "", fmt.Errorf("%s %s: %v", what, path, safeopen.Cause(err))
+	}
+	if st.Mode&0o077 != 0 {
+		return "", fmt.Errorf("%s %s has mode %04o: a password others can read is no secret; chmod 600 it", what, path, st.Mode&0o777)
+	}
+	pw, _, _ := strings.Cut(string(data), "\n")
+	pw = strings.TrimSuffix(pw, "\r")
+	if pw == "" {
+		return "", fmt.Errorf("%s %s holds no password on its first line", what, path)
+	}
+	return pw, nil
+}
+
+// tlsConfig loads the TLS options' files.
+func (c *Security) tlsConfig() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
+	if c.CAFile != "" {
+		pem, err := readPEM(c.CAFile, "CA file")
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s holds no PEM certificate", c.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if c.CertFile != "" {
+		cert, err := readPEM(c.CertFile, "client certificate")
+		if err != nil {
+			return nil, err
+		}
+		key, err := readPEM(c.KeyFile, "client key")
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			// The error of X509KeyPair names no key material.
+			return nil, fmt.Errorf("client certificate %s and key %s: %v", c.CertFile, c.KeyFile, err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}
+
+// readPEM reads a certificate or key file (symlinks followed: /etc/ssl
+// is made of them; never a FIFO or device).
+func readPEM(path, what string) ([]byte, error) {
+	data, _, err := safeopen.ReadFile(path, maxPEM, true)
+	if err != nil {
+		if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
+			return nil, fmt.Errorf("%s %w", what, fe)
+		}
+		return nil, fmt.Errorf("%s %s: %v", what, path, safeopen.Cause(err))
+	}
+	return data, nil
+}
+
+// ErrLogin is wrapped by New's error when etcd refused the user or
+// password: a definite answer, not an unreachable cluster.
+var ErrLogin = errors.New("etcd refused the login")
+
+// New creates a client for the endpoints eps, which sec.Check has
+// accepted. dialTimeout bounds connecting to a member (and, with a User,
+// the login). Without a User it does not contact the cluster (client
 // creation is lazy since 3.7): an unreachable cluster shows up in the first
-// request. dialTimeout bounds connecting to a member. The client pings the
-// member it talks to every 5 s and leaves it after 1 s without an answer,
-// so a member that stopped answering (frozen, partitioned) is left in
-// about 6 s, before a 10 s lease is at risk; etcd refuses pings more often
-// than every 5 s (--grpc-keepalive-min-time). It logs nothing: errors are
-// returned to the caller, which says them in its own words.
-func New(eps []string, dialTimeout time.Duration) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{
+// request. With one, it logs in (one request); a refused login wraps
+// ErrLogin, no answer is returned as the client's error.
+//
+// Every request is sent to the next connected member in turn (the client's
+// balancer is round robin), which is what lets a request that got no
+// answer be sent again to another member (etcdlock's renewals). The client
+// pings the members it is connected to every 5 s and leaves one after 1 s
+// without an answer; etcd refuses pings more often than every 5 s
+// (--grpc-keepalive-min-time). It logs nothing: errors are returned to the
+// caller, which says them in its own words.
+func New(eps []string, dialTimeout time.Duration, sec Security) (*clientv3.Client, error) {
+	cc := clientv3.Config{
 		Endpoints:            eps,
 		DialTimeout:          dialTimeout,
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: time.Second,
 		Logger:               zap.NewNop(),
-	})
+		Username:             sec.User,
+		Password:             sec.Password,
+	}
+	if sec.TLS() {
+		tc, err := sec.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		cc.TLS = tc
+	}
+	cli, err := clientv3.New(cc)
+	if err != nil && isLoginRefused(err) {
+		return nil, fmt.Errorf("%w as user %s: %v", ErrLogin, sec.User, err)
+	}
+	return cli, err
+}
+
+func isLoginRefused(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "authentication failed") || strings.Contains(s, "invalid user ID or password")
+}
+
+// Minimum safe server versions: etcd issue #15247 (a leader that stalls
+// past a lease's TTL can, when it resumes, revoke leases that the clients
+// renewed meanwhile through a new leader, deleting live holders' keys) is
+// fixed by PR #16822 in 3.6.0, and by its backports in 3.5.13 (PR #17425)
+// and 3.4.31 (PR #17465). Older members can hand a lock to two holders
+// after a long enough leader stall, whatever the client does.
+var minPatch = map[[2]int]int{{3, 4}: 31, {3, 5}: 13}
+
+// MinSafeVersions says the minimum safe versions in words, for messages
+// and docs.
+const MinSafeVersions = "3.4.31, 3.5.13 or 3.6.0"
+
+// SafeVersion reports whether a server version ("3.4.23", as a member's
+// Status says it) carries the fix of etcd issue #15247. known is false for
+// a string that is not a version.
+func SafeVersion(v string) (safe, known bool) {
+	var maj, minor, patch int
+	core, _, _ := strings.Cut(v, "-") // "3.6.0-rc.1"
+	if n, err := fmt.Sscanf(core, "%d.%d.%d", &maj, &minor, &patch); n != 3 || err != nil ||
+		fmt.Sprintf("%d.%d.%d", maj, minor, patch) != core {
+		return false, false
+	}
+	switch {
+	case maj != 3:
+		return maj > 3, true
+	case minor >= 6:
+		return true, true
+	}
+	p, ok := minPatch[[2]int{maj, minor}]
+	return ok && patch >= p, true
+}
+
+// VersionCheck is a check of the members' server versions, started by
+// CheckVersions and running alongside the caller's own requests.
+type VersionCheck struct {
+	done chan struct{}
+	old  []string // "3.4.23 (member 8e9e05c52164694d)"
+}
+
+// CheckVersions starts reading the server version of the members: n
+// Status requests (one per endpoint), sent at once through the client's
+// own connections, which the balancer hands to the connected members in
+// turn, so that it costs no connection of its own (call it once a first
+// request has been answered: the connections are up then). A member that
+// does not answer within timeout, or that no request reached, is not
+// reported. The requests run in the background: Warning waits for them.
+func CheckVersions(cli *clientv3.Client, n int, timeout time.Duration) *VersionCheck {
+	v := &VersionCheck{done: make(chan struct{})}
+	go func() {
+		defer close(v.done)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		type answer struct {
+			id      uint64
+			version string
+		}
+		answers := make(chan answer, n)
+		// Through the client's own connections, not one per member:
+		// each request goes to the next connected member.
+		m := clientv3.NewMaintenanceFromMaintenanceClient(pb.NewMaintenanceClient(cli.ActiveConnection()), cli)
+		for range n {
+			go func() {
+				r, err := m.Status(ctx, "")
+				if err != nil || r == nil || r.Header == nil {
+					answers <- answer{}
+					return
+				}
+				answers <- answer{r.Header.MemberId, r.Version}
+			}()
+		}
+		seen := map[uint64]bool{}
+		for range n {
+			a := <-answers
+			if a.id == 0 || seen[a.id] {
+				continue
+			}
+			seen[a.id] = true
+			if safe, _ := SafeVersion(a.version); !safe {
+				v.old = append(v.old, fmt.Sprintf("%s (member %x)", a.version, a.id))
+			}
+		}
+	}()
+	return v
+}
+
+// Warning returns the warning for members older than the minimum safe
+// version, "" if none was found, waiting at most wait for the check to
+// end.
+func (v *VersionCheck) Warning(wait time.Duration) string {
+	if v == nil {
+		return ""
+	}
+	select {
+	case <-v.done:
+	case <-time.After(wait):
+		return ""
+	}
+	if len(v.old) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("etcd server %s is older than %s: a leader that stalls longer than a lease's TTL can, when it resumes, delete the keys of live holders (etcd issue #15247); upgrade the members (docs/etcd.md, Server versions)",
+		strings.Join(v.old, ", "), MinSafeVersions)
 }

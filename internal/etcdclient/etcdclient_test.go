@@ -1,7 +1,10 @@
 package etcdclient
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -32,11 +35,112 @@ func TestValidPrefix(t *testing.T) {
 // New does not contact the cluster: a client for an address nobody
 // listens on is created, and closes.
 func TestNewIsLazy(t *testing.T) {
-	cli, err := New([]string{"http://127.0.0.1:1"}, 0)
+	cli, err := New([]string{"http://127.0.0.1:1"}, 0, Security{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cli.Close(); err != nil {
 		t.Errorf("close: %v", err)
+	}
+}
+
+// The minimum safe versions: etcd issue #15247's fix is in 3.4.31, 3.5.13
+// and 3.6.0.
+func TestSafeVersion(t *testing.T) {
+	for v, want := range map[string][2]bool{
+		"3.4.23": {false, true}, "3.4.30": {false, true}, "3.4.31": {true, true}, "3.4.40": {true, true},
+		"3.5.12": {false, true}, "3.5.13": {true, true}, "3.6.0": {true, true}, "3.6.0-rc.1": {true, true},
+		"3.7.3": {true, true}, "3.3.27": {false, true}, "4.0.0": {true, true}, "2.3.8": {false, true},
+		"": {false, false}, "3.4": {false, false}, "3.4.x": {false, false}, "v3.4.31": {false, false}, "3.4.31 ": {false, false},
+	} {
+		safe, known := SafeVersion(v)
+		if [2]bool{safe, known} != want {
+			t.Errorf("SafeVersion(%q) = %v, %v; want %v", v, safe, known, want)
+		}
+	}
+}
+
+// FuzzSafeVersion: a member's version string is outside input: never a
+// panic, and only a well-formed version is known.
+func FuzzSafeVersion(f *testing.F) {
+	for _, s := range []string{"3.4.23", "3.6.0-rc.1", "", "3..4", "-1.2.3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		safe, known := SafeVersion(v)
+		if safe && !known {
+			t.Fatalf("%q: safe but not known", v)
+		}
+	})
+}
+
+// Security.Check: endpoints are http(s) URLs without a secret in them,
+// TLS needs https://, a user needs a password; no message holds the
+// password.
+func TestSecurityCheck(t *testing.T) {
+	opt := Options{Endpoints: "--endpoints", TLS: "--ca-file", User: "--etcd-user", Password: "use --password-file"}
+	for _, c := range []struct {
+		eps  []string
+		sec  Security
+		want string // "" for accepted
+	}{
+		{[]string{"http://a:2379", "https://b:2379"}, Security{}, ""},
+		{[]string{"https://a:2379"}, Security{CAFile: "/ca"}, ""},
+		{[]string{"https://a:2379"}, Security{User: "u", Password: "s3cret"}, ""},
+		{[]string{"http://a:2379"}, Security{CAFile: "/ca"}, "need https://"},
+		{[]string{"https://a:2379"}, Security{CertFile: "/c"}, "needs its key"},
+		{[]string{"http://u:s3cret@a:2379"}, Security{}, "carries a user or password"},
+		{[]string{"a:2379"}, Security{}, "is not a URL"},
+		{[]string{"ftp://a"}, Security{}, "is not a URL"},
+		{[]string{"https://a:2379"}, Security{User: "u"}, "has no password"},
+		{[]string{"https://a:2379"}, Security{Password: "s3cret"}, "no --etcd-user"},
+		{[]string{"https://a:2379"}, Security{User: "a:b", Password: "s3cret"}, "no colon"},
+	} {
+		err := c.sec.Check(c.eps, opt)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q %+v: %v", c.eps, c.sec, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q %+v: %v, want %q", c.eps, c.sec, err, c.want)
+		case err != nil && strings.Contains(err.Error(), "s3cret"):
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
+
+// ReadPassword: the first line of a 0600 file; a file others can read, a
+// symlink or an empty file is refused, and no message holds the password.
+func TestReadPassword(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		return p
+	}
+	ok := write("ok", "s3cret\nignored\n", 0o600)
+	if pw, err := ReadPassword(ok, "--password-file"); err != nil || pw != "s3cret" {
+		t.Errorf("0600 file: %q, %v", pw, err)
+	}
+	if pw, err := ReadPassword(write("ro", "s3cret\r\n", 0o400), "--password-file"); err != nil || pw != "s3cret" {
+		t.Errorf("0400 file with CRLF: %q, %v", pw, err)
+	}
+	link := filepath.Join(dir, "link")
+	os.Symlink(ok, link)
+	for name, p := range map[string]string{
+		"group-readable": write("g", "s3cret\n", 0o640),
+		"world-readable": write("w", "s3cret\n", 0o604),
+		"empty":          write("e", "\n", 0o600),
+		"symlink":        link,
+		"missing":        filepath.Join(dir, "none"),
+	} {
+		_, err := ReadPassword(p, "--password-file")
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: the error shows the password: %v", name, err)
+		}
 	}
 }

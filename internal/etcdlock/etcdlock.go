@@ -46,11 +46,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,9 +69,12 @@ import (
 
 // Defaults.
 const (
-	DefaultPrefix   = "/withlock"
-	DefaultTTL      = 10 * time.Second
-	DefaultEndpoint = etcdclient.DefaultEndpoint
+	DefaultPrefix = "/withlock"
+	DefaultTTL    = 10 * time.Second
+	// DefaultLockDelay keeps a lock whose holder stopped renewing taken
+	// 5 s beyond the TTL (docs/etcd.md, "Lock delay").
+	DefaultLockDelay = 5 * time.Second
+	DefaultEndpoint  = etcdclient.DefaultEndpoint
 	// MaxTxnOps is etcd's default --max-txn-ops. The server counts the
 	// largest of compares, then-ops and else-ops of a transaction, and of
 	// every nested transaction against what its parent left over.
@@ -113,27 +118,53 @@ type Holder struct {
 // Config configures a Backend.
 type Config struct {
 	Endpoints []string
+	// Security is TLS and etcd auth; Check it first
+	// (etcdclient.Security.Check).
+	Security etcdclient.Security
 	// KeyRoot is the directory paths are named relative to; each host gives
 	// the directory where it sees the shared tree. It is canonicalised like
 	// the paths. Empty means "/".
 	KeyRoot string
-	Prefix  string        // empty: DefaultPrefix
-	TTL     time.Duration // lease TTL; 0: DefaultTTL
+	Prefix  string // empty: DefaultPrefix
+	// TTL is the holder's own deadline: renewals every TTL/3, the
+	// command stopped at 3/4 of it without one (Held.Lost); 0:
+	// DefaultTTL.
+	TTL time.Duration
+	// LockDelay is how much longer than TTL the lease itself lives: the
+	// keys of a holder that stopped renewing (dead, frozen, cut off) stay
+	// for TTL + LockDelay after its last renewal, while the holder gives
+	// up at 3/4 of TTL; a release revokes the lease at once. Negative:
+	// none; 0: DefaultLockDelay.
+	LockDelay time.Duration
 	// Timeout bounds each operation (grant, read, release), retries
 	// included; 0: DefaultTimeout. One attempt lasts at most AttemptTimeout,
 	// so that an attempt stuck on a dead leader is retried once a new one
 	// is elected (about 1-2 s with etcd's defaults).
 	Timeout time.Duration
 	Holder  Holder
+	// Early grants the first lease at New, alongside what the caller does
+	// before its first TryAcquire (reading paths, canonicalising them),
+	// instead of after: the first claim's TryAcquire takes it. A lease
+	// nobody takes is revoked by Close.
+	Early bool
+	// Infof, if set, is told what -v says: renewals that needed more than
+	// one attempt. Warnf, if set, is told of a renewal that came past the
+	// deadline (this process was stopped) and found the lease alive.
+	Infof, Warnf func(format string, args ...any)
 }
 
 // Backend is a connection to one etcd cluster.
 type Backend struct {
-	cfg  Config
-	root string // canonical key root
-	cli  *clientv3.Client
-	ttl  int64 // seconds
-	rto  time.Duration
+	cfg      Config
+	root     string // canonical key root
+	cli      *clientv3.Client
+	ttl      int64 // the leases' TTL in seconds: Config.TTL + Config.LockDelay
+	rto      time.Duration
+	versions *etcdclient.VersionCheck // started after the first grant
+	checked  sync.Once
+	// early is the lease granted at New, while the caller still opens its
+	// claim (Config.Early), until the first claim takes it.
+	early chan granted
 	// Rereads counts lock transactions whose outcome was unknown (a
 	// timeout, a broken connection) and was read back.
 	Rereads atomic.Int64
@@ -160,6 +191,14 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.TTL < time.Second || cfg.TTL%time.Second != 0 {
 		return nil, fmt.Errorf("--ttl %v: etcd leases have whole seconds, at least 1s", cfg.TTL)
 	}
+	switch {
+	case cfg.LockDelay == 0:
+		cfg.LockDelay = DefaultLockDelay
+	case cfg.LockDelay < 0:
+		cfg.LockDelay = 0
+	case cfg.LockDelay%time.Second != 0:
+		return nil, fmt.Errorf("--lock-delay %v: etcd leases have whole seconds", cfg.LockDelay)
+	}
 	if cfg.KeyRoot == "" {
 		cfg.KeyRoot = "/"
 	}
@@ -171,19 +210,63 @@ func New(cfg Config) (*Backend, error) {
 	if rto == 0 {
 		rto = DefaultTimeout
 	}
-	// The dial timeout also sets how long the client waits for a lease's
-	// first keep-alive answer (dial timeout + 1 s) before it closes the
-	// channel. Our own deadline (3/4 TTL) decides; see lease.monitor.
-	cli, err := etcdclient.New(cfg.Endpoints, cfg.TTL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	cli, err := etcdclient.New(cfg.Endpoints, rto, cfg.Security)
+	switch {
+	case errors.Is(err, etcdclient.ErrLogin):
+		return nil, err
+	case err != nil && cfg.Security.User != "" && etcderr.Ambiguous(err):
+		// The login got no answer.
+		return nil, &unavailableError{what: "log in", err: err, endpoints: cfg.Endpoints, timeout: rto}
+	case err != nil:
+		return nil, err
 	}
-	return &Backend{cfg: cfg, root: root, cli: cli, ttl: int64(cfg.TTL / time.Second), rto: rto}, nil
+	b := &Backend{cfg: cfg, root: root, cli: cli, ttl: int64((cfg.TTL + cfg.LockDelay) / time.Second), rto: rto}
+	if cfg.Early {
+		go warmCodec()
+		b.early = make(chan granted, 1)
+		go func() {
+			l, err := grant(b)
+			b.early <- granted{l, err}
+		}()
+	}
+	return b, nil
+}
+
+type granted struct {
+	l   *lease
+	err error
+}
+
+// newLease returns the lease granted early, the first time (Config.Early),
+// else grants one.
+func (b *Backend) newLease() (*lease, error) {
+	if b.early != nil {
+		g := <-b.early
+		b.early = nil
+		return g.l, g.err
+	}
+	return grant(b)
+}
+
+// VersionWarning returns the warning for cluster members older than the
+// minimum safe server version (etcdclient.CheckVersions), "" if none was
+// found or the check did not run (no lease was granted) or did not end
+// within wait.
+func (b *Backend) VersionWarning(wait time.Duration) string {
+	return b.versions.Warning(wait)
 }
 
 // Close closes the client. Held locks are not released by it (Release them
 // first); their lease then expires after the TTL.
-func (b *Backend) Close() error { return b.cli.Close() }
+func (b *Backend) Close() error {
+	if b.early != nil {
+		if g := <-b.early; g.err == nil {
+			g.l.revoke(b)
+		}
+		b.early = nil
+	}
+	return b.cli.Close()
+}
 
 // Client is the underlying client (for tests and benchmarks).
 func (b *Backend) Client() *clientv3.Client { return b.cli }
@@ -309,6 +392,17 @@ type claim struct {
 	busyKey    string
 	busyPrefix bool
 	busyRev    int64
+	// woke: the last WaitChange saw the busy key (or a slot) freed;
+	// raced: an attempt after such a wake still found it busy, so other
+	// waiters are racing for it (WaitChange then staggers).
+	woke, raced bool
+	// tried: an attempt was made (the first one may peek).
+	tried bool
+	// quiet: the last WaitChange watched until its poll ran out and saw
+	// nothing freed; busy is the answer of the attempt before it.
+	quiet bool
+	busy  error
+	watch *busyWatch
 }
 
 // TryAcquire takes every path key and one slot of every pool, or nothing.
@@ -316,6 +410,17 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 	if c.held != nil && !c.held.released {
 		return nil, errors.New("etcdlock: claim already held")
 	}
+	if c.quiet && c.stillBusy() {
+		// The last WaitChange watched the busy key from the revision at
+		// which it was busy until its poll ran out, saw no release, and
+		// a read (no write: an attempt is one, through the cluster's
+		// log, taken or not) finds the key still held: nothing to try.
+		// The read catches a release that a watch stuck on a frozen
+		// member has not reported.
+		c.quiet = false
+		return nil, c.busy
+	}
+	c.quiet = false
 	deadline := time.Now().Add(c.b.rto)
 	redeals := 0
 	for {
@@ -324,17 +429,39 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 			c.lease = nil
 		}
 		if c.lease == nil {
-			l, err := grant(c.b)
+			// A first try reads its path keys while the lease is being
+			// granted: a key found held answers busy without the
+			// write (the lock transaction, which goes through the
+			// cluster's log, taken or not), at no cost in time when
+			// they are free.
+			var peeked chan *BusyError
+			if c.b.early != nil && !c.tried && len(c.keys) > 0 {
+				peeked = make(chan *BusyError, 1)
+				go func() { peeked <- c.peek() }()
+			}
+			l, err := c.b.newLease()
 			if err != nil {
 				return nil, err
 			}
 			c.lease = l
+			if peeked != nil {
+				if be := <-peeked; be != nil {
+					c.tried, c.busy = true, be
+					return nil, be
+				}
+			}
 		}
+		c.tried = true
 		h, err := c.attempt(deadline)
 		if err == nil {
 			c.held = h
 			return h, nil
 		}
+		if errors.Is(err, lockset.ErrBusy) {
+			c.raced = c.raced || c.woke
+			c.busy = err
+		}
+		c.woke = false
 		if errors.Is(err, errResend) {
 			// A transaction timed out and did not show when read back,
 			// but it may still be in flight (accepted by a leader, not
@@ -371,6 +498,43 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 		}
 		return nil, err
 	}
+}
+
+// stillBusy reports whether a linearizable read finds the busy path key
+// still held since the busy attempt (a pool is left to the attempt).
+func (c *claim) stillBusy() bool {
+	if c.busyPrefix || c.busyKey == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
+	defer cancel()
+	r, err := c.b.cli.Get(ctx, c.busyKey, clientv3.WithKeysOnly())
+	return err == nil && len(r.Kvs) > 0 && r.Kvs[0].CreateRevision <= c.busyRev
+}
+
+// peek reads the path keys (the first MaxTxnOps of them) with one
+// linearizable read and returns the busy answer for the first one held,
+// nil if none is (or the read got no answer in time: the lock transaction
+// decides then). It puts nothing.
+func (c *claim) peek() *BusyError {
+	keys := c.keys[:min(len(c.keys), MaxTxnOps)]
+	ops := make([]clientv3.Op, len(keys))
+	for i, k := range keys {
+		ops[i] = clientv3.OpGet(k.key)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
+	defer cancel()
+	resp, err := c.b.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil
+	}
+	for i, r := range resp.Responses {
+		if rr := r.GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
+			c.busyKey, c.busyPrefix, c.busyRev = keys[i].key, false, resp.Header.Revision
+			return &BusyError{What: keys[i].canon, Key: keys[i].key, Holders: holders(rr.Kvs)}
+		}
+	}
+	return nil
 }
 
 // errResend marks a transaction whose outcome was unknown and that was not
@@ -732,7 +896,11 @@ func (c *claim) reread(keys []pathKey, pools []pool, cands [][]int, deadline tim
 }
 
 func (c *claim) poolBusy(p *pool, kvs []*mvccpb.KeyValue) *BusyError {
-	return &BusyError{What: fmt.Sprintf("slot pool %s (%d slots)", p.template, p.size), Key: p.prefix, Holders: holders(kvs), pool: true}
+	unit := "slots"
+	if p.size == 1 {
+		unit = "slot"
+	}
+	return &BusyError{What: fmt.Sprintf("slot pool %s (%d %s)", p.template, p.size, unit), Key: p.prefix, Holders: holders(kvs), pool: true}
 }
 
 func holders(kvs []*mvccpb.KeyValue) []string {
@@ -758,6 +926,19 @@ func holders(kvs []*mvccpb.KeyValue) []string {
 // WaitChange waits until the key (or pool) that was busy is deleted or its
 // lease expires, using an etcd watch from the revision the busy attempt saw,
 // so a release between that attempt and the watch is not missed.
+//
+// Every waiter sees a release at once, and each attempt after it is a
+// write through the cluster's log, taken or not: with many waiters on one
+// key, all but one of them write for nothing at every hand-over (a
+// thundering herd, most of the cluster's work under contention). So a
+// waiter that has already lost such a race (raced) staggers: after a
+// release it waits a random time below stagger, watching, and tries only
+// if nobody has taken what was freed meanwhile (a put of the key, or of as
+// many slots as were freed); else it waits for the next release. A waiter
+// that has not lost a race tries at once, so a lone waiter never waits for
+// nothing. This orders nobody: who gets the key after a release is left to
+// chance, as before (a fair queue would also make a hand-over one write
+// instead of two: the release, then the next holder's transaction).
 func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, poll)
 	defer cancel()
@@ -765,28 +946,93 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 		<-wctx.Done()
 		return ctx.Err()
 	}
-	opts := []clientv3.OpOption{clientv3.WithFilterPut()}
+	w := c.watchBusy()
+	for {
+		select {
+		case wr, ok := <-w.ch:
+			if !ok || wr.Err() != nil {
+				c.stopWatch()
+				return ctx.Err()
+			}
+			for _, ev := range wr.Events {
+				switch {
+				case ev.Type == mvccpb.DELETE:
+					w.freed++
+				case w.freed > 0:
+					w.freed-- // taken again by another waiter
+				}
+			}
+			switch {
+			case w.freed > 0 && !c.raced:
+				c.woke = true
+				return ctx.Err()
+			case w.freed > 0 && w.try == nil:
+				w.try = time.After(rand.N(stagger))
+			case w.freed <= 0:
+				w.freed, w.try = 0, nil
+			}
+		case <-w.try:
+			c.woke = true
+			return ctx.Err()
+		case <-wctx.Done():
+			// The poll ran out with the watch healthy and nothing
+			// freed: TryAcquire answers busy without a request, and
+			// the watch goes on for the next WaitChange.
+			c.quiet = ctx.Err() == nil && w.freed <= 0 && c.busy != nil
+			return ctx.Err()
+		}
+	}
+}
+
+// busyWatch is a watch of what the last attempt found busy, from the
+// revision at which it was busy: kept across WaitChange calls while that
+// does not change (a watch started again would replay every change since
+// that revision, each time).
+type busyWatch struct {
+	key    string
+	prefix bool
+	rev    int64
+	ch     clientv3.WatchChan
+	cancel context.CancelFunc
+	freed  int              // deletes minus puts since the first delete
+	try    <-chan time.Time // when a staggering waiter tries
+}
+
+// watchBusy returns the watch of what is busy now, started if need be.
+func (c *claim) watchBusy() *busyWatch {
+	if w := c.watch; w != nil && w.key == c.busyKey && w.prefix == c.busyPrefix && w.rev == c.busyRev {
+		return w
+	}
+	c.stopWatch()
+	var opts []clientv3.OpOption
 	if c.busyRev > 0 {
 		opts = append(opts, clientv3.WithRev(c.busyRev+1))
 	}
 	if c.busyPrefix {
 		opts = append(opts, clientv3.WithPrefix())
 	}
-	wch := c.b.cli.Watch(clientv3.WithRequireLeader(wctx), c.busyKey, opts...)
-	for {
-		select {
-		case wr, ok := <-wch:
-			if !ok || wr.Err() != nil || len(wr.Events) > 0 {
-				return ctx.Err()
-			}
-		case <-wctx.Done():
-			return ctx.Err()
-		}
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+	c.watch = &busyWatch{key: c.busyKey, prefix: c.busyPrefix, rev: c.busyRev, cancel: cancel,
+		ch: c.b.cli.Watch(ctx, c.busyKey, opts...)}
+	return c.watch
+}
+
+func (c *claim) stopWatch() {
+	if c.watch != nil {
+		c.watch.cancel()
+		c.watch = nil
 	}
 }
 
+// stagger bounds how long a waiter that lost a race for a key waits,
+// after the next release, before it tries (WaitChange): long enough for
+// the put of the waiter that tried first to reach the others (a few
+// milliseconds on a loaded host), short next to a critical section.
+const stagger = 20 * time.Millisecond
+
 // Close releases anything held and the lease.
 func (c *claim) Close() {
+	c.stopWatch()
 	if c.held != nil {
 		c.held.Release()
 	}

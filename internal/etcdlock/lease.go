@@ -7,21 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/crongate/crongate/internal/etcdclient"
+	"github.com/crongate/crongate/internal/etcderr"
 
 	"github.com/crongate/crongate/internal/lockset"
 )
 
 // lease is one holder's etcd lease, kept alive from the moment it is
 // granted until it is revoked. Its deadlines are counted from the moment the
-// request that (re)started it was sent (grant) or its answer arrived
-// (keep-alive), which is never before the cluster's own renewal by more than
-// one network delay: TERM at 3/4 of the TTL and KILL at 9/10 leave that
-// delay plenty of room before the lease can expire on the cluster.
+// request that last (re)started it was sent, which is never after the
+// cluster's own renewal: TERM at 3/4 of the TTL and KILL at 9/10 leave the
+// last tenth, at least, before the lease can expire on the cluster.
 type lease struct {
 	id     clientv3.LeaseID
 	cancel context.CancelFunc
@@ -29,8 +31,8 @@ type lease struct {
 	once   sync.Once
 
 	mu      sync.Mutex
-	renewed time.Time
-	ttl     time.Duration
+	renewed time.Time     // when the request of the last confirmed renewal was sent
+	ttl     time.Duration // the holder's deadlines are counted on it (Config.TTL)
 	reason  string
 
 	revokeErr error // the last revoke's failure, if any
@@ -51,94 +53,141 @@ func grant(b *Backend) (*lease, error) {
 		// alive: it expires by itself after the TTL, holding no key.
 		return nil, err
 	}
+	// The members' versions are read once per process, alongside the
+	// rest, now that the client's connections are up.
+	b.checked.Do(func() { b.versions = etcdclient.CheckVersions(b.cli, len(b.cfg.Endpoints), b.rto) })
 	l := &lease{
 		id:      resp.ID,
 		lost:    make(chan struct{}),
 		renewed: sent,
-		ttl:     time.Duration(resp.TTL) * time.Second,
+		ttl:     b.cfg.TTL,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
-	go l.monitor(ctx, b)
+	go l.keep(ctx, b)
 	return l, nil
 }
 
-// monitor keeps the lease alive through the client's keep-alive and closes
-// lost when the lease is gone or at risk: 3/4 of the TTL after the last
-// confirmed renewal.
-func (l *lease) monitor(ctx context.Context, b *Backend) {
-	t := time.NewTimer(l.lostIn())
-	defer t.Stop()
+// keep renews the lease every third of its TTL until ctx ends, and closes
+// lost when etcd says the lease is gone, or when 3/4 of the TTL have passed
+// since the last confirmed renewal.
+//
+// Each renewal is a single keep-alive request (a stream of its own) sent
+// with a short timeout, renewAttempt, and sent again until it is answered or
+// the 3/4-TTL deadline passes. The client sends every new request to the
+// next member in turn (its balancer is round robin over the members that
+// are connected), so a request stuck on a frozen or cut-off member is sent
+// again to another one after renewAttempt — long before the client would
+// notice the dead connection itself (gRPC keep-alive: about 6 s). Any member
+// can renew: a follower forwards the renewal to the leader, and once the
+// others have elected a new leader (about 1-2 s after the old one froze,
+// with etcd's defaults) it goes there. With the default TTL of 10 s a
+// renewal that meets a fault has more than 4 s to find a member that
+// answers.
+//
+// A renewal asks that the member have a leader (WithRequireLeader): a
+// member cut off from the others says so at once instead of waiting,
+// and the request goes to the next one.
+func (l *lease) keep(ctx context.Context, b *Backend) {
 	for {
-		ch, err := b.cli.KeepAlive(ctx, l.id)
-		if err != nil {
-			l.markLost("lease keep-alive could not start: " + err.Error())
+		l.mu.Lock()
+		next := l.renewed.Add(l.ttl / 3)
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(next)):
+		}
+		if !l.renew(ctx, b) {
 			return
 		}
-		if !l.follow(ctx, ch, t) {
-			return
+	}
+}
+
+// renewAttempt bounds one renewal request: a tenth of the TTL, at least
+// 300 ms (an answer on a healthy cluster takes a few milliseconds, a
+// member under load may need more) and at most 1 s.
+func renewAttempt(ttl time.Duration) time.Duration {
+	return min(max(ttl/10, 300*time.Millisecond), time.Second)
+}
+
+// renew renews the lease once, sending the request again until it is
+// answered; false when the lease is lost or ctx ended.
+//
+// When the deadline has passed before the first attempt — this process did
+// not run meanwhile: it was stopped (SIGSTOP), or starved — one attempt is
+// made all the same: the lease may still live, for up to TTL + lock delay
+// after the last renewal, and a lease that still lives has never lost its
+// keys (a lease that expired is gone for good), so nobody else can have
+// taken them, and the command goes on. Only a lease that etcd says is gone,
+// or no answer, stops it.
+func (l *lease) renew(ctx context.Context, b *Backend) bool {
+	for attempt := 1; ; attempt++ {
+		left := l.lostIn()
+		late := left <= 0 && attempt == 1
+		if left <= 0 && !late {
+			l.lostByTime()
+			return false
 		}
-		// The client closed the channel without our asking. It does so
-		// when etcd says the lease is gone, but also when an answer is
-		// late (a frozen member, an election), while the lease may well
-		// live on: ask etcd, and keep the lease alive again if it does.
-		for {
-			if ctx.Err() != nil {
-				return
+		timeout := renewAttempt(l.ttl)
+		if !late {
+			timeout = min(timeout, left)
+		}
+		sent := time.Now()
+		actx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), timeout)
+		_, err := b.cli.KeepAliveOnce(actx, l.id)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return false
+		case err == nil:
+			l.mu.Lock()
+			gap := sent.Sub(l.renewed)
+			l.mu.Unlock()
+			// Said before the renewal is recorded: a command that
+			// ended meanwhile waits for the record (KillBy) before
+			// withlock exits.
+			if late {
+				l.say(b.cfg.Warnf, "the lease was renewed %v after the last renewal, past the %v deadline (this process was stopped or starved): it had not expired, so the locks were kept throughout",
+					gap.Round(time.Millisecond), (l.ttl * 3 / 4))
+			} else if attempt > 1 {
+				l.say(b.cfg.Infof, "lease renewed %v after the last renewal, at attempt %d (a member did not answer)", gap.Round(time.Millisecond), attempt)
 			}
-			var ttl *clientv3.LeaseTimeToLiveResponse
-			err := b.doFor("lease time-to-live", min(max(l.lostIn(), 100*time.Millisecond), AttemptTimeout), func(c context.Context) (err error) {
-				ttl, err = b.cli.TimeToLive(c, l.id)
-				return err
-			})
-			if err == nil && ttl.TTL <= 0 {
-				l.markLost("etcd says the lease has expired")
-				return
-			}
-			if err == nil {
-				break
-			}
+			l.mu.Lock()
+			l.renewed = sent
+			l.mu.Unlock()
+			return true
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			l.markLost("etcd says the lease has expired")
+			return false
+		case late:
+			l.lostByTime()
+			return false
+		case !etcderr.Ambiguous(err):
+			// A definite refusal (permission denied, say): sending it
+			// again changes nothing, but the lease may live on until
+			// its deadline.
 			select {
-			case <-t.C:
-				l.lostByTime()
-				return
 			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
+				return false
+			case <-time.After(min(l.lostIn(), 200*time.Millisecond)):
+			}
+		default:
+			// No answer in time, a broken connection, no leader: the
+			// next attempt goes to the next member. A pause, so that
+			// attempts that fail at once do not spin.
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(20 * time.Millisecond):
 			}
 		}
 	}
 }
 
-// follow reads keep-alive answers until the channel closes (true) or the
-// lease is lost or released (false).
-func (l *lease) follow(ctx context.Context, ch <-chan *clientv3.LeaseKeepAliveResponse, t *time.Timer) bool {
-	for {
-		select {
-		case r, ok := <-ch:
-			if !ok {
-				return ctx.Err() == nil
-			}
-			if r.TTL <= 0 {
-				l.markLost("etcd says the lease has expired")
-				return false
-			}
-			l.mu.Lock()
-			l.renewed, l.ttl = time.Now(), time.Duration(r.TTL)*time.Second
-			l.mu.Unlock()
-			if !t.Stop() {
-				select {
-				case <-t.C:
-				default:
-				}
-			}
-			t.Reset(l.lostIn())
-		case <-t.C:
-			l.lostByTime()
-			return false
-		case <-ctx.Done():
-			return false
-		}
+func (l *lease) say(f func(string, ...any), format string, args ...any) {
+	if f != nil {
+		f(format, args...)
 	}
 }
 
@@ -173,22 +222,18 @@ func (l *lease) isLost() bool {
 	}
 }
 
-// revoke stops the keep-alive and revokes the lease, which deletes every key
-// put under it. If the cluster does not answer, the keys go when the lease
-// expires, one TTL after its last renewal at most.
+// revoke stops the renewals and revokes the lease, which deletes every key
+// put under it, within the operation's timeout (Config.Timeout): a revoke
+// that gets no answer is sent again, to the next member, in attempts of at
+// most AttemptTimeout (a revoke is safe to repeat: a lease that is gone is
+// what it wants). If no attempt is answered in time, revokeErr says so, and
+// the keys go when the lease expires, one TTL after its last renewal at
+// most.
 func (l *lease) revoke(b *Backend) {
 	if l.revoked {
 		return
 	}
-	l.revoked = true
-	l.cancel()
-	l.revokeErr = b.do("revoke lease", func(ctx context.Context) error {
-		_, err := b.cli.Revoke(ctx, l.id)
-		if err != nil && strings.Contains(err.Error(), "requested lease not found") {
-			return nil // expired already: nothing is held
-		}
-		return err
-	})
+	l.revokeConfirmed(b, time.Now().Add(b.rto))
 }
 
 // revokeConfirmed revokes the lease and retries until etcd confirms it (or
@@ -200,16 +245,20 @@ func (l *lease) revokeConfirmed(b *Backend, deadline time.Time) error {
 		left := time.Until(deadline)
 		err := b.doFor("revoke lease", max(min(left, AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) error {
 			_, err := b.cli.Revoke(ctx, l.id)
-			if err != nil && strings.Contains(err.Error(), "requested lease not found") {
-				return nil
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				return nil // expired already: nothing is held
 			}
 			return err
 		})
 		if err == nil || !errors.Is(err, ErrUnavailable) || left < 200*time.Millisecond {
+			var ue *unavailableError
+			if errors.As(err, &ue) {
+				ue.timeout = b.rto
+			}
 			l.revokeErr = err
 			return err
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -283,8 +332,9 @@ func (h *held) LostReason() string {
 // then expire with the lease).
 func (h *held) ReleaseErr() error { return h.lease.revokeErr }
 
-// TTL is the lease TTL the backend was configured with (Config.TTL).
-func (h *held) TTL() time.Duration { return h.c.b.cfg.TTL }
+// TTL is the longest the keys outlive this process or a release that
+// failed: the lease's TTL, Config.TTL + Config.LockDelay.
+func (h *held) TTL() time.Duration { return time.Duration(h.c.b.ttl) * time.Second }
 
 // Fenced is what an etcd Held offers beyond lockset.Leased: the fencing
 // token and the names other hosts know the paths by (docs/etcd.md, "The fencing

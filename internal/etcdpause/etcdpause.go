@@ -51,6 +51,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crongate/crongate/internal/etcdclient"
@@ -95,6 +96,9 @@ type Config struct {
 	// Endpoints are the client URLs of the members; give every member.
 	// Empty: DefaultEndpoint.
 	Endpoints []string
+	// Security is TLS and etcd auth; Check it first
+	// (etcdclient.Security.Check).
+	Security etcdclient.Security
 	// Prefix is where the keys live; empty: DefaultPrefix. It starts with
 	// "/" and does not end with "/".
 	Prefix string
@@ -112,9 +116,11 @@ type Config struct {
 // Store is a connection to the cluster that holds the pauses: a
 // pauses.Store that every host naming the same cluster and prefix shares.
 type Store struct {
-	cfg Config
-	cli *clientv3.Client
-	now func() time.Time
+	cfg      Config
+	cli      *clientv3.Client
+	now      func() time.Time
+	checked  sync.Once
+	versions *etcdclient.VersionCheck // started after the first answer
 }
 
 var _ pauses.Store = (*Store)(nil)
@@ -146,11 +152,31 @@ func Open(cfg Config) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	cli, err := etcdclient.New(cfg.Endpoints, cfg.DialTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	cli, err := etcdclient.New(cfg.Endpoints, cfg.DialTimeout, cfg.Security)
+	switch {
+	case errors.Is(err, etcdclient.ErrLogin):
+		return nil, err
+	case err != nil && cfg.Security.User != "" && etcderr.Ambiguous(err):
+		// The login got no answer.
+		return nil, fmt.Errorf("%w: log in: %v", ErrUnavailable, err)
+	case err != nil:
+		return nil, err
 	}
 	return &Store{cfg: cfg, cli: cli, now: now}, nil
+}
+
+// Warning returns, once per process, the warning for cluster members
+// older than the minimum safe server version (etcdclient.CheckVersions,
+// started after the first answer from the cluster), "" if there is none or
+// the check did not end within wait. cron-gate writes it to stderr and in
+// the run's start record (gate.Warner).
+func (s *Store) Warning(wait time.Duration) string {
+	return s.versions.Warning(wait)
+}
+
+// answered starts the version check after a first answer.
+func (s *Store) answered() {
+	s.checked.Do(func() { s.versions = etcdclient.CheckVersions(s.cli, len(s.cfg.Endpoints), s.cfg.Timeout) })
 }
 
 // Close closes the client.
@@ -181,6 +207,9 @@ func (s *Store) Get(ctx context.Context, name string) (*pauses.Pause, error) {
 		}
 		return err
 	})
+	if err == nil {
+		s.answered()
+	}
 	if err != nil || kv == nil {
 		return nil, err
 	}
@@ -234,6 +263,9 @@ func (s *Store) ResumedAt(ctx context.Context, name string) (time.Time, error) {
 		}
 		return err
 	})
+	if err == nil {
+		s.answered()
+	}
 	if err != nil || kv == nil {
 		return time.Time{}, err
 	}

@@ -51,6 +51,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/duration"
 )
 
 // Load reads and validates the config at path.
@@ -396,9 +397,9 @@ func (p *cfgParser) decodeValue(prim toml.Primitive, s *gate.Spec, key string, l
 		if !ok {
 			return bad("%s: must be a duration string like %s, not %s", key, s.Example, cfgDescribe(v))
 		}
-		d, err := time.ParseDuration(str)
+		d, err := duration.Parse(str)
 		if err != nil {
-			return bad("%s: %s is not a duration (e.g. %s)", key, cfgtext.ShortQuote(str), s.Example)
+			return bad("%s: %s is not a duration (e.g. %s, or 3d for days)", key, cfgtext.ShortQuote(str), s.Example)
 		}
 		return gate.Value{S: str, D: d}, true
 	case gate.KindPaths, gate.KindURLs, gate.KindArgv:

@@ -149,7 +149,7 @@ func TestConfigErrors(t *testing.T) {
 		// Unknown keys at every level.
 		{"[gates.foo]\n\n\n\n\n\npausd = true\n", P + " line 7: unknown key gates.foo.pausd; did you mean paused?"},
 		{"statedir = \"/x\"\n", P + " line 1: unknown key statedir; did you mean state_dir?"},
-		{"\n[logging]\nlevel = 3\n", P + " line 2: unknown key logging; the keys allowed here are state_dir, skip_code, history, gates, check, notify, serve, etcd"},
+		{"\n[logging]\nlevel = 3\n", P + " line 2: unknown key logging; the keys allowed here are state_dir, skip_code, history, report_skips, gates, check, notify, serve, etcd"},
 		{"\n[other.table]\nlevel = 3\n", P + " line 2: unknown key other; the keys allowed here are ..."},
 		{"[gate.foo]\npaused = true\n", P + " line 1: unknown key gate; gates are declared as [gates.NAME]"},
 		{"[gates.foo.env]\nA = 1\n", P + " line 1: unknown key gates.foo.env; the keys allowed here are paused, reason, ..."},
@@ -174,8 +174,8 @@ func TestConfigErrors(t *testing.T) {
 		{"[[gates.foo]]\npaused = true\n", P + ` line 1: gates.foo: must be a table ([gates.foo]), not an array of tables`},
 
 		// Bad values.
-		{"[gates.foo]\n\ninterval = \"30x\"\n", P + ` line 3: gates.foo.interval: "30x" is not a duration (e.g. "30m")`},
-		{"[gates.foo]\ninterval = \"\"\n", P + ` line 2: gates.foo.interval: "" is not a duration (e.g. "30m")`},
+		{"[gates.foo]\n\ninterval = \"30x\"\n", P + ` line 3: gates.foo.interval: "30x" is not a duration (e.g. "30m", or 3d for days)`},
+		{"[gates.foo]\ninterval = \"\"\n", P + ` line 2: gates.foo.interval: "" is not a duration (e.g. "30m", or 3d for days)`},
 		{"[gates.foo]\ninterval = \"-5m\"\n", P + ` line 2: gates.foo.interval: "-5m" is not positive; use a duration like "30m", or remove the key`},
 		{"[gates.foo]\ninterval = \"0s\"\n", P + ` line 2: gates.foo.interval: "0s" is not positive; ...`},
 		{"[gates.foo]\ninterval = 30\n", P + ` line 2: gates.foo.interval: must be a duration string like "30m", not an integer (30)`},
@@ -186,6 +186,7 @@ func TestConfigErrors(t *testing.T) {
 		{"history = 9999999999999\n", P + ` line 1: history: 9999999999999 is too large; ...`},
 		{"[gates.foo]\nhistory = 0\n", P + ` line 2: gates.foo.history: 0 is too small; keep at least 10 records`},
 		{"[gates.foo]\nlog_max_bytes = 100\n", P + ` line 2: gates.foo.log_max_bytes: 100 is too small; use at least 4096`},
+		{"[gates.foo]\nlog_max_bytes = 4294967296\n", P + ` line 2: gates.foo.log_max_bytes: 4294967296 is too large; use at most 1073741824 (the output is held in memory until the run ends)`},
 		{"state_dir = \"var/lib/cg\"\n", P + ` line 1: state_dir: "var/lib/cg" is not an absolute path; write the full path starting with /`},
 		{"state_dir = \"\"\n", P + ` line 1: state_dir: is empty; write an absolute path starting with /`},
 		{"[gates.foo]\nlegacy_locks = [\"/ok\",\n  \"run/x.lock\"]\n", P + ` line 2: gates.foo.legacy_locks[1]: "run/x.lock" is not an absolute path; write the full path starting with /`},
@@ -757,5 +758,20 @@ func TestConfigValidateAgreesWithParse(t *testing.T) {
 		if validated != parsed {
 			t.Errorf("%q:\n Parse    %s\n Validate %s", tt.src, parsed, validated)
 		}
+	}
+}
+
+// Durations in the config read days as every duration does (package
+// duration): interval = "1d12h", resume_grace = "2d".
+func TestConfigDurationDays(t *testing.T) {
+	cfg, err := Parse("/etc/x.toml", []byte("[check]\nresume_grace = \"2d\"\n[gates.g]\ninterval = \"1d12h\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv := cfg.Gates["g"].Interval; iv != 36*time.Hour {
+		t.Errorf("interval = %v, want 36h", iv)
+	}
+	if g := cfg.Check.ResumeGrace; g != 48*time.Hour {
+		t.Errorf("resume_grace = %v, want 48h", g)
 	}
 }

@@ -4,13 +4,27 @@
 //
 // Healthchecks pings: a gate with `healthchecks_url` tells a
 // healthchecks.io-compatible service about each run, so that users who
-// already watch their jobs there keep doing so:
+// already watch their jobs there keep doing so. The endpoints are those of
+// healthchecks.io's Pinging API (https://healthchecks.io/docs/http_api/):
 //
 //	URL/start      when the command has started (in the background)
-//	URL            it succeeded
+//	URL            it succeeded, or it skipped (busy): the body says which
 //	URL/N          it failed with exit code N (failure, timeout 124, 126, 127)
 //	URL/fail       it died of a signal
-//	URL/log        it exited with the skip code (busy): logged, no state change
+//
+// A skip after /start (the command exited with the skip code: withlock
+// found its locks busy) is sent as a success, its body saying "skipped":
+// healthchecks.io marks a check that received /start and then neither a
+// success nor a failure within its grace time as down, and /log changes
+// no state, so routine contention would turn it red. A gate that keeps
+// skipping is the watchdog's to notice (its stale condition: no success
+// for stale_factor intervals), not healthchecks'.
+//
+// Every ping of a run carries the same run ID, ?rid=UUID: a random UUID
+// (version 4) in the canonical lower-case form healthchecks.io asks for
+// (https://blog.healthchecks.io/2022/11/using-run-ids-to-track-run-times-of-overlapping-jobs/),
+// so that the start and end of overlapping runs pair right. The body
+// names cron-gate's own run ID too.
 //
 // Runs that are skipped before the command starts (paused, legacy lock)
 // ping nothing. A ping never changes the run's exit code, and a dead URL
@@ -25,6 +39,8 @@ package hcping
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -44,6 +60,7 @@ type hcPinger struct {
 	base     string
 	gate     string
 	run      string
+	rid      string // the run's UUID, on every ping
 	out      gate.Printer
 	started  chan struct{} // closed when the start ping is done
 	startErr error
@@ -55,7 +72,18 @@ func New(g *gate.GateConfig, run string, out gate.Printer) gate.RunObserver {
 	if g == nil || g.HealthchecksURL == "" {
 		return nil
 	}
-	return &hcPinger{base: g.HealthchecksURL, gate: g.Name, run: run, out: out}
+	return &hcPinger{base: g.HealthchecksURL, gate: g.Name, run: run, rid: newRID(), out: out}
+}
+
+// newRID returns a random UUID, version 4, in canonical form
+// (8-4-4-4-12 lower-case hex digits): healthchecks.io's run ID.
+func newRID() string {
+	var b [16]byte
+	rand.Read(b[:])         // never fails (crypto/rand, Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // variant 10
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
 // Started sends URL/start in the background.
@@ -80,13 +108,18 @@ func (p *hcPinger) Finished(rec journal.Record) {
 	switch {
 	case rec.Outcome == journal.OutcomeSuccess:
 	case rec.Outcome == journal.OutcomeSkipped:
-		suffix = "log"
+		// The success endpoint, said to be a skip in the body: after
+		// /start, anything else leaves the check "started" (see the
+		// package doc).
 	case rec.Outcome == journal.OutcomeSignal || rec.Exit == nil || *rec.Exit == 0:
 		suffix = "fail"
 	default:
 		suffix = strconv.Itoa(*rec.Exit)
 	}
 	msg := fmt.Sprintf("cron-gate %s run %s: %s", p.gate, p.run, rec.Outcome)
+	if rec.Outcome == journal.OutcomeSkipped && rec.Detail != "" {
+		msg += " (" + rec.Detail + ")"
+	}
 	if rec.Exit != nil {
 		msg += fmt.Sprintf(", exit %d", *rec.Exit)
 	}
@@ -108,9 +141,10 @@ func (p *hcPinger) Finished(rec journal.Record) {
 	}
 }
 
-// ping POSTs body to the base URL with /suffix added to its path.
+// ping POSTs body to the base URL with /suffix added to its path and the
+// run ID in its query.
 func (p *hcPinger) ping(suffix, body string) error {
-	target, err := hcURL(p.base, suffix)
+	target, err := hcURL(p.base, suffix, p.rid)
 	if err != nil {
 		return err
 	}
@@ -126,16 +160,23 @@ func (p *hcPinger) ping(suffix, body string) error {
 	return nil
 }
 
-// hcURL adds /suffix to the URL's path, keeping its query.
-func hcURL(base, suffix string) (string, error) {
-	if suffix == "" {
-		return base, nil
-	}
+// hcURL adds /suffix to the URL's path and rid=RID to its query, keeping
+// the query it has (?create=1 of slug URLs).
+func hcURL(base, suffix, rid string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return "", err
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + suffix
-	u.RawPath = ""
+	if suffix != "" {
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/" + suffix
+		u.RawPath = ""
+	}
+	if rid != "" {
+		q := u.RawQuery
+		if q != "" {
+			q += "&"
+		}
+		u.RawQuery = q + "rid=" + rid
+	}
 	return u.String(), nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -66,37 +67,64 @@ func runHC(t *testing.T, url string, argv ...string) (int, string) {
 	return code, errb.String()
 }
 
+var ridRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// TestHealthchecksPings: the endpoints of healthchecks.io's Pinging API,
+// each ping of a run with the same run ID (rid, a canonical UUID), a new
+// one per run; a skip after /start (busy, the skip code) is a success
+// whose body says it skipped, never /log, which would leave the check
+// "started" and turn it red after its grace time.
 func TestHealthchecksPings(t *testing.T) {
 	s := newHCServer(t)
 	base := s.URL + "/ping/uuid"
+	rids := map[string]bool{}
 	for _, tc := range []struct {
 		argv []string
 		code int
 		want []string // paths, in order
+		body string   // a part of the last ping's body
 	}{
-		{[]string{"true"}, 0, []string{"/ping/uuid/start", "/ping/uuid"}},
-		{[]string{"sh", "-c", "exit 3"}, 3, []string{"/ping/uuid/start", "/ping/uuid/3"}},
-		{[]string{"sh", "-c", "kill -KILL $$"}, 137, []string{"/ping/uuid/start", "/ping/uuid/fail"}},
-		{[]string{"sh", "-c", "exit 75"}, 75, []string{"/ping/uuid/start", "/ping/uuid/log"}},
-		{[]string{"/nonexistent/cmd"}, 127, []string{"/ping/uuid/127"}},
+		{[]string{"true"}, 0, []string{"/ping/uuid/start", "/ping/uuid"}, ": success, exit 0"},
+		{[]string{"sh", "-c", "exit 3"}, 3, []string{"/ping/uuid/start", "/ping/uuid/3"}, ": failure, exit 3"},
+		{[]string{"sh", "-c", "kill -KILL $$"}, 137, []string{"/ping/uuid/start", "/ping/uuid/fail"}, ": signal, exit 137, SIGKILL"},
+		{[]string{"sh", "-c", "exit 75"}, 75, []string{"/ping/uuid/start", "/ping/uuid"}, ": skipped (the command exited with the skip code 75), exit 75, busy"},
+		{[]string{"/nonexistent/cmd"}, 127, []string{"/ping/uuid/127"}, ": error, exit 127"},
 	} {
 		code, stderr := runHC(t, base, tc.argv...)
 		got := s.take()
 		if code != tc.code || len(got) != len(tc.want) {
 			t.Fatalf("%q: exit %d, pings %q, stderr %q", tc.argv, code, got, stderr)
 		}
+		rid := ""
 		for i, w := range tc.want {
-			if !strings.HasPrefix(got[i], "POST "+w+" cron-gate hc run ") {
-				t.Errorf("%q: ping %d is %q, want %s", tc.argv, i, got[i], w)
+			method, rest, _ := strings.Cut(got[i], " ")
+			target, body, _ := strings.Cut(rest, " ")
+			path, query, _ := strings.Cut(target, "?")
+			r := strings.TrimPrefix(query, "rid=")
+			if method != "POST" || path != w || !ridRE.MatchString(r) || !strings.HasPrefix(body, "cron-gate hc run ") {
+				t.Errorf("%q: ping %d is %q, want POST %s?rid=UUID", tc.argv, i, got[i], w)
 			}
+			if i > 0 && r != rid {
+				t.Errorf("%q: ping %d has rid %s, the run's first %s", tc.argv, i, r, rid)
+			}
+			rid = r
+		}
+		if rids[rid] {
+			t.Errorf("%q: rid %s again: each run needs its own", tc.argv, rid)
+		}
+		rids[rid] = true
+		if last := got[len(got)-1]; !strings.Contains(last, tc.body) {
+			t.Errorf("%q: last ping %q, want its body to say %q", tc.argv, last, tc.body)
 		}
 		if strings.Contains(stderr, "healthchecks") {
 			t.Errorf("%q: stderr %q", tc.argv, stderr)
 		}
 	}
-	// A query (e.g. ?create=1 of slug URLs) stays after the added path.
+	// A query (e.g. ?create=1 of slug URLs) stays after the added path,
+	// the run ID after it.
 	runHC(t, s.URL+"/ping/key/slug?create=1", "true")
-	if got := s.take(); len(got) != 2 || !strings.HasPrefix(got[0], "POST /ping/key/slug/start?create=1 ") {
+	if got := s.take(); len(got) != 2 || !strings.HasPrefix(got[0], "POST /ping/key/slug/start?create=1&rid=") ||
+		!strings.HasPrefix(got[1], "POST /ping/key/slug?create=1&rid=") {
 		t.Errorf("with a query: %q", got)
 	}
 }

@@ -43,6 +43,8 @@ func (b Local) Open(r Request) (Claim, error) {
 		c.dir = dir
 		dir.Reserve(len(canon) + len(r.Pools))
 		c.paths = pathlock.NewSet(dir, canon)
+		_, names := c.paths.Watch()
+		c.q = newQueue(b.LockDir, names)
 	}
 	for _, ps := range r.Pools {
 		p, err := slots.Open(ps.Size, ps.Template, true)
@@ -63,11 +65,20 @@ type localClaim struct {
 	busyPool int
 	busyLock string // lock file path of the busy path
 	w        *watcher
+	q        *queue // the waiting queue (nil without paths)
 }
 
-// TryAcquire takes the slots first (as the Python classifier does: a
-// process without a slot touches no post), then the paths in sorted order.
+// TryAcquire yields to an earlier waiter whose set intersects ours (the
+// queue: QueuedError), then takes the slots first (as the Python
+// classifier does: a process without a slot touches no post), then the
+// paths in sorted order. Once it holds them it leaves the queue.
 func (c *localClaim) TryAcquire() (Held, error) {
+	if c.q != nil {
+		if err := c.q.ahead(); err != nil {
+			c.busyPool = -2
+			return nil, err
+		}
+	}
 	for i, p := range c.pools {
 		if _, err := p.TryLock(); err != nil {
 			c.releaseAll()
@@ -85,6 +96,9 @@ func (c *localClaim) TryAcquire() (Held, error) {
 			}
 			return nil, err
 		}
+	}
+	if c.q != nil {
+		c.q.leave()
 	}
 	return c, nil
 }
@@ -144,6 +158,9 @@ func (c *localClaim) Close() {
 	}
 	if c.w != nil {
 		c.w.close()
+	}
+	if c.q != nil {
+		c.q.close()
 	}
 }
 

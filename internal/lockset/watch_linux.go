@@ -22,10 +22,13 @@ type watcher struct {
 	ev    int            // eventfd signalled when ctx ends
 	wds   map[string]int // dir -> watch descriptor
 	names map[int]map[string]bool
+	// anyWrite is a watch (the queue dir) where a write-close or a
+	// removal of any file wakes the wait; -1 if none.
+	anyWrite int
 }
 
 func newWatcher(dirs []string) *watcher {
-	w := &watcher{fd: -1, ev: -1, wds: map[string]int{}}
+	w := &watcher{fd: -1, ev: -1, wds: map[string]int{}, anyWrite: -1}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return w // e.g. too many inotify instances: poll only
@@ -35,7 +38,7 @@ func newWatcher(dirs []string) *watcher {
 		if _, ok := w.wds[filepath.Clean(d)]; ok {
 			continue
 		}
-		wd, err := unix.InotifyAddWatch(fd, d, unix.IN_CLOSE_WRITE|unix.IN_CLOSE_NOWRITE|unix.IN_ONLYDIR)
+		wd, err := unix.InotifyAddWatch(fd, d, unix.IN_CLOSE_WRITE|unix.IN_CLOSE_NOWRITE|unix.IN_DELETE|unix.IN_ONLYDIR)
 		if err == nil {
 			w.wds[filepath.Clean(d)] = wd
 		}
@@ -58,6 +61,7 @@ func (w *watcher) close() {
 // want sets the files whose close should wake the next wait.
 func (w *watcher) want(dir string, names []string) {
 	w.names = map[int]map[string]bool{}
+	w.anyWrite = -1
 	wd, ok := w.wds[filepath.Clean(dir)]
 	if !ok {
 		return
@@ -67,6 +71,16 @@ func (w *watcher) want(dir string, names []string) {
 		set[n] = true
 	}
 	w.names[wd] = set
+}
+
+// alsoAny adds the queue dir to what wakes the next wait: a ticket
+// written and closed, or removed, by its waiter (IN_CLOSE_WRITE,
+// IN_DELETE). Readers open tickets and the dir read-only, so reading the
+// queue (ours or another waiter's) wakes nobody.
+func (w *watcher) alsoAny(dir string) {
+	if wd, ok := w.wds[filepath.Clean(dir)]; ok {
+		w.anyWrite = wd
+	}
 }
 
 // wait returns when a wanted file was closed, when poll has passed, or with
@@ -141,6 +155,8 @@ func (w *watcher) drain(buf []byte) bool {
 			}
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
 				hit = true
+			} else if int(ev.Wd) == w.anyWrite && len(name) > 0 && ev.Mask&(unix.IN_CLOSE_WRITE|unix.IN_DELETE) != 0 {
+				hit = true
 			} else if set := w.names[int(ev.Wd)]; set != nil && set[string(name)] {
 				hit = true
 			}
@@ -154,9 +170,19 @@ func (w *watcher) drain(buf []byte) bool {
 // exist and no release between the failed attempt and the watch is missed.
 func (c *localClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 	if c.w == nil {
+		// A waiter: take a ticket in the queue, so that later sets that
+		// intersect ours yield to us (queue_linux.go).
+		if c.q != nil {
+			if err := c.q.enter(); err != nil {
+				return err
+			}
+		}
 		var dirs []string
 		if c.dir != nil {
 			dirs = append(dirs, c.dir.Path)
+		}
+		if c.q != nil && c.q.dir != nil {
+			dirs = append(dirs, c.q.dir.Path)
 		}
 		for _, p := range c.pools {
 			d, _ := p.Watch()
@@ -165,10 +191,17 @@ func (c *localClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 		c.w = newWatcher(dirs)
 		return ctx.Err()
 	}
-	if c.busyPool >= 0 && c.busyPool < len(c.pools) {
+	switch {
+	case c.busyPool >= 0 && c.busyPool < len(c.pools):
 		c.w.want(c.pools[c.busyPool].Watch())
-	} else {
+	case c.busyPool == -2:
+		c.w.want("", nil) // only the queue below
+	default:
 		c.w.want(filepath.Dir(c.busyLock), []string{filepath.Base(c.busyLock)})
+	}
+	if c.q != nil && c.q.dir != nil {
+		// A waiter ahead of us leaving (or dying) may let us in.
+		c.w.alsoAny(c.q.dir.Path)
 	}
 	return c.w.wait(ctx, poll)
 }

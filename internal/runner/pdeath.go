@@ -3,7 +3,6 @@
 package runner
 
 import (
-	"os/exec"
 	"runtime"
 
 	"golang.org/x/sys/unix"
@@ -11,35 +10,20 @@ import (
 
 // KillWithParent makes the kernel kill the command (SIGKILL) the moment
 // this process dies, for a wrapper whose locks cannot outlive it (an etcd
-// lease: docs/etcd.md, "Across hosts (etcd)"). The command is started through
-// util-linux's `setpriv --pdeathsig KILL --`. The signal fires when the
+// lease: docs/etcd.md, "Across hosts (etcd)"). The command is started with
+// a parent-death signal (prctl PR_SET_PDEATHSIG, set between fork and exec;
+// the child checks that its parent still lives after setting it, so a
+// parent that died in between is not missed). The signal fires when the
 // thread that forked the command exits, which in Go can come before the
 // process does (go.dev/issue/27505), so the calling goroutine is locked to
 // its OS thread for good: call KillWithParent, then Start, from the same
-// goroutine. It reaches the command's own process only, not processes the
-// command starts. It returns false, and the command runs unprotected, when
-// setpriv is not installed.
-func (c *Child) KillWithParent() bool {
+// goroutine, one that lives as long as the process. It reaches the
+// command's own process only, not processes the command starts.
+//
+// It costs nothing at start: no helper program is run (util-linux's
+// `setpriv --pdeathsig`, used before, cost an exec of a dynamically linked
+// program and its locale files on every call).
+func (c *Child) KillWithParent() {
 	runtime.LockOSThread()
-	sp := setpriv()
-	if sp == "" {
-		return false
-	}
-	argv := append([]string{sp, "--pdeathsig", "KILL", "--"}, c.spec.Argv...)
-	c.spec.Argv = argv
-	c.cmd.Path, c.cmd.Args = sp, argv
-	return true
-}
-
-// setpriv finds util-linux's setpriv (cron may give no PATH).
-func setpriv() string {
-	if p, err := exec.LookPath("setpriv"); err == nil {
-		return p
-	}
-	for _, p := range []string{"/usr/bin/setpriv", "/bin/setpriv"} {
-		if unix.Access(p, unix.X_OK) == nil {
-			return p
-		}
-	}
-	return ""
+	c.cmd.SysProcAttr.Pdeathsig = unix.SIGKILL
 }

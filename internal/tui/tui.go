@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package tui states the output rule of both binaries once: everything for
 // humans goes to stderr, one line per message, prefixed with the program's
 // name, lower case, no trailing period; a "hint:" line where the fix is not
@@ -11,15 +13,25 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Printer writes prefixed messages.
+//
+// A skip (Skipf: paused, busy, a legacy lock, the coordinator down) is
+// said only to a person: when W is a terminal. Under cron, whose jobs'
+// stderr is a pipe, it says nothing, so that cron mails nothing for a
+// routine skip (the journal still records it); Verbose or ReportSkips
+// (the config's report_skips) bring the line back there. Errors and
+// warnings are never silenced.
 type Printer struct {
-	Prog    string
-	W       io.Writer // nil: os.Stderr
-	Quiet   bool      // suppress Skipf and Infof
-	Verbose bool      // show Infof
+	Prog        string
+	W           io.Writer // nil: os.Stderr
+	Quiet       bool      // suppress Skipf (also on a terminal), Donef and Infof
+	Verbose     bool      // show Infof, and Skipf when W is not a terminal
+	ReportSkips bool      // show Skipf when W is not a terminal
 }
 
 func (p *Printer) out() io.Writer {
@@ -44,11 +56,29 @@ func (p *Printer) Errorf(format string, args ...any) { p.line(format, args...) }
 // Hintf adds a hint line after an error.
 func (p *Printer) Hintf(format string, args ...any) { p.line("hint: "+format, args...) }
 
-// Skipf reports why the command did not run; -q silences it.
+// Skipf reports why the command did not run: on a terminal, or with
+// Verbose or ReportSkips; never with Quiet (see Printer).
 func (p *Printer) Skipf(format string, args ...any) {
-	if !p.Quiet {
+	if p.SaysSkips() {
 		p.line(format, args...)
 	}
+}
+
+// SaysSkips reports whether Skipf writes anything, for a caller whose
+// message costs something to build (withlock looks the holders up).
+func (p *Printer) SaysSkips() bool {
+	return !p.Quiet && (p.Verbose || p.ReportSkips || isTerminal(p.out()))
+}
+
+// isTerminal reports whether w is a file open on a terminal (TCGETS
+// answers, as isatty(3) asks).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // Warnf reports something lost or degraded that did not stop the run; it is

@@ -36,7 +36,7 @@ func BenchmarkCheck1000(b *testing.B) {
 func benchCheck(b *testing.B, gates, fold int) {
 	dir := b.TempDir()
 	var cfgText, tab strings.Builder
-	fmt.Fprintf(&cfgText, "state_dir = %q\n[check]\ncrontab_command = [\"cat\", %q]\n", dir, filepath.Join(dir, "crontab"))
+	fmt.Fprintf(&cfgText, "state_dir = %q\n[check]\ncrontab_command = [\"cat\", %q]\ncron_d = []\n", dir, filepath.Join(dir, "crontab"))
 	now := time.Now()
 	for i := 0; i < gates; i++ {
 		name := fmt.Sprintf("worker-%04d", i)

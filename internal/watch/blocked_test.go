@@ -167,7 +167,12 @@ func TestBlockedMetrics(t *testing.T) {
 	if err := WriteMetrics(&b, e.cfg, res.Report, res.State); err != nil {
 		t.Fatal(err)
 	}
-	text := b.String()
+	// Every sample is labelled state_dir first; the wants leave it out.
+	sd := `state_dir="` + EscapeLabel(e.dir) + `",`
+	if !strings.Contains(b.String(), `cron_gate_blocked{`+sd) {
+		t.Errorf("cron_gate_blocked without the state_dir label:\n%s", b.String())
+	}
+	text := strings.ReplaceAll(b.String(), sd, "")
 	for _, want := range []string{
 		`cron_gate_state{gate="job",state="blocked"} 1`,
 		`cron_gate_blocked{gate="job",reason="busy"} 1`,

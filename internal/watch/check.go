@@ -50,7 +50,7 @@ type Result struct {
 	StateFile     string            `json:"state_file"`
 	Conditions    []ConditionStatus `json:"conditions"`
 	Notifications []*Notification   `json:"notifications"`
-	Warnings      []string          `json:"warnings,omitempty"`
+	Warnings      []string          `json:"warnings"` // always present: [] when none
 
 	Report *gate.Report `json:"-"` // the status the check judged
 	State  *State       `json:"-"` // the state after the check
@@ -127,7 +127,7 @@ func (c *Checker) check(ctx context.Context, path string, old []byte) (*Result, 
 		return nil, nil, err
 	}
 	res := &Result{V: 1, Time: now, DryRun: c.DryRun, FirstRun: first, StateFile: path, Report: rep, State: st,
-		Conditions: []ConditionStatus{}, Notifications: []*Notification{}}
+		Conditions: []ConditionStatus{}, Notifications: []*Notification{}, Warnings: []string{}}
 	res.Warnings = append(res.Warnings, rep.Warnings...)
 
 	o := &observer{ctx: ctx, cfg: c.Config, probe: c.Probe, now: now}
@@ -137,7 +137,7 @@ func (c *Checker) check(ctx context.Context, path string, old []byte) (*Result, 
 		obs = append(obs, o.gate(gs, st.gate(gs.Name))...)
 	}
 	sortObservations(obs)
-	res.Warnings = append(res.Warnings, o.warnings...)
+	res.Warnings = append(res.Warnings, probeWarnings(st, o.probed)...)
 
 	m := &machine{AlertAfter: c.Config.Check.AlertAfterOr(), Host: c.Host}
 	byID := map[string]Notifier{}
@@ -225,4 +225,21 @@ func ReadState(cfg *gate.Config) (*State, error) {
 		return nil, err
 	}
 	return parseState(filepath.Join(stateDir, StateFile), data)
+}
+
+// probeWarnings returns the probes' warnings to say at this check: those
+// that are new or changed since the last check said them (a host without
+// systemd, whose systemctl fails at every check, is told once, not every
+// few minutes by cron's mail), and remembers the current ones in the
+// state (probe_warnings), forgetting those that cleared: a warning that
+// comes back is said again. Sorted by what failed.
+func probeWarnings(st *State, now map[string]string) []string {
+	var out []string
+	for _, k := range sortedKeys(now) {
+		if st.ProbeWarnings[k] != now[k] {
+			out = append(out, now[k])
+		}
+	}
+	st.ProbeWarnings = now
+	return out
 }

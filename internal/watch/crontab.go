@@ -2,47 +2,248 @@
 
 package watch
 
+// Reading a crontab as Debian's cron reads it (cron 3.0pl1-162, user.c's
+// load_user, env.c's load_env, entry.c's load_entry; the schedule itself
+// is package cronexpr's). What matters to the watchdog is which cron-gate
+// lines cron runs, and that is not every line that looks like one:
+//
+//   - the first line cron cannot read makes it ignore the whole file
+//     ("Syntax error, this crontab file will be ignored"): a bad schedule
+//     (cronexpr's words: "bad minute", "bad time specifier"), in a system
+//     crontab a user that does not exist ("bad username"), in a user's a
+//     command that begins with '*' ("bad command", a sixth schedule field),
+//     a command of 999 bytes or more ("command too long");
+//   - so does a last line without a newline ("Missing newline before EOF")
+//     unless it is blank or a comment, and a file whose entries run past
+//     its 10,000th line (10,003rd in a system crontab, which has no
+//     header);
+//   - lines that are blank or begin with '#' after blanks are comments;
+//     a line that parses as NAME=value (load_env's rules, quotes
+//     included) sets the environment.
+//
+// The file's own rules (owner, mode, links, name) are the probe's
+// (probe.go).
+
 import (
-	"bufio"
 	"bytes"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/cronexpr"
 )
 
-// CrontabGates returns the gates that the cron-gate commands of a crontab
-// (user or system format) run, in order of appearance, without duplicates.
+// CrontabJob is one cron-gate job of a crontab: the gate it runs, the
+// schedule that runs it, where the line is, and whether cron runs it.
+type CrontabJob struct {
+	Gate     string // the gate: the first word after cron-gate that is not an option and is a valid gate name
+	Schedule string // the line's schedule as cron delimits it: five fields, or an @ word
+	Source   string // the crontab: "crontab -l" (the user's, as listed) or a file's path
+	Line     int    // 1-based line number in Source
+	// Rejected says why Debian's cron does not run the line: the line's
+	// own error ("bad minute: ..."), or its file's (the first bad line,
+	// the file's owner or mode...); "" when cron runs it.
+	Rejected string
+	// CronTZ is the value of the last CRON_TZ= line above it ("" none).
+	// Debian's cron does not read it (cron(8): it "will only handle tasks
+	// in a single timezone"; the variable only reaches the job's
+	// environment), so cron-gate computes next runs in cron's zone all
+	// the same and says so (cronie would honour it).
+	CronTZ string
+	// Command is the line's command after `cron-gate [FLAGS] NAME --`, as
+	// cron hands it to the shell, and Flags the words between cron-gate
+	// and NAME; both empty when cron-gate is not the first word of the
+	// line's command (a `sh -c '…'` line, a pipeline).
+	Command string
+	Flags   []string
+}
+
+// Where is the job's source and line, "/etc/cron.d/blog:3".
+func (j CrontabJob) Where() string { return j.Source + ":" + strconv.Itoa(j.Line) }
+
+// Limits of Debian's cron (cron.h).
+const (
+	maxTabLines  = 10000 // MAX_TAB_LINES
+	nHeaderLines = 3     // NHEADER_LINES: the header crontab(1) writes into a user's crontab
+	maxCommand   = 1000  // MAX_COMMAND: a command of MAX_COMMAND-1 bytes or more is refused
+	maxEnvStr    = 1000  // MAX_ENVSTR
+)
+
+// ReadCrontab reads a crontab's text as Debian's cron's load_user does and
+// returns its cron-gate jobs in order of appearance, and, when cron
+// ignores the whole file, why ("" when it reads it). system is the format
+// of /etc/crontab and /etc/cron.d (a user field after the schedule);
+// userExists tells whether a user of such a line exists (getpwnam), and
+// is not called for a user's crontab.
 //
-// A line counts when it is not a comment (a job commented out is not
-// scheduled) and one of its words, quotes stripped, is "cron-gate" or a
-// path ending in "/cron-gate"; the gate is the first word after it that is
-// not an option (--config FILE, --timeout D and --kill-after D take a
-// value) — the same words cron-gate itself parses — and is a valid gate
-// name. Lines that run cron-gate through a shell (sh -c '... cron-gate X
-// -- ...') are found too, since quotes are stripped from each word.
-func CrontabGates(data []byte) []string {
-	var out []string
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		words := strings.Fields(line)
-		for i := 0; i < len(words); i++ {
-			if path.Base(strings.Trim(words[i], `'"(;&|`)) != "cron-gate" {
+// A job's Rejected is its own line's error when cron cannot read it, else
+// the file's reason when cron ignores the file; a job after the first bad
+// line is rejected with the file. A gate is found as cron-gate runs it:
+// in a line that is not a comment, a word (quotes stripped) that is
+// "cron-gate" or a path ending in "/cron-gate", then the first word after
+// it that is not an option (--config FILE, --timeout D and --kill-after D
+// take a value) and is a valid gate name; lines that run cron-gate
+// through a shell (sh -c '... cron-gate X -- ...') are found too.
+func ReadCrontab(data []byte, source string, system bool, userExists func(string) bool) (jobs []CrontabJob, fileErr string) {
+	lastLine := maxTabLines + nHeaderLines
+	if !system {
+		// A user's crontab is listed without the header crontab(1)
+		// wrote into the file cron reads: its lines come 3 later there.
+		lastLine = maxTabLines
+	}
+	lines := bytes.Split(data, []byte{'\n'})
+	unterminated := len(lines[len(lines)-1]) > 0
+	if !unterminated {
+		lines = lines[:len(lines)-1]
+	}
+	// unread lists the jobs of the lines from i on, which cron never
+	// reads once it has given up on the file.
+	unread := func(i int) {
+		for ; i < len(lines); i++ {
+			line := strings.TrimLeft(string(lines[i]), " \t")
+			if line == "" || line[0] == '#' || isEnvLine(line) {
 				continue
 			}
-			if g := gateAfter(words[i+1:]); g != "" && !seen[g] {
-				seen[g] = true
-				out = append(out, g)
+			if job, ok, _ := readEntry(line, system, func(string) bool { return true }); ok {
+				job.Source, job.Line = source, i+1
+				jobs = append(jobs, job)
 			}
 		}
 	}
-	return out
+	cronTZ := ""
+	for i, raw := range lines {
+		n := i + 1
+		line := strings.TrimLeft(string(raw), " \t") // skip_comments
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if unterminated && i == len(lines)-1 {
+			fileErr = "line " + strconv.Itoa(n) + " has no newline at the end of the file (cron: Missing newline before EOF, this crontab file will be ignored)"
+			unread(i)
+			break
+		}
+		if n >= lastLine+1 {
+			fileErr = "more than " + strconv.Itoa(maxTabLines) + " lines (cron: crontab must not be longer than 10000 lines, this crontab file will be ignored)"
+			unread(i)
+			break
+		}
+		if isEnvLine(line) {
+			if v, ok := cronTZLine(line); ok {
+				cronTZ = v
+			}
+			continue
+		}
+		job, gateFound, err := readEntry(line, system, userExists)
+		if gateFound {
+			job.Source, job.Line, job.CronTZ = source, n, cronTZ
+		}
+		if err != "" {
+			if gateFound {
+				job.Rejected = err
+				jobs = append(jobs, job)
+			}
+			fileErr = "line " + strconv.Itoa(n) + ": " + err + " (cron: Syntax error, this crontab file will be ignored)"
+			unread(i + 1)
+			break
+		}
+		if gateFound {
+			jobs = append(jobs, job)
+		}
+	}
+	if fileErr != "" {
+		for k := range jobs {
+			if jobs[k].Rejected == "" {
+				jobs[k].Rejected = "cron ignores the whole file: " + fileErr
+			}
+		}
+	}
+	return jobs, fileErr
+}
+
+// readEntry reads one entry line (leading blanks removed) as load_entry
+// does; it returns the cron-gate job in it, if any (without its source),
+// and cron's error for the line ("" when cron reads it). The schedule of
+// a line cron cannot read is its first five words (or @ word), for
+// messages.
+func readEntry(line string, system bool, userExists func(string) bool) (job CrontabJob, found bool, err string) {
+	sched, rest, perr := cronexpr.ParseEntry(line)
+	var schedText string
+	if perr != nil {
+		schedText, rest = roughSchedule(line)
+	} else {
+		schedText = sched.String()
+	}
+	command := rest
+	if perr == nil && system {
+		// get_string(username, " \t"): the user, then the command after
+		// exactly that one blank.
+		i := strings.IndexAny(rest, " \t")
+		switch {
+		case rest == "" || i < 0:
+			// cron reads the user on into the next line.
+			err = "bad username: no command after the user field"
+		case !userExists(rest[:i]):
+			err = "bad username: no user " + strconv.Quote(rest[:i])
+		default:
+			command = rest[i+1:]
+		}
+		if i >= 0 {
+			command = rest[i+1:]
+		}
+	}
+	if perr == nil && err == "" {
+		switch {
+		case !system && strings.HasPrefix(rest, "*"):
+			err = "bad command: it begins with '*' (a sixth schedule field?)"
+		case len(command) >= maxCommand-1:
+			err = "command too long: " + strconv.Itoa(len(command)) + " bytes; cron reads at most " + strconv.Itoa(maxCommand-2)
+		}
+	}
+	if perr != nil {
+		err = perr.Error()
+	}
+	if g := commandGate(command); g != "" {
+		flags, cmd := commandAfter(command, g)
+		return CrontabJob{Gate: g, Schedule: schedText, Flags: flags, Command: cmd}, true, err
+	}
+	return CrontabJob{}, false, err
+}
+
+// roughSchedule splits a line cron cannot read into what looks like its
+// schedule (an @ word, else five words) and the rest, for messages.
+func roughSchedule(line string) (sched, rest string) {
+	n := 5
+	if strings.HasPrefix(line, "@") {
+		n = 1
+	}
+	rest = line
+	var words []string
+	for k := 0; k < n && rest != ""; k++ {
+		var w string
+		w, rest, _ = strings.Cut(rest, " ")
+		if i := strings.IndexByte(w, '\t'); i >= 0 {
+			w, rest = w[:i], w[i+1:]+" "+rest
+		}
+		rest = strings.TrimLeft(rest, " \t")
+		words = append(words, w)
+	}
+	return strings.Join(words, " "), rest
+}
+
+// commandGate returns the gate a crontab command runs through cron-gate,
+// or "".
+func commandGate(command string) string {
+	words := strings.Fields(command)
+	for i := 0; i < len(words); i++ {
+		if path.Base(strings.Trim(words[i], `'"(;&|`)) != "cron-gate" {
+			continue
+		}
+		if g := gateAfter(words[i+1:]); g != "" {
+			return g
+		}
+	}
+	return ""
 }
 
 // gateAfter returns the gate name among the words after "cron-gate".
@@ -68,70 +269,91 @@ func gateAfter(words []string) string {
 	return ""
 }
 
-// commandAfter reads a line whose field at (the cron-gate word) is
-// followed by `[FLAGS] NAME -- COMMAND`: the flags' words and COMMAND's
-// text as written (the rest of the line after the "--" field). Both are
-// empty when the line is not of that form.
-func commandAfter(line string, at int, name string) ([]string, string) {
-	type field struct {
-		s   string
-		end int
+// isEnvLine reports whether a line (leading blanks removed) sets a
+// variable, following env.c's load_env state by state: NAME (or a quoted
+// name), blanks, '=', blanks, a value (or a quoted value) and only blanks
+// after a closing quote. What load_env refuses is read as an entry.
+func isEnvLine(line string) bool {
+	const (
+		nameI = iota
+		name
+		eq1
+		eq2
+		valueI
+		value
+		fini
+		bad
+	)
+	if len(line) > maxEnvStr-2 {
+		line = line[:maxEnvStr-2] // get_string(envstr, MAX_ENVSTR - 1)
 	}
-	var fs []field
-	for i := 0; i < len(line); {
-		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
-			i++
-		}
-		start := i
-		for i < len(line) && line[i] != ' ' && line[i] != '\t' {
-			i++
-		}
-		if i > start {
-			fs = append(fs, field{line[start:i], i})
-		}
-	}
-	var flags []string
-	for k := at + 1; k < len(fs); k++ {
-		switch w := fs[k].s; {
-		case w == name && k+1 < len(fs) && fs[k+1].s == "--":
-			cmd := strings.TrimSpace(line[fs[k+1].end:])
-			if cmd == "" {
-				return nil, ""
+	state := nameI
+	var quote byte
+	var nameLen, valLen int
+	for i := 0; i < len(line) && state != bad; {
+		c := line[i]
+		switch state {
+		case nameI, valueI:
+			if c == '\'' || c == '"' {
+				quote = c
+				i++
 			}
-			return flags, cmd
-		case strings.HasPrefix(w, "-") && w != "--":
-			flags = append(flags, w)
-		case w == "run":
-		default:
-			if len(flags) > 0 && !strings.Contains(flags[len(flags)-1], "=") && strings.HasPrefix(flags[len(flags)-1], "--") &&
-				flags[len(flags)-1] != "--quiet" && flags[len(flags)-1] != "--verbose" {
-				flags = append(flags, w) // a flag's value
-				continue
+			state++
+			continue
+		case name, value:
+			if quote != 0 {
+				if c == quote {
+					state++
+					i++
+					continue
+				}
+				if state == name && c == '=' {
+					state = bad
+					continue
+				}
+			} else if state == name {
+				if isSpace(c) {
+					state++
+					i++
+					continue
+				}
+				if c == '=' {
+					state++
+					continue
+				}
 			}
-			return nil, ""
+			if state == name {
+				nameLen++
+			} else {
+				valLen++
+			}
+			i++
+		case eq1:
+			if c == '=' {
+				state++
+				quote = 0
+			} else if !isSpace(c) {
+				state = bad
+			}
+			i++
+		case eq2, fini:
+			if isSpace(c) {
+				i++
+			} else {
+				state++
+			}
 		}
 	}
-	return nil, ""
+	if state != fini && !(state == value && quote == 0) {
+		return false
+	}
+	// The name and value must fit MAX_ENVSTR together.
+	return nameLen+1+valLen < maxEnvStr-1
 }
 
-// CrontabJob is one cron-gate job of a crontab: the gate it runs and the
-// schedule that runs it.
-type CrontabJob struct {
-	Gate     string // as CrontabGates finds it
-	Schedule string // the line's schedule as written: five fields, or an @ nickname
-	Line     int    // 1-based line number in the crontab
-	// CronTZ is the value of the last CRON_TZ= line above it ("" none).
-	// Debian's cron does not read it (cron(8): it "will only handle tasks
-	// in a single timezone"; the variable only reaches the job's
-	// environment), so cron-gate computes next runs in the system zone
-	// all the same and says so (cronie would honour it).
-	CronTZ string
-	// Command is the line's command after `cron-gate [FLAGS] NAME --`,
-	// as cron hands it to the shell, and Flags the words between
-	// cron-gate and NAME; both empty when cron-gate is not the first
-	// word of the line's command (a `sh -c '…'` line, a pipeline).
-	Command string
-	Flags   []string
+// isSpace is C's isspace in the C locale.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
 // cronTZLine returns the value a CRON_TZ line sets ("NAME=value" or
@@ -152,51 +374,51 @@ func cronTZLine(line string) (string, bool) {
 	return v, true
 }
 
-// CrontabJobs returns the cron-gate jobs of a crontab in order of
-// appearance, one per line that CrontabGates would count (a gate run by
-// two lines appears twice). The schedule is the line's first five words,
-// or its first word when that starts with '@'; it is not checked here
-// (package cronexpr reads it). Environment lines (NAME=value) are not
-// jobs. The user field of a system crontab follows the schedule, so both
-// formats give the same schedule.
-func CrontabJobs(data []byte) []CrontabJob {
-	var out []CrontabJob
-	cronTZ := ""
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
+// commandAfter reads a crontab command whose first word is cron-gate (or
+// a path to it) followed by `[FLAGS] NAME -- COMMAND`: the flags' words
+// and COMMAND's text as written (the rest of the command after the "--"
+// word). Both are empty when the command is not of that form.
+func commandAfter(command, name string) ([]string, string) {
+	type field struct {
+		s   string
+		end int
+	}
+	var fs []field
+	for i := 0; i < len(command); {
+		for i < len(command) && (command[i] == ' ' || command[i] == '\t') {
+			i++
 		}
-		if v, ok := cronTZLine(line); ok {
-			cronTZ = v
-			continue
+		start := i
+		for i < len(command) && command[i] != ' ' && command[i] != '\t' {
+			i++
 		}
-		words := strings.Fields(line)
-		if eq := strings.IndexByte(words[0], '='); eq > 0 && words[0][0] != '@' && !strings.ContainsAny(words[0][:eq], "*/,-") {
-			continue // an environment line: NAME=value
-		}
-		nsched := 5
-		if strings.HasPrefix(words[0], "@") {
-			nsched = 1
-		}
-		if len(words) <= nsched {
-			continue
-		}
-		for i := nsched; i < len(words); i++ {
-			if path.Base(strings.Trim(words[i], `'"(;&|`)) != "cron-gate" {
-				continue
-			}
-			if g := gateAfter(words[i+1:]); g != "" {
-				j := CrontabJob{Gate: g, Schedule: strings.Join(words[:nsched], " "), Line: n, CronTZ: cronTZ}
-				if i == nsched || i == nsched+1 { // the command's first word (a system crontab has a user field first)
-					j.Flags, j.Command = commandAfter(line, i, g)
-				}
-				out = append(out, j)
-				break
-			}
+		if i > start {
+			fs = append(fs, field{command[start:i], i})
 		}
 	}
-	return out
+	if len(fs) == 0 || path.Base(fs[0].s) != "cron-gate" {
+		return nil, ""
+	}
+	var flags []string
+	for k := 1; k < len(fs); k++ {
+		switch w := fs[k].s; {
+		case w == name && k+1 < len(fs) && fs[k+1].s == "--":
+			cmd := strings.TrimSpace(command[fs[k+1].end:])
+			if cmd == "" {
+				return nil, ""
+			}
+			return flags, cmd
+		case strings.HasPrefix(w, "-") && w != "--":
+			flags = append(flags, w)
+		case w == "run":
+		default:
+			if last := len(flags) - 1; last >= 0 && strings.HasPrefix(flags[last], "--") && !strings.Contains(flags[last], "=") &&
+				flags[last] != "--quiet" && flags[last] != "--verbose" {
+				flags = append(flags, w) // a flag's value
+				continue
+			}
+			return nil, ""
+		}
+	}
+	return nil, ""
 }

@@ -72,6 +72,7 @@ func TestEndToEnd(t *testing.T) {
 	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`state_dir = %q
 [check]
 crontab_command = ["cat", %q]
+cron_d = []
 
 [[notify]]
 type = "command"

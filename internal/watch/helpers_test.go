@@ -40,27 +40,31 @@ func (c *clock) Advance(d time.Duration) {
 // fakeProbe answers from maps.
 type fakeProbe struct {
 	mu       sync.Mutex
-	cron     map[string]bool // nil: crontab not read
+	cron     map[string]bool // nil: crontab not read; false: a line cron ignores
 	cronErr  error
 	timers   map[string]string // unit -> state
 	timerErr error
 	handled  map[string]bool // file -> handled
 }
 
-func (p *fakeProbe) CronGates(context.Context) (map[string]bool, string, error) {
+func (p *fakeProbe) Crontabs(context.Context) (*CronScan, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cronErr != nil {
-		return nil, "", p.cronErr
+		return nil, p.cronErr
 	}
 	if p.cron == nil {
-		return nil, "", nil
+		return nil, nil
 	}
-	m := map[string]bool{}
+	scan := &CronScan{Where: "crontab"}
 	for k, v := range p.cron {
-		m[k] = v
+		j := CrontabJob{Gate: k, Schedule: "* * * * *", Source: "crontab", Line: 1}
+		if !v {
+			j.Rejected = "bad minute: the fake says so"
+		}
+		scan.Jobs = append(scan.Jobs, j)
 	}
-	return m, "crontab", nil
+	return scan, nil
 }
 
 func (p *fakeProbe) TimerState(_ context.Context, unit string) (bool, string, error) {

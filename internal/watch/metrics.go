@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,118 +18,185 @@ import (
 	"github.com/crongate/crongate/internal/statefile"
 )
 
-// WriteMetrics writes the Prometheus text exposition (format 0.0.4) of the
-// status report and the watchdog's state (nil: no check yet) to w. Every
-// family is written with HELP and TYPE, its samples together, gates in
-// the report's order (by name). Label values are escaped as the format
-// requires (backslash, double quote, newline; invalid UTF-8 is replaced).
-func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	gates := rep.Gates
-	family := func(name, typ, help string, each func(g *gate.GateStatus, emit func(labels []string, v float64))) {
-		head := false
-		for i := range gates {
-			g := &gates[i]
-			each(g, func(labels []string, v float64) {
-				if !head {
-					head = true
-					bw.WriteString("# HELP " + name + " " + escapeHelp(help) + "\n")
-					bw.WriteString("# TYPE " + name + " " + typ + "\n")
-				}
-				writeSample(bw, name, append([]string{"gate", g.Name}, labels...), v)
-			})
+// The exposition is written from two tables: gateSeries, one family per
+// entry with a sample (or several, one per label set) for each gate, and
+// checkSeries, the watchdog's own. Adding a series is one entry.
+//
+// Every sample carries state_dir, the state directory whose journals and
+// check.json it comes from: two watchdogs (root's /var/lib/cron-gate and
+// a user's ~/.local/state/cron-gate) writing textfiles into one
+// node_exporter directory, or scraped as one job, never give two samples
+// of the same name and labels. Counters that exist for a gate (runs by
+// outcome, skips by every reason of journal.Reasons) are written from 0.
+
+// metricsInput is what a series reads.
+type metricsInput struct {
+	cfg *gate.Config
+	rep *gate.Report
+	st  *State // nil: no check yet
+}
+
+// cond returns the watchdog's remembered condition of a gate, or nil.
+func (in *metricsInput) cond(g *gate.GateStatus, c string) *Cond {
+	if in.st == nil {
+		return nil
+	}
+	return in.st.cond(g.Name, c)
+}
+
+// gateMetric is one family with samples per gate: each calls emit once
+// per sample, with its labels beyond state_dir and gate (name, value
+// pairs), or not at all.
+type gateMetric struct {
+	name, typ, help string
+	each            func(in *metricsInput, g *gate.GateStatus, emit func(labels []string, v float64))
+}
+
+// lastTime is a gauge of an event's time, when the gate has one.
+func lastTime(name, help string, pick func(g *gate.GateStatus) *journal.Event) gateMetric {
+	return gateMetric{name, "gauge", help, func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+		if e := pick(g); e != nil {
+			emit(nil, seconds(e.Time))
 		}
-	}
-	ts := func(name, help string, pick func(g *gate.GateStatus) *journal.Event) {
-		family(name, "gauge", help, func(g *gate.GateStatus, emit func([]string, float64)) {
-			if e := pick(g); e != nil {
-				emit(nil, seconds(e.Time))
-			}
-		})
-	}
-	ts("cron_gate_last_start_timestamp_seconds", "Time the gate's last run started.",
-		func(g *gate.GateStatus) *journal.Event { return g.LastStart })
-	ts("cron_gate_last_success_timestamp_seconds", "Time the gate's last successful run ended.",
-		func(g *gate.GateStatus) *journal.Event { return g.LastSuccess })
-	ts("cron_gate_last_failure_timestamp_seconds", "Time the gate's last failed run ended (failure, timeout, signal, start error, vanished).",
-		func(g *gate.GateStatus) *journal.Event { return g.LastFailure })
-	ts("cron_gate_last_skip_timestamp_seconds", "Time the gate last skipped a run.",
-		func(g *gate.GateStatus) *journal.Event { return g.LastSkip })
-	family("cron_gate_last_duration_seconds", "gauge", "Duration of the gate's last finished run.",
-		func(g *gate.GateStatus, emit func([]string, float64)) {
+	}}
+}
+
+var gateSeries = []gateMetric{
+	lastTime("cron_gate_last_start_timestamp_seconds", "Time the gate's last run started.",
+		func(g *gate.GateStatus) *journal.Event { return g.LastStart }),
+	lastTime("cron_gate_last_success_timestamp_seconds", "Time the gate's last successful run ended.",
+		func(g *gate.GateStatus) *journal.Event { return g.LastSuccess }),
+	lastTime("cron_gate_last_failure_timestamp_seconds", "Time the gate's last failed run ended (failure, timeout, signal, start error, vanished).",
+		func(g *gate.GateStatus) *journal.Event { return g.LastFailure }),
+	lastTime("cron_gate_last_skip_timestamp_seconds", "Time the gate last skipped a run.",
+		func(g *gate.GateStatus) *journal.Event { return g.LastSkip }),
+	{"cron_gate_last_duration_seconds", "gauge", "Duration of the gate's last finished run.",
+		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
 			if g.LastEnd != nil && !g.LastEnd.Started.IsZero() {
 				emit(nil, float64(g.LastEnd.DurationMS)/1000)
 			}
-		})
-	family("cron_gate_last_exit_code", "gauge", "Exit code of the gate's last finished run.",
-		func(g *gate.GateStatus, emit func([]string, float64)) {
+		}},
+	{"cron_gate_last_exit_code", "gauge", "Exit code of the gate's last finished run.",
+		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
 			if g.LastEnd != nil && g.LastEnd.Exit != nil {
 				emit(nil, float64(*g.LastEnd.Exit))
 			}
-		})
-	family("cron_gate_runs_total", "counter", "Runs of the gate by outcome (success or failure), as the journal's summary counts them.",
-		func(g *gate.GateStatus, emit func([]string, float64)) {
+		}},
+	{"cron_gate_runs_total", "counter", "Runs of the gate by outcome (success or failure), as the journal's summary counts them.",
+		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
 			emit([]string{"outcome", "success"}, float64(g.Successes))
 			emit([]string{"outcome", "failure"}, float64(g.Failures))
-		})
-	family("cron_gate_skips_total", "counter", "Runs of the gate skipped or refused, by reason.",
-		func(g *gate.GateStatus, emit func([]string, float64)) {
-			for _, r := range sortedKeys(g.Skips) {
+		}},
+	{"cron_gate_skips_total", "counter", "Runs of the gate skipped or refused, by reason (every reason cron-gate writes, from 0).",
+		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+			for _, r := range journal.Reasons {
 				emit([]string{"reason", r}, float64(g.Skips[r]))
 			}
-		})
-	family("cron_gate_consecutive_failures", "gauge", "Failed runs of the gate since its last success.",
-		func(g *gate.GateStatus, emit func([]string, float64)) { emit(nil, float64(g.ConsecutiveFailures)) })
-	family("cron_gate_running", "gauge", "Runs of the gate in progress.",
-		func(g *gate.GateStatus, emit func([]string, float64)) { emit(nil, float64(len(g.Running))) })
-	family("cron_gate_paused", "gauge", "1 if the gate is paused (config or command line).",
-		func(g *gate.GateStatus, emit func([]string, float64)) { emit(nil, b2f(g.Pause != nil)) })
-	family("cron_gate_state", "gauge", "1 for the gate's state as cron-gate status names it, 0 for the others.",
-		func(g *gate.GateStatus, emit func([]string, float64)) {
+			for _, r := range sortedKeys(g.Skips) {
+				if !slices.Contains(journal.Reasons, r) {
+					emit([]string{"reason", r}, float64(g.Skips[r])) // written by hand, or by a later version
+				}
+			}
+		}},
+	{"cron_gate_consecutive_failures", "gauge", "Failed runs of the gate since its last success.",
+		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+			emit(nil, float64(g.ConsecutiveFailures))
+		}},
+	{"cron_gate_running", "gauge", "Runs of the gate in progress.",
+		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+			emit(nil, float64(len(g.Running)))
+		}},
+	{"cron_gate_paused", "gauge", "1 if the gate is paused (config or command line).",
+		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+			emit(nil, b2f(g.Pause != nil))
+		}},
+	{"cron_gate_state", "gauge", "1 for the gate's state as cron-gate status names it, 0 for the others.",
+		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
 			for _, s := range allStates {
 				emit([]string{"state", s}, b2f(g.State == s))
 			}
-		})
-	family("cron_gate_interval_seconds", "gauge", "The gate's configured interval.",
-		func(g *gate.GateStatus, emit func([]string, float64)) {
-			if iv := cfg.Gate(g.Name).Interval; iv > 0 {
+		}},
+	{"cron_gate_interval_seconds", "gauge", "The gate's configured interval.",
+		func(in *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+			if iv := in.cfg.Gate(g.Name).Interval; iv > 0 {
 				emit(nil, iv.Seconds())
 			}
-		})
-	family("cron_gate_journal_error", "gauge", "1 if the gate's journal has unreadable records.",
-		func(g *gate.GateStatus, emit func([]string, float64)) { emit(nil, b2f(g.JournalError != "")) })
-	cond := func(g *gate.GateStatus, c string) *Cond {
-		if st == nil {
-			return nil
-		}
-		return st.cond(g.Name, c)
-	}
-	family("cron_gate_condition", "gauge", "1 if the watchdog's last check found the condition bad (stale, failed, unscheduled, skipping, overrun).",
-		func(g *gate.GateStatus, emit func([]string, float64)) {
-			for _, c := range Watched(cfg, g) {
-				e := cond(g, c)
+		}},
+	{"cron_gate_journal_error", "gauge", "1 if the gate's journal has unreadable records.",
+		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+			emit(nil, b2f(g.JournalError != ""))
+		}},
+	{"cron_gate_condition", "gauge", "1 if the watchdog's last check found the condition bad (stale, failed, unscheduled, skipping, overrun), 0 if not (or no check yet); one sample per condition watched for the gate.",
+		func(in *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+			for _, c := range Watched(in.cfg, g) {
+				e := in.cond(g, c)
 				emit([]string{"condition", c}, b2f(e != nil && e.Bad))
 			}
-		})
-	family("cron_gate_alert", "gauge", "The condition's alert state: 1 for the current one of ok, pending (bad, not alerted yet), alerted, muted (first-run baseline), recovering (recovery not delivered yet).",
-		func(g *gate.GateStatus, emit func([]string, float64)) {
-			for _, c := range Watched(cfg, g) {
-				cur := AlertState(cond(g, c))
+		}},
+	{"cron_gate_alert", "gauge", "The condition's alert state: 1 for the current one of ok, pending (bad, not alerted yet), alerted, muted (first-run baseline), recovering (recovery not delivered yet).",
+		func(in *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+			for _, c := range Watched(in.cfg, g) {
+				cur := AlertState(in.cond(g, c))
 				for _, s := range alertStates {
 					emit([]string{"condition", c, "state", s}, b2f(cur == s))
 				}
 			}
-		})
-	writeBlockedMetrics(family, rep)
-	if st != nil && !st.Updated.IsZero() {
-		global := func(name, typ, help string, v float64) {
-			bw.WriteString("# HELP " + name + " " + escapeHelp(help) + "\n# TYPE " + name + " " + typ + "\n")
-			writeSample(bw, name, nil, v)
+		}},
+}
+
+// checkMetric is one family of the watchdog's own, one sample, written
+// once a check has run.
+type checkMetric struct {
+	name, typ, help string
+	value           func(st *State) float64
+}
+
+var checkSeries = []checkMetric{
+	{"cron_gate_check_last_run_timestamp_seconds", "gauge", "Time of the watchdog's last check.",
+		func(st *State) float64 { return seconds(st.Updated) }},
+	{"cron_gate_check_runs_total", "counter", "Checks the watchdog has made.",
+		func(st *State) float64 { return float64(st.Checks) }},
+	{"cron_gate_check_notifications_total", "counter", "Notifications delivered: one per notifier that received one, all notifiers together.",
+		func(st *State) float64 { return float64(st.Sent) }},
+	{"cron_gate_check_notification_failures_total", "counter", "Notifications that could not be delivered: one per notifier that did not get one (retried at the next check), all notifiers together.",
+		func(st *State) float64 { return float64(st.Failed) }},
+}
+
+// WriteMetrics writes the Prometheus text exposition (format 0.0.4) of the
+// status report and the watchdog's state (nil: no check yet) to w, from
+// the tables gateSeries and checkSeries. Every family is written with
+// HELP and TYPE, its samples together, gates in the report's order (by
+// name); every sample is labelled state_dir (see above). Label values are
+// escaped as the format requires (backslash, double quote, newline;
+// invalid UTF-8 is replaced). TestMetricsPromtool holds the output to
+// Prometheus's own parser and linter, TestMetricsTwoWatchdogs to
+// node_exporter reading two watchdogs' textfiles together.
+func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	in := &metricsInput{cfg: cfg, rep: rep, st: st}
+	dir := []string{"state_dir", rep.StateDir}
+	head := func(name, typ, help string) {
+		bw.WriteString("# HELP " + name + " " + escapeHelp(help) + "\n")
+		bw.WriteString("# TYPE " + name + " " + typ + "\n")
+	}
+	for _, m := range slices.Concat(gateSeries, blockedSeries) {
+		written := false
+		for i := range rep.Gates {
+			g := &rep.Gates[i]
+			m.each(in, g, func(labels []string, v float64) {
+				if !written {
+					written = true
+					head(m.name, m.typ, m.help)
+				}
+				writeSample(bw, m.name, append([]string{dir[0], dir[1], "gate", g.Name}, labels...), v)
+			})
 		}
-		global("cron_gate_check_last_run_timestamp_seconds", "gauge", "Time of the watchdog's last check.", seconds(st.Updated))
-		global("cron_gate_check_runs_total", "counter", "Checks the watchdog has made.", float64(st.Checks))
-		global("cron_gate_check_notifications_total", "counter", "Notifications delivered (per notifier).", float64(st.Sent))
-		global("cron_gate_check_notification_failures_total", "counter", "Notifications that could not be delivered (per notifier; retried at the next check).", float64(st.Failed))
+	}
+	if st != nil && !st.Updated.IsZero() {
+		for _, m := range checkSeries {
+			head(m.name, m.typ, m.help)
+			writeSample(bw, m.name, dir, m.value(st))
+		}
 	}
 	return bw.Flush()
 }

@@ -23,9 +23,9 @@ import (
 //   - overrun: gates with a max_runtime;
 //   - unscheduled: declared gates with an interval or a systemd_timer;
 //     with a timer, the timer must be active; else the gate must be run
-//     by a cron-gate line of the crontab or the cron_d files, and the
-//     condition is not watched when neither is read (crontab_command = []
-//     and no cron_d).
+//     by a cron-gate line that Debian's cron runs, in the user's crontab
+//     or a system crontab (cron_d), and the condition is not watched
+//     when none is read (crontab_command = [] and cron_d = []).
 func Watched(cfg *gate.Config, gs *gate.GateStatus) []string {
 	gc := cfg.Gate(gs.Name)
 	out := []string{CondFailed, CondSkipping}
@@ -36,7 +36,7 @@ func Watched(cfg *gate.Config, gs *gate.GateStatus) []string {
 		out = append(out, CondOverrun)
 	}
 	if gs.Declared && (gc.StaleInterval() > 0 || gc.SystemdTimer != "") &&
-		(gc.SystemdTimer != "" || len(cfg.Check.CrontabCommandOr()) > 0 || len(cfg.Check.CronD) > 0) {
+		(gc.SystemdTimer != "" || len(cfg.Check.CrontabCommandOr()) > 0 || len(cfg.Check.CronDOr()) > 0) {
 		out = append(out, CondUnscheduled)
 	}
 	return out
@@ -49,11 +49,21 @@ type observer struct {
 	probe Probe
 	now   time.Time
 
-	cronDone  bool
-	cron      map[string]bool
-	cronWhere string
-	cronErr   error
-	warnings  []string
+	cronDone bool
+	cron     *CronScan
+	cronErr  error
+	// probed are the probes' warnings, by what failed ("timer GATE",
+	// "crontab", "crontab SOURCE"): Checker.check says each once, when
+	// it appears or changes (probeWarnings).
+	probed map[string]string
+}
+
+// warn notes a probe's warning about key.
+func (o *observer) warn(key, msg string) {
+	if o.probed == nil {
+		o.probed = map[string]string{}
+	}
+	o.probed[key] = msg
 }
 
 // gate observes one gate's watched conditions. It updates the gate's
@@ -291,14 +301,16 @@ func describeEnd(e *journal.Event) string {
 	return s
 }
 
-// unscheduled: the systemd timer is not active, or no cron-gate line of
-// the crontab / cron.d files runs the gate. A probe that fails holds the
-// condition (and is a warning).
+// unscheduled: the systemd timer is not active, or no cron-gate line that
+// Debian's cron runs (CronScan) runs the gate: a line cron ignores (its
+// schedule, its file) says why. A probe that fails holds the condition
+// (and is a warning), as does a gate found nowhere while some crontab
+// could not be read.
 func (o *observer) unscheduled(gs *gate.GateStatus, gc *gate.GateConfig) (verdict, detail string, watched bool) {
 	if gc.SystemdTimer != "" {
 		active, state, err := o.probe.TimerState(o.ctx, gc.SystemdTimer)
 		if err != nil {
-			o.warnings = append(o.warnings, fmt.Sprintf("gate %s: systemd timer %s: %v", gs.Name, gc.SystemdTimer, err))
+			o.warn("timer "+gs.Name, fmt.Sprintf("gate %s: systemd timer %s: %v", gs.Name, gc.SystemdTimer, err))
 			return Held, "systemd timer unknown: " + err.Error(), true
 		}
 		if !active {
@@ -308,20 +320,33 @@ func (o *observer) unscheduled(gs *gate.GateStatus, gc *gate.GateConfig) (verdic
 	}
 	if !o.cronDone {
 		o.cronDone = true
-		o.cron, o.cronWhere, o.cronErr = o.probe.CronGates(o.ctx)
+		o.cron, o.cronErr = o.probe.Crontabs(o.ctx)
 		if o.cronErr != nil {
-			o.warnings = append(o.warnings, "crontab: "+o.cronErr.Error())
+			o.warn("crontab", "crontab: "+o.cronErr.Error())
+		}
+		if o.cron != nil {
+			for _, u := range o.cron.Unreadable {
+				source, _, _ := strings.Cut(u, ": ")
+				o.warn("crontab "+source, "crontab "+u)
+			}
 		}
 	}
-	switch {
-	case o.cronErr != nil:
+	if o.cronErr != nil {
 		return Held, "crontab unknown: " + o.cronErr.Error(), true
-	case o.cron == nil:
-		return "", "", false
-	case !o.cron[gs.Name]:
-		return Bad, fmt.Sprintf("no cron-gate %s line in %s", gs.Name, o.cronWhere), true
 	}
-	return OK, "in " + o.cronWhere, true
+	if o.cron == nil {
+		return "", "", false
+	}
+	runs, ignored := o.cron.Find(gs.Name)
+	switch {
+	case len(runs) > 0:
+		return OK, "in " + runs[0].Where(), true
+	case len(o.cron.Unreadable) > 0:
+		return Held, fmt.Sprintf("not in %s, but cron may read what could not be read here: %s", o.cron.Where, strings.Join(o.cron.Unreadable, "; ")), true
+	case len(ignored) > 0:
+		return Bad, fmt.Sprintf("cron does not run its line %s: %s", ignored[0].Where(), ignored[0].Rejected), true
+	}
+	return Bad, fmt.Sprintf("no cron-gate %s line in %s", gs.Name, o.cron.Where), true
 }
 
 // short prints a duration for people: 2h30m, 45m, 90s.

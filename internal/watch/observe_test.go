@@ -254,6 +254,13 @@ func TestUnscheduledCrontab(t *testing.T) {
 		t.Fatalf("not in the crontab: %+v", o)
 	}
 	e.expect("alert job/unscheduled")
+	// A line that cron does not run (its schedule, its file) does not
+	// count, and the detail says why.
+	e.probe.cron = map[string]bool{"job": false}
+	o = obsOf(t, e.expect(), "job", CondUnscheduled)
+	if o.Verdict != Bad || o.Detail != "cron does not run its line crontab:1: bad minute: the fake says so" {
+		t.Fatalf("a line cron ignores: %+v", o)
+	}
 	// The crontab cannot be read: held, and a warning.
 	e.probe.cronErr = errors.New("crontab: exit 2")
 	res = e.expect()
@@ -330,4 +337,34 @@ func TestOncePerStaleUsesPeriod(t *testing.T) {
 	if o.Verdict != Bad || !strings.Contains(o.Detail, "once_per 1d, stale after 60h") {
 		t.Fatalf("past 2.5 days: %+v", o)
 	}
+}
+
+// TestProbeWarningOnce: a probe that fails at every check (systemctl on a
+// host without systemd) is a warning once, when it starts failing, and
+// again only when its failure changes or comes back after clearing; the
+// condition stays held meanwhile.
+func TestProbeWarningOnce(t *testing.T) {
+	e := newEnv(t, "[gates.autopush]\nsystemd_timer = \"blog-autopush.timer\"\n")
+	e.probe.timerErr = errors.New("Failed to connect to bus: Host is down")
+	warned := func(want bool) {
+		t.Helper()
+		res := e.expect()
+		if got := len(res.Warnings) > 0; got != want {
+			t.Fatalf("warnings %q, want some: %v", res.Warnings, want)
+		}
+		if o := obsOf(t, res, "autopush", CondUnscheduled); e.probe.timerErr != nil && o.Verdict != Held {
+			t.Fatalf("systemctl failing: %+v", o)
+		}
+	}
+	warned(true)
+	warned(false)
+	warned(false)
+	e.probe.timerErr = errors.New("systemctl: not found")
+	warned(true)
+	warned(false)
+	e.probe.timerErr = nil
+	e.probe.timers = map[string]string{"blog-autopush.timer": "active"}
+	warned(false)
+	e.probe.timerErr = errors.New("systemctl: not found")
+	warned(true)
 }

@@ -11,11 +11,15 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/safeopen"
@@ -25,10 +29,12 @@ import (
 // Probe answers the watchdog's questions about the world outside the state
 // dir. SystemProbe asks the system; tests inject their own.
 type Probe interface {
-	// CronGates returns the names of the gates that cron-gate lines of
-	// the crontab and cron.d files run, and where it looked ("crontab -l,
-	// /etc/cron.d"); a nil map and nil error when it looks nowhere.
-	CronGates(ctx context.Context) (gates map[string]bool, where string, err error)
+	// Crontabs reads the crontabs cron reads (the user's, /etc/crontab,
+	// /etc/cron.d: [check] crontab_command and cron_d) as Debian's cron
+	// reads them, and returns their cron-gate jobs; a nil scan and nil
+	// error when it reads none. An error means the user's crontab could
+	// not be listed.
+	Crontabs(ctx context.Context) (*CronScan, error)
 	// TimerState tells whether a systemd unit is active, and its state
 	// ("active", "inactive", "failed"...).
 	TimerState(ctx context.Context, unit string) (active bool, state string, err error)
@@ -43,98 +49,146 @@ const ProbeTimeout = 10 * time.Second
 
 // SystemProbe is the Probe of a real system, from the [check] settings.
 type SystemProbe struct {
-	CrontabCommand   []string // empty: the crontab is not read
-	CronD            []string // directories (every file in them) and files
+	CrontabCommand   []string // the user's crontab (crontab -l); empty: not read
+	CronD            []string // system crontabs: directories (their files cron would read) and files
 	SystemctlCommand []string // "is-active UNIT" is appended
 	Timeout          time.Duration
+	// UserExists tells whether a system crontab line's user exists
+	// (cron's getpwnam); nil: the system's user database.
+	UserExists func(name string) bool
+	// RootUID is the owner cron requires of a system crontab: root (0).
+	// Tests set their own, to lay out files as cron reads them without
+	// being root.
+	RootUID uint32
 }
 
 // NewSystemProbe returns the probe the config describes.
 func NewSystemProbe(c gate.CheckConfig) *SystemProbe {
-	return &SystemProbe{CrontabCommand: c.CrontabCommandOr(), CronD: c.CronD,
+	return &SystemProbe{CrontabCommand: c.CrontabCommandOr(), CronD: c.CronDOr(),
 		SystemctlCommand: c.SystemctlCommandOr(), Timeout: ProbeTimeout}
 }
 
-// CronGates implements Probe.
-func (p *SystemProbe) CronGates(ctx context.Context) (map[string]bool, string, error) {
-	if len(p.CrontabCommand) == 0 && len(p.CronD) == 0 {
-		return nil, "", nil
-	}
-	data, where, err := p.CrontabText(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	found := map[string]bool{}
-	for _, g := range CrontabGates(data) {
-		found[g] = true
-	}
-	return found, where, nil
+// CronScan is what the crontabs cron reads say of cron-gate jobs.
+type CronScan struct {
+	Where string // the crontabs read, for messages: "crontab -l, /etc/crontab, /etc/cron.d"
+	// Jobs are every cron-gate job found, in the order read; those cron
+	// does not run have Rejected set.
+	Jobs []CrontabJob
+	// Unreadable are the crontabs that could not be read, "SOURCE: why":
+	// cron may run lines there that this scan does not know of.
+	Unreadable []string
 }
 
-// CrontabText returns what cron reads: the output of the crontab command
-// and every cron file of CronD, one after the other, and where it came
-// from. A user without a crontab has an empty one.
-func (p *SystemProbe) CrontabText(ctx context.Context) ([]byte, string, error) {
-	var all []byte
+// Find returns the jobs that run gate g: those cron runs, and those it
+// ignores (Rejected says why).
+func (s *CronScan) Find(g string) (runs, ignored []CrontabJob) {
+	if s == nil {
+		return nil, nil
+	}
+	for _, j := range s.Jobs {
+		switch {
+		case j.Gate != g:
+		case j.Rejected == "":
+			runs = append(runs, j)
+		default:
+			ignored = append(ignored, j)
+		}
+	}
+	return runs, ignored
+}
+
+// UserCrontab is a CrontabJob's Source for the user's crontab, as listed
+// by crontab_command.
+const UserCrontab = "crontab -l"
+
+// Crontabs implements Probe: the user's crontab as crontab_command lists
+// it (a user without one has an empty one), then each cron_d entry as
+// cronFiles lists it, each read by ReadCrontab. A system crontab cron
+// would refuse (cronFile) still has its jobs listed, rejected with the
+// file's reason.
+func (p *SystemProbe) Crontabs(ctx context.Context) (*CronScan, error) {
+	if len(p.CrontabCommand) == 0 && len(p.CronD) == 0 {
+		return nil, nil
+	}
+	scan := &CronScan{}
 	var where []string
 	if len(p.CrontabCommand) > 0 {
 		where = append(where, strings.Join(p.CrontabCommand, " "))
-		out, stderr, code, err := runProbe(ctx, p.timeout(), p.CrontabCommand)
-		switch {
-		case err != nil:
-			return nil, "", fmt.Errorf("%s: %v", strings.Join(p.CrontabCommand, " "), err)
-		case code != 0 && len(bytes.TrimSpace(out)) == 0 && bytes.Contains(stderr, []byte("no crontab for")):
-			// crontab -l of a user without a crontab: nothing is scheduled.
-		case code != 0:
-			return nil, "", fmt.Errorf("%s: exit %d: %s", strings.Join(p.CrontabCommand, " "), code, firstLine(stderr))
-		default:
-			all = append(append(all, out...), '\n')
+		data, err := p.userCrontab(ctx)
+		if err != nil {
+			return nil, err
 		}
+		jobs, _ := ReadCrontab(data, UserCrontab, false, nil)
+		scan.Jobs = append(scan.Jobs, jobs...)
+	}
+	users := p.UserExists
+	if users == nil {
+		users = newUserLookup(p.timeout())
 	}
 	for _, d := range p.CronD {
 		where = append(where, d)
 		files, err := cronFiles(d)
 		if err != nil {
-			return nil, "", err
+			scan.Unreadable = append(scan.Unreadable, err.Error())
+			continue
 		}
 		for _, f := range files {
-			data, err := readSmall(f, 4<<20)
+			data, refused, err := p.cronFile(f)
 			if err != nil {
-				return nil, "", fmt.Errorf("cron file %s: %v", f, err)
+				scan.Unreadable = append(scan.Unreadable, err.Error())
+				continue
 			}
-			all = append(append(all, data...), '\n')
+			jobs, _ := ReadCrontab(data, f, true, users)
+			for k := range jobs {
+				if refused != "" {
+					jobs[k].Rejected = "cron ignores the file: " + refused
+				}
+			}
+			scan.Jobs = append(scan.Jobs, jobs...)
 		}
 	}
-	return all, strings.Join(where, ", "), nil
+	scan.Where = strings.Join(where, ", ")
+	return scan, nil
+}
+
+// userCrontab lists the user's crontab with crontab_command.
+func (p *SystemProbe) userCrontab(ctx context.Context) ([]byte, error) {
+	out, stderr, code, err := runProbe(ctx, p.timeout(), p.CrontabCommand)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %v", strings.Join(p.CrontabCommand, " "), err)
+	case code != 0 && len(bytes.TrimSpace(out)) == 0 && bytes.Contains(stderr, []byte("no crontab for")):
+		return nil, nil // crontab -l of a user without a crontab: nothing is scheduled
+	case code != 0:
+		return nil, fmt.Errorf("%s: exit %d: %s", strings.Join(p.CrontabCommand, " "), code, firstLine(stderr))
+	}
+	return out, nil
 }
 
 // cronFiles lists what cron reads of a cron_d entry: a file is itself; a
-// directory is every regular file in it whose name cron accepts (letters,
-// digits, '_' and '-': Debian's cron ignores the rest, e.g. "x.dpkg-old").
-// A missing entry is no file.
+// directory is its entries whose names Debian's cron accepts (database.c:
+// not beginning with '.', and only letters, digits, '_' and '-', the
+// rule of valid_name without cron's -l option: "x.dpkg-old" is skipped),
+// in name order. A missing entry is no file.
 func cronFiles(path string) ([]string, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cron_d %s: %v", path, safeopen.Cause(err))
+		return nil, fmt.Errorf("%s: %v", path, safeopen.Cause(err))
 	}
 	if !fi.IsDir() {
 		return []string{path}, nil
 	}
 	ents, err := os.ReadDir(path)
 	if err != nil {
-		return nil, fmt.Errorf("cron_d %s: %v", path, safeopen.Cause(err))
+		return nil, fmt.Errorf("%s: %v", path, safeopen.Cause(err))
 	}
 	var out []string
 	for _, e := range ents {
-		if !cronFileName(e.Name()) {
-			continue
-		}
-		f := filepath.Join(path, e.Name())
-		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
-			out = append(out, f)
+		if cronFileName(e.Name()) {
+			out = append(out, filepath.Join(path, e.Name()))
 		}
 	}
 	sort.Strings(out)
@@ -152,6 +206,72 @@ func cronFileName(n string) bool {
 		}
 	}
 	return true
+}
+
+// cronFile reads a system crontab and says whether cron would read it,
+// following database.c's process_crontab for /etc/crontab and the files
+// of /etc/cron.d: a symlink must be owned by root (WRONG SYMLINK OWNER)
+// and lead to a file (CAN'T OPEN SYMLINK); the file must be owned by
+// root (WRONG FILE OWNER), a regular file (NOT A REGULAR FILE), not
+// group- or other-writable (INSECURE MODE) and have one link (NUMBER OF
+// HARD LINKS > 1). refused is cron's word and why; err means the file
+// could not be read here (cron, as root, may read it). The file is read
+// as readSmall reads: never blocking, at most 4 MiB.
+func (p *SystemProbe) cronFile(path string) (data []byte, refused string, err error) {
+	var lst unix.Stat_t
+	if err := unix.Lstat(path, &lst); err != nil {
+		if err == unix.ENOENT {
+			return nil, "", nil
+		}
+		return nil, "", fmt.Errorf("%s: %v", path, err)
+	}
+	if lst.Mode&unix.S_IFMT == unix.S_IFLNK && lst.Uid != p.RootUID {
+		refused = "WRONG SYMLINK OWNER (the symlink is owned by uid " + strconv.Itoa(int(lst.Uid)) + ", not root)"
+	}
+	data, st, err := safeopen.ReadFile(path, 4<<20, true)
+	if err != nil {
+		if _, ok := errors.AsType[*safeopen.FileError](err); ok && !errors.Is(err, safeopen.ErrTooLarge) {
+			return nil, "", nil // a FIFO, a directory...: cron reads nothing there
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", nil // a dangling symlink: CAN'T OPEN SYMLINK
+		}
+		return nil, "", fmt.Errorf("%s: %v", path, safeopen.Cause(err))
+	}
+	switch {
+	case refused != "":
+	case st.Uid != p.RootUID:
+		refused = "WRONG FILE OWNER (owned by uid " + strconv.Itoa(int(st.Uid)) + ", not root)"
+	case st.Mode&(unix.S_IWGRP|unix.S_IWOTH) != 0:
+		refused = fmt.Sprintf("INSECURE MODE (group/other writable: mode %04o)", st.Mode&0o7777)
+	case st.Nlink != 1:
+		refused = "NUMBER OF HARD LINKS > 1 (" + strconv.Itoa(int(st.Nlink)) + " links)"
+	}
+	return data, refused, nil
+}
+
+// newUserLookup returns getpwnam for system crontab lines, remembering
+// its answers: the user database (os/user: /etc/passwd, or NSS in a cgo
+// build), then for a name not found there `getent passwd NAME`, which
+// asks NSS (LDAP, sssd) as cron does. A user that cannot be looked up
+// either way counts as existing: a line is never called rejected on a
+// guess.
+func newUserLookup(timeout time.Duration) func(string) bool {
+	known := map[string]bool{}
+	return func(name string) bool {
+		if v, ok := known[name]; ok {
+			return v
+		}
+		exists := true
+		if _, err := user.Lookup(name); err != nil {
+			if _, unknown := err.(user.UnknownUserError); unknown {
+				_, _, code, err := runProbe(context.Background(), timeout, []string{"getent", "passwd", name})
+				exists = err != nil || code != 2 // getent: 2 is "not found"
+			}
+		}
+		known[name] = exists
+		return exists
+	}
 }
 
 // TimerState implements Probe: `SYSTEMCTL is-active UNIT` exits 0 when the

@@ -4,36 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
-
-func TestCrontabGates(t *testing.T) {
-	tab := `# m h dom mon dow command
-SHELL=/bin/sh
-CRON_GATE_CONFIG=/etc/cron-gate/config.toml
-*/30 * * * *  cron-gate term-extract -- withlock --paths-from /q -- python3 w.py
-30,45 * * * * /usr/local/bin/cron-gate --config /etc/x.toml -q dependency-classifier -- python3 c.py
-0 */4 * * *   cron-gate --timeout 2h --kill-after=5s translate -- python3 t.py
-# 0 * * * *   cron-gate disabled -- true
-@reboot       sh -c 'sleep 60; cron-gate "quoted" -- true'
-5 * * * *     cron-gate pause term-extract --for 1h
-5 * * * *     cron-gate status
-*/5 * * * *   cron-gate check
-0 1 * * *     root cron-gate system-job -- true
-0 2 * * *     echo cron-gate-not -- x; cron-gatex y -- z
-0 3 * * *     cron-gate translate -- again
-`
-	got := CrontabGates([]byte(tab))
-	want := []string{"term-extract", "dependency-classifier", "translate", "quoted", "system-job"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %q\nwant %q", got, want)
-	}
-}
 
 func script(t *testing.T, dir, name, body string) string {
 	t.Helper()
@@ -48,40 +24,116 @@ func TestSystemProbeCrontab(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	p := &SystemProbe{CrontabCommand: []string{script(t, dir, "tab", "echo '* * * * * cron-gate a -- true'\n")}}
-	got, where, err := p.CronGates(ctx)
-	if err != nil || !got["a"] || len(got) != 1 || !strings.HasSuffix(where, "/tab") {
-		t.Fatalf("got %v %q %v", got, where, err)
+	scan, err := p.Crontabs(ctx)
+	if err != nil || len(scan.Jobs) != 1 || scan.Jobs[0].Where() != "crontab -l:1" || !strings.HasSuffix(scan.Where, "/tab") {
+		t.Fatalf("got %+v %v", scan, err)
 	}
 	// crontab -l of a user without a crontab: exit 1, "no crontab for": empty.
 	p.CrontabCommand = []string{script(t, dir, "none", "echo 'no crontab for pi' >&2; exit 1\n")}
-	if got, _, err := p.CronGates(ctx); err != nil || got == nil || len(got) != 0 {
-		t.Fatalf("no crontab: %v %v", got, err)
+	if scan, err := p.Crontabs(ctx); err != nil || scan == nil || len(scan.Jobs) != 0 {
+		t.Fatalf("no crontab: %+v %v", scan, err)
 	}
 	// Any other failure is an error.
 	p.CrontabCommand = []string{script(t, dir, "bad", "echo 'permission denied' >&2; exit 1\n")}
-	if _, _, err := p.CronGates(ctx); err == nil || !strings.Contains(err.Error(), "exit 1: permission denied") {
+	if _, err := p.Crontabs(ctx); err == nil || !strings.Contains(err.Error(), "exit 1: permission denied") {
 		t.Fatalf("failing crontab: %v", err)
 	}
 	p.CrontabCommand = []string{filepath.Join(dir, "missing")}
-	if _, _, err := p.CronGates(ctx); err == nil {
+	if _, err := p.Crontabs(ctx); err == nil {
 		t.Fatal("missing command: no error")
 	}
 	// Not read at all.
 	p.CrontabCommand = nil
-	if got, _, err := p.CronGates(ctx); got != nil || err != nil {
-		t.Fatalf("nothing to read: %v %v", got, err)
+	if scan, err := p.Crontabs(ctx); scan != nil || err != nil {
+		t.Fatalf("nothing to read: %+v %v", scan, err)
 	}
-	// cron.d: files cron reads (not x.dpkg-old), and single files.
+}
+
+// TestSystemProbeCronD: the system crontabs, laid out as cron reads them
+// (database.c): a file of /etc/cron.d counts when its name is made of
+// [A-Za-z0-9_-], it is owned by root, not group- or other-writable, has
+// one link, and a symlink to it is owned by root; the others' jobs are
+// listed as ignored, with cron's word.
+func TestSystemProbeCronD(t *testing.T) {
+	dir := t.TempDir()
 	crond := filepath.Join(dir, "cron.d")
-	os.Mkdir(crond, 0o755)
-	os.WriteFile(filepath.Join(crond, "blog"), []byte("0 * * * * pi cron-gate b -- true\n"), 0o644)
-	os.WriteFile(filepath.Join(crond, "blog.dpkg-old"), []byte("0 * * * * pi cron-gate old -- true\n"), 0o644)
+	if err := os.Mkdir(crond, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	put := func(name, gate string, mode os.FileMode) string {
+		t.Helper()
+		f := filepath.Join(crond, name)
+		if err := os.WriteFile(f, []byte("0 * * * * root cron-gate "+gate+" -- true\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(f, mode); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	put("blog", "b", 0o644)
+	put("blog.dpkg-old", "old", 0o644)
+	put(".hidden", "hidden", 0o644)
+	put("groupw", "gw", 0o664)
+	put("otherw", "ow", 0o646)
+	linked := put("linked", "ln", 0o644)
+	if err := os.Link(linked, filepath.Join(dir, "second-link")); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, []byte("0 * * * * root cron-gate sl -- true\n"), 0o644)
+	if err := os.Symlink(target, filepath.Join(crond, "symlinked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(crond, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(crond, "subdir"), 0o755)
+	os.WriteFile(filepath.Join(crond, "badline"), []byte("0 * * * * root cron-gate bl -- true\n5/15 * * * * root true\n"), 0o644)
+	os.WriteFile(filepath.Join(crond, "nouser"), []byte("0 * * * * ghost cron-gate nu -- true\n"), 0o644)
 	sys := filepath.Join(dir, "crontab")
 	os.WriteFile(sys, []byte("0 * * * * root cron-gate c -- true\n"), 0o644)
-	p.CronD = []string{crond, sys, filepath.Join(dir, "nonexistent")}
-	got, _, err = p.CronGates(ctx)
-	if err != nil || !reflect.DeepEqual(got, map[string]bool{"b": true, "c": true}) {
-		t.Fatalf("cron.d: %v %v", got, err)
+	me := uint32(os.Geteuid())
+	p := &SystemProbe{CronD: []string{sys, crond, filepath.Join(dir, "nonexistent")}, RootUID: me,
+		UserExists: func(u string) bool { return u == "root" }}
+	scan, err := p.Crontabs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, j := range scan.Jobs {
+		got[j.Gate] = j.Rejected
+	}
+	want := map[string]string{
+		"c": "", "b": "", "sl": "",
+		"gw": "INSECURE MODE (group/other writable: mode 0664)",
+		"ow": "INSECURE MODE (group/other writable: mode 0646)",
+		"ln": "NUMBER OF HARD LINKS > 1 (2 links)",
+		"bl": "cron ignores the whole file: line 2: bad minute",
+		"nu": "bad username: no user \"ghost\"",
+	}
+	if len(got) != len(want) {
+		t.Errorf("gates %v, want %v", got, want)
+	}
+	for g, w := range want {
+		r, ok := got[g]
+		if !ok || w == "" && r != "" || !strings.Contains(r, w) {
+			t.Errorf("gate %s: rejected %q (found %v), want %q", g, r, ok, w)
+		}
+	}
+	if runs, _ := scan.Find("b"); len(runs) != 1 || runs[0].Where() != filepath.Join(crond, "blog")+":1" {
+		t.Errorf("Find(b) = %+v", runs)
+	}
+	// Owned by another user than root: WRONG FILE OWNER.
+	p.RootUID = me + 1
+	scan, err = p.Crontabs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range scan.Jobs {
+		if !strings.Contains(j.Rejected, "WRONG FILE OWNER") && !strings.Contains(j.Rejected, "WRONG SYMLINK OWNER") {
+			t.Errorf("%s: %q, want WRONG FILE OWNER", j.Where(), j.Rejected)
+		}
 	}
 }
 
@@ -92,7 +144,7 @@ func TestSystemProbeTimeout(t *testing.T) {
 	p := &SystemProbe{Timeout: 200 * time.Millisecond,
 		CrontabCommand: []string{script(t, dir, "hang", "sleep 60 & echo $! > "+pidfile+"; wait\n")}}
 	start := time.Now()
-	_, _, err := p.CronGates(context.Background())
+	_, err := p.Crontabs(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "did not finish within 200ms") {
 		t.Fatalf("hanging crontab: %v", err)
 	}
@@ -176,7 +228,7 @@ func TestFailureHandled(t *testing.T) {
 }
 
 // A FIFO or a device where cron_d or failure_state_file names a file is
-// refused at once: opening a FIFO nobody writes to would block the check
+// refused at once (cron_d: no jobs there, as cron reads none): opening a FIFO nobody writes to would block the check
 // for ever, and a device could feed it without end.
 func TestSpecialFilesRefused(t *testing.T) {
 	dir := t.TempDir()
@@ -196,8 +248,8 @@ func TestSpecialFilesRefused(t *testing.T) {
 				t.Errorf("failure_state_file %s: handled %v (%q), want refused as not a regular file", f, got, why)
 			}
 			p := &SystemProbe{CronD: []string{f}}
-			if _, _, err := p.CronGates(context.Background()); err == nil || !strings.Contains(err.Error(), "not a regular file") {
-				t.Errorf("cron_d %s: error %v, want refused as not a regular file", f, err)
+			if scan, err := p.Crontabs(context.Background()); err != nil || len(scan.Jobs) != 0 {
+				t.Errorf("cron_d %s: %+v, %v; want no job (cron reads nothing there)", f, scan, err)
 			}
 		}
 	}()

@@ -29,6 +29,10 @@ type State struct {
 	Sent   int64                 `json:"notifications_sent"`
 	Failed int64                 `json:"notification_failures"`
 	Gates  map[string]*GateState `json:"gates"`
+	// ProbeWarnings are the probes' warnings of the last check, by what
+	// failed ("timer GATE", "crontab", "crontab SOURCE"): each is said
+	// on stderr once, when it appears or changes.
+	ProbeWarnings map[string]string `json:"probe_warnings,omitempty"`
 }
 
 // GateState is what the watchdog remembers of one gate.

@@ -29,11 +29,10 @@ type Backend struct {
 	// arguments (same PID, so a supervisor's signals still reach the
 	// process that holds the locks). Its messages carry its name.
 	Binary string
-	// Flags names the flags only this backend reads, for messages; with
-	// another backend they are refused.
-	Flags string
-	// sets reports whether one of Flags is given.
-	sets func(*CLI) bool
+	// given returns the first of the flags only this backend reads that
+	// the command line gives ("" if none), for messages: with another
+	// backend they are refused.
+	given func(*CLI) string
 }
 
 // backends is the registry: every backend withlock knows, the default
@@ -41,11 +40,22 @@ type Backend struct {
 // the program named.
 var backends = [...]Backend{
 	{Name: "local", Binary: "withlock"},
-	{Name: "etcd", Binary: "withlock-etcd",
-		Flags: "--endpoints, --key-root, --key-prefix, --ttl and --on-coordinator-down",
-		sets: func(c *CLI) bool {
-			return len(c.Endpoints) > 0 || c.KeyRoot != "" || c.KeyPrefix != "" || c.TTL != 0 || c.OnCoordinatorDown != ""
-		}},
+	{Name: "etcd", Binary: "withlock-etcd", given: func(c *CLI) string {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{
+			{"--endpoints", len(c.Endpoints) > 0}, {"--key-root", c.KeyRoot != ""}, {"--key-prefix", c.KeyPrefix != ""},
+			{"--ttl", c.TTL != 0}, {"--on-coordinator-down", c.OnCoordinatorDown != ""}, {"--lock-delay", c.LockDelay != ""},
+			{"--ca-file", c.CAFile != ""}, {"--cert-file", c.CertFile != ""}, {"--key-file", c.KeyFile != ""},
+			{"--server-name", c.ServerName != ""}, {"--etcd-user", c.EtcdUser != ""}, {"--password-file", c.PasswordFile != ""},
+		} {
+			if f.set {
+				return f.name
+			}
+		}
+		return ""
+	}},
 }
 
 // LookupBackend returns the registry's entry for name.
@@ -127,7 +137,35 @@ func (localConn) Hint(err error) string {
 func (localConn) Notes() []string { return nil }
 
 func (c localConn) Holding(h lockset.Held) string {
-	return fmt.Sprintf("%d path lock(s) in %s, slot(s) %s", len(h.Paths()), c.LockDir, SlotList(h))
+	return HoldingText(h, "path lock", "in "+c.LockDir)
+}
+
+// HoldingText says what a held set holds, for -v: "2 path locks in DIR
+// and slot 3", "slots 0,2", "1 path lock in DIR"; unit names a path's
+// lock ("path lock"), where says where the paths' locks are.
+func HoldingText(h lockset.Held, unit, where string) string {
+	var parts []string
+	if n := len(h.Paths()); n > 0 {
+		parts = append(parts, Count(n, unit)+" "+where)
+	}
+	switch n := len(h.Slots()); {
+	case n == 1:
+		parts = append(parts, "slot "+SlotList(h))
+	case n > 1:
+		parts = append(parts, "slots "+SlotList(h))
+	}
+	if parts == nil {
+		return "nothing"
+	}
+	return strings.Join(parts, " and ")
+}
+
+// Count is "1 slot", "2 slots": n and unit, plural but for 1.
+func Count(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
 }
 
 func (localConn) Env(lockset.Held) []string { return nil }
@@ -174,8 +212,11 @@ func (o *Options) CheckBackend(d Driver) error {
 		return UsageError{fmt.Sprintf("%s%q: use %s", what, name, backendNames())}
 	}
 	for _, other := range backends {
-		if other.Name != name && other.sets != nil && other.sets(&o.CLI) {
-			return UsageError{fmt.Sprintf("%s need --backend %s", other.Flags, other.Name)}
+		if other.Name == name || other.given == nil {
+			continue
+		}
+		if f := other.given(&o.CLI); f != "" {
+			return UsageError{fmt.Sprintf("%s needs --backend %s", f, other.Name)}
 		}
 	}
 	if name != d.Name() {
@@ -241,7 +282,7 @@ func dispatch(args []string, sigs chan os.Signal) (code int, done bool) {
 		}
 		err := sibling.Exec(b.Binary, b.Binary, args)
 		return handOverFailed(err, fmt.Sprintf("--backend %s needs %s", b.Name, b.Binary),
-			"install it: CGO_ENABLED=0 go install ./cmd/"+b.Binary), true
+			"install the six binaries together: make install, or the .deb (docs/install.md)"), true
 	case !ok && fromEnv:
 		out := &tui.Printer{Prog: "withlock"}
 		out.Errorf("WITHLOCK_BACKEND=%q: use %s", name, backendNames())

@@ -86,7 +86,7 @@ func TestCheckBackend(t *testing.T) {
 		{"etcd", "", "etcd", false, "=etcd"},
 		{"etcd", "local", "local", false, "=local"},
 		{"", "", "etcd", true, "=etcd"},
-		{"", "", "local", true, "--endpoints, --key-root, --key-prefix, --ttl and --on-coordinator-down need --backend etcd"},
+		{"", "", "local", true, "--ttl needs --backend etcd"},
 		{"etcd", "", "local", false, "--backend etcd is run by withlock-etcd: call withlock (which hands it over) or withlock-etcd"},
 		{"", "etcd", "local", false, "--backend etcd is run by withlock-etcd: call withlock (which hands it over) or withlock-etcd"},
 		{"", "local", "etcd", false, "--backend local is run by withlock: call withlock"},

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/runner"
 )
 
 // FastParse parses the common, well-formed command lines without kong, so
 // that a per-tick call does not pay for kong's reflective set-up (about
-// 0.4 ms, most of withlock's own cost; see docs/benchmarks.md). It accepts only
+// 0.4 ms, most of withlock's own cost; see docs/benchmarks.md; withlock-etcd
+// uses it too, for the etcd flags). It accepts only
 // long flags with "=" or a separate value, -p VALUE, and -v, -q, -0 on their
 // own; on anything else — --help, --version, an unknown or repeated flag, a
 // value it is not sure about — it returns false and kong parses the line,
@@ -45,6 +47,12 @@ func FastParse(args []string, c *CLI) bool {
 				return false
 			}
 			c.Null = true
+			continue
+		case "--first-of":
+			if c.FirstOf {
+				return false
+			}
+			c.FirstOf = true
 			continue
 		}
 		var name, val string
@@ -83,6 +91,17 @@ func FastParse(args []string, c *CLI) bool {
 		case "slot-file":
 			c.SlotFile = append(c.SlotFile, val)
 			continue
+		case "endpoints":
+			// kong splits on commas, honouring "\," escapes, and reads
+			// a piece that starts with "-" its own way; a list it might
+			// split otherwise, or with an empty entry, is left to it.
+			for _, e := range strings.Split(val, ",") {
+				if e == "" || strings.HasPrefix(e, "-") || strings.Contains(e, `\`) {
+					return false
+				}
+				c.Endpoints = append(c.Endpoints, e)
+			}
+			continue
 		}
 		if seen[name] {
 			return false
@@ -92,16 +111,42 @@ func FastParse(args []string, c *CLI) bool {
 		switch name {
 		case "paths-from":
 			c.PathsFrom, ok = val, true
+		case "candidates-from":
+			c.CandidatesFrom, ok = val, true
 		case "lock-dir":
 			c.LockDir, ok = val, true
 		case "wait":
-			c.Wait, ok = duration(val)
+			c.Wait, ok = parseDuration(val)
 		case "timeout":
-			c.Timeout, ok = duration(val)
+			c.Timeout, ok = parseDuration(val)
 		case "kill-after":
-			c.KillAfter, ok = duration(val)
+			c.KillAfter, ok = parseDuration(val)
 		case "skip-code":
 			c.SkipCode, ok = smallInt(val)
+		case "ttl":
+			c.TTL, ok = parseDuration(val)
+		case "backend":
+			c.Backend, ok = val, true
+		case "key-root":
+			c.KeyRoot, ok = val, true
+		case "key-prefix":
+			c.KeyPrefix, ok = val, true
+		case "on-coordinator-down":
+			c.OnCoordinatorDown, ok = val, true
+		case "lock-delay":
+			c.LockDelay, ok = val, true
+		case "ca-file":
+			c.CAFile, ok = val, true
+		case "cert-file":
+			c.CertFile, ok = val, true
+		case "key-file":
+			c.KeyFile, ok = val, true
+		case "server-name":
+			c.ServerName, ok = val, true
+		case "etcd-user":
+			c.EtcdUser, ok = val, true
+		case "password-file":
+			c.PasswordFile, ok = val, true
 		}
 		if !ok {
 			return false
@@ -125,7 +170,7 @@ func smallInt(s string) (int, bool) {
 	return n, err == nil
 }
 
-func duration(s string) (time.Duration, bool) {
-	d, err := time.ParseDuration(s)
+func parseDuration(s string) (time.Duration, bool) {
+	d, err := duration.Parse(s)
 	return d, err == nil
 }

@@ -21,9 +21,7 @@ import (
 // command starts ends the run as a coordinator that does not answer does
 // (--on-coordinator-down): the command has not run.
 func (r *run) underLease(child *runner.Child, l lockset.Leased) (code int, stop bool) {
-	if !child.KillWithParent() {
-		r.out.Warnf("setpriv (util-linux) not found: the command would outlive %s if it were killed", r.out.Prog)
-	}
+	child.KillWithParent()
 	select {
 	case <-l.Lost():
 		r.out.Errorf("lost the %s lease before starting %s: %s", r.backend, QuoteArgs(r.o.Command), l.LostReason())
@@ -75,6 +73,35 @@ func (r *run) waitLeased(child *runner.Child, sigs <-chan os.Signal, start time.
 	}()
 	res := child.Wait(csigs, start)
 	close(stop)
-	r.lost = lost.Load()
+	r.lost = lost.Load() || r.expiredMeanwhile(l)
 	return res
+}
+
+// expiredMeanwhile is for a command that ended while withlock was stopped
+// (SIGSTOP, a frozen VM) or starved past KillBy, its lease unconfirmed:
+// the lease may have expired — another host may have taken the locks
+// while the command ran — or may still live (the lock delay), and only
+// the renewal that the backend sends on waking can tell. It waits for
+// that answer (Lost closes, or KillBy moves on: the lease lived, the locks
+// were held throughout) for at most the lease's TTL, and reports the lease
+// lost, with why, if it did not live.
+func (r *run) expiredMeanwhile(l lockset.Leased) bool {
+	if time.Now().Before(l.KillBy()) {
+		return false
+	}
+	limit := time.After(l.TTL())
+	for time.Now().After(l.KillBy()) {
+		select {
+		case <-l.Lost():
+			r.out.Errorf("lost the %s lease: %s; %s had already exited (this process was stopped or starved meanwhile)",
+				r.backend, l.LostReason(), QuoteArgs(r.o.Command))
+			return true
+		case <-limit:
+			r.out.Errorf("lost the %s lease: no renewal confirmed it within %v after %s exited (this process was stopped or starved meanwhile)",
+				r.backend, l.TTL(), QuoteArgs(r.o.Command))
+			return true
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return false
 }

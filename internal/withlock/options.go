@@ -19,18 +19,20 @@ const DefaultLockDir = "/tmp/blog-file-locks"
 // CLI is withlock's command line. The first "--" ends withlock's flags;
 // everything after it is the command, untouched.
 type CLI struct {
-	Paths     []string      `short:"p" sep:"none" placeholder:"PATH,..." help:"Paths to lock (comma-separated, repeatable)."`
-	PathsFrom string        `placeholder:"FILE" help:"Read paths from FILE, one per line ('-' for stdin)."`
-	Null      bool          `short:"0" help:"--paths-from is NUL-separated (for names with newlines)."`
-	LockDir   string        `env:"WITHLOCK_LOCK_DIR" placeholder:"DIR" default:"${lockdir}" help:"Directory of the per-path lock files (default ${lockdir})."`
-	Slots     []int         `sep:"none" placeholder:"N" help:"Take one of N slots of a pool (repeatable: one pool per --slots)."`
-	SlotFile  []string      `sep:"none" placeholder:"TEMPLATE" help:"Slot file template with {i}, paired with the --slots of the same position (default LOCKDIR/withlock-slot-{i}.lock)."`
-	Wait      time.Duration `placeholder:"DURATION" help:"Retry the whole set until DURATION has passed before skipping."`
-	SkipCode  int           `default:"${skipcode}" placeholder:"N" help:"Exit code when something is busy (default ${skipcode}, EX_TEMPFAIL)."`
-	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
-	KillAfter time.Duration `default:"${killafter}" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
-	Verbose   bool          `short:"v" help:"Say what was taken."`
-	Quiet     bool          `short:"q" help:"Do not say why the command was skipped."`
+	Paths          []string      `short:"p" sep:"none" placeholder:"PATH,..." help:"Paths to lock (comma-separated, repeatable)."`
+	PathsFrom      string        `placeholder:"FILE" help:"Read paths from FILE, one per line ('-' for stdin)."`
+	Null           bool          `short:"0" help:"--paths-from and --candidates-from are NUL-separated (for names with newlines)."`
+	FirstOf        bool          `help:"Lock the first free of the candidate sets of --candidates-from, in order; skip if none is."`
+	CandidatesFrom string        `placeholder:"FILE" help:"With --first-of: read candidate sets from FILE ('-' for stdin), one path per line, sets separated by an empty line (with -0: by an empty entry)."`
+	LockDir        string        `env:"WITHLOCK_LOCK_DIR" placeholder:"DIR" default:"${lockdir}" help:"Directory of the per-path lock files (default ${lockdir})."`
+	Slots          []int         `sep:"none" placeholder:"N" help:"Take one of N slots of a pool (repeatable: one pool per --slots)."`
+	SlotFile       []string      `sep:"none" placeholder:"TEMPLATE" help:"Slot file template with {i}, paired with the --slots of the same position (default LOCKDIR/withlock-slot-{i}.lock)."`
+	Wait           time.Duration `placeholder:"DURATION" help:"Retry the whole set until DURATION has passed before skipping."`
+	SkipCode       int           `default:"${skipcode}" placeholder:"N" help:"Exit code when something is busy (default ${skipcode}, EX_TEMPFAIL)."`
+	Timeout        time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
+	KillAfter      time.Duration `default:"${killafter}" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
+	Verbose        bool          `short:"v" help:"Say what was taken, and why the command was skipped also when stderr is not a terminal (under cron, which mails it)."`
+	Quiet          bool          `short:"q" help:"Do not say why the command was skipped, not even on a terminal (nor, with etcd, that a member is older than the safe version)."`
 	// The etcd backend (docs/etcd.md, "Across hosts (etcd)"). withlock itself
 	// never sees these with --backend etcd: it hands such a line to
 	// withlock-etcd (the registry, backend.go), which parses this same
@@ -43,6 +45,13 @@ type CLI struct {
 	KeyPrefix         string        `placeholder:"PREFIX" help:"etcd: key prefix (default /withlock)."`
 	TTL               time.Duration `name:"ttl" placeholder:"DURATION" help:"etcd: lease TTL in whole seconds (default 10s); if the lease cannot be renewed the command is stopped, exit 70."`
 	OnCoordinatorDown string        `placeholder:"fail|skip" help:"etcd: if the cluster cannot be reached, fail (exit 125, default) or skip (the skip code); the command never runs unlocked."`
+	LockDelay         string        `placeholder:"DURATION" help:"etcd: a lock whose lease expired (its holder died, froze or was cut off) stays taken this long more; a release is immediate (default 5s; 0s disables)."`
+	CAFile            string        `placeholder:"FILE" help:"etcd: CA certificates (PEM) that sign the members' certificates, for https:// endpoints (default $WITHLOCK_ETCD_CA_FILE, else the system's)."`
+	CertFile          string        `placeholder:"FILE" help:"etcd: client certificate (PEM), for members that require one (default $WITHLOCK_ETCD_CERT_FILE)."`
+	KeyFile           string        `placeholder:"FILE" help:"etcd: the client certificate's key (PEM; mode 0600 or stricter) (default $WITHLOCK_ETCD_KEY_FILE)."`
+	ServerName        string        `placeholder:"NAME" help:"etcd: the name the members' certificates carry, when it is not the endpoints' host (default $WITHLOCK_ETCD_SERVER_NAME)."`
+	EtcdUser          string        `placeholder:"USER" help:"etcd: user for etcd's own auth (default $WITHLOCK_ETCD_USER); the password comes from --password-file or $WITHLOCK_ETCD_PASSWORD, never from the command line."`
+	PasswordFile      string        `placeholder:"FILE" help:"etcd: file holding --etcd-user's password, mode 0600 or stricter (default $WITHLOCK_ETCD_PASSWORD_FILE)."`
 	Version           bool          `help:"Print the version and exit."`
 }
 
@@ -54,7 +63,7 @@ func Vars() map[string]string {
 		"lockdir":   DefaultLockDir,
 		"skipcode":  strconv.Itoa(runner.ExitSkip),
 		"killafter": runner.DefaultKillAfter.String(),
-		"version":   buildinfo.String(),
+		"version":   "withlock " + buildinfo.String(),
 	}
 }
 
@@ -100,7 +109,13 @@ func (o *Options) Validate(found bool) error {
 		return UsageError{"--slot-file without a matching --slots N"}
 	case len(o.Slots) > 1 && len(o.SlotFile) != len(o.Slots):
 		return UsageError{"several --slots need one --slot-file each, in the same order"}
-	case len(o.Paths) == 0 && o.PathsFrom == "" && len(o.Slots) == 0:
+	case o.FirstOf && o.CandidatesFrom == "":
+		return UsageError{"--first-of needs --candidates-from FILE (or - for stdin)"}
+	case !o.FirstOf && o.CandidatesFrom != "":
+		return UsageError{"--candidates-from needs --first-of"}
+	case o.FirstOf && (len(o.Paths) > 0 || o.PathsFrom != ""):
+		return UsageError{"--first-of takes its paths from --candidates-from only: drop --paths and --paths-from (or repeat the paths in every set)"}
+	case len(o.Paths) == 0 && o.PathsFrom == "" && len(o.Slots) == 0 && !o.FirstOf:
 		return UsageError{"nothing to lock: give --paths, --paths-from or --slots"}
 	case o.LockDir == "":
 		return UsageError{"--lock-dir is empty"}

@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/crongate/crongate/internal/buildinfo"
@@ -67,11 +68,11 @@ func Main(args []string) int {
 func execFull(args []string) int {
 	err := sibling.Exec(FullBinary, "withlock", args)
 	if errors.Is(err, sibling.ErrNotFound) && len(args) == 1 && args[0] == "--version" {
-		fmt.Println(buildinfo.String())
+		fmt.Println("withlock", buildinfo.String())
 		return 0
 	}
 	return handOverFailed(err, "this command line needs "+FullBinary+", the full parser (help, errors, rare forms)",
-		"install both: CGO_ENABLED=0 go install ./cmd/...")
+		"install the six binaries together: make install, or the .deb (docs/install.md)")
 }
 
 // Run runs withlock with options Check has accepted for d, on d's backend.
@@ -93,10 +94,17 @@ func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
 	b, _ := LookupBackend(d.Name())
 	r := &run{o: o, backend: b.Name, out: &tui.Printer{Prog: b.Binary, W: w, Quiet: o.Quiet, Verbose: o.Verbose}}
 	if o.Version {
-		fmt.Println(buildinfo.String())
+		fmt.Println("withlock", buildinfo.String())
 		return 0
 	}
-	req, err := o.Request()
+	var req lockset.Request
+	var sets [][]string
+	var err error
+	if o.FirstOf {
+		req.Pools, sets, err = o.Candidates()
+	} else {
+		req, err = o.Request()
+	}
 	if err != nil {
 		r.out.Errorf("%v", err)
 		return runner.ExitFailure
@@ -112,7 +120,19 @@ func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
 		return r.fail(nil, err)
 	}
 	defer conn.Close()
-	claim, err := conn.Open(req)
+	var claim lockset.Claim
+	var first lockset.FirstOfClaim
+	if sets != nil {
+		fb, ok := conn.(lockset.FirstOfBackend)
+		if !ok {
+			r.out.Errorf("--first-of is not available on the %s backend", b.Name)
+			return runner.ExitFailure
+		}
+		first, err = fb.OpenFirstOf(req.Pools, sets)
+		claim = first
+	} else {
+		claim, err = conn.Open(req)
+	}
 	if err != nil {
 		return r.fail(conn, err)
 	}
@@ -125,6 +145,9 @@ func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
 		return r.notHeld(conn, err)
 	}
 	defer r.release(held)
+	if first != nil {
+		child.AddEnv("WITHLOCK_CANDIDATE=" + strconv.Itoa(first.Candidate()))
+	}
 	return r.runHeld(child, conn, held, sigs)
 }
 
@@ -203,13 +226,14 @@ func (r *run) fail(conn Conn, err error) int {
 }
 
 // notHeld ends a run whose locks could not be taken: busy is the skip code
-// (saying who holds what, unless -q), anything else a failure.
+// (saying who holds what to a person at a terminal, or with -v: see
+// tui.Printer), anything else a failure.
 func (r *run) notHeld(conn Conn, err error) int {
 	be, ok := errors.AsType[lockset.BusyError](err)
 	if !ok {
 		return r.fail(conn, err)
 	}
-	if !r.o.Quiet {
+	if r.out.SaysSkips() {
 		be.FindHolders()
 		r.out.Skipf("skipped %s: %v", QuoteArgs(r.o.Command), be)
 	}
@@ -262,17 +286,41 @@ func (o *Options) Request() (lockset.Request, error) {
 		}
 		r.Paths = append(r.Paths, more...)
 	}
+	r.Pools = o.pools()
+	if len(r.Paths) == 0 && len(r.Pools) == 0 {
+		return r, fmt.Errorf("nothing to lock: %s holds no paths", o.PathsFrom)
+	}
+	return r, nil
+}
+
+// Candidates builds a --first-of request from the options: the slot
+// pools, and the candidate sets read from --candidates-from, in order
+// (none for an empty list: the claim then finds no set free).
+func (o *Options) Candidates() ([]lockset.PoolSpec, [][]string, error) {
+	pools := o.pools()
+	sets, err := readCandidates(o.CandidatesFrom, o.Null)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sets == nil {
+		// An empty queue: no set is free, so the skip code (an empty
+		// queue is a tick with nothing to do, not a failure).
+		sets = [][]string{}
+	}
+	return pools, sets, nil
+}
+
+// pools are the slot pools the options name, in order.
+func (o *Options) pools() []lockset.PoolSpec {
+	var ps []lockset.PoolSpec
 	for i, n := range o.Slots {
 		t := filepath.Join(o.LockDir, lockset.DefaultSlotTemplate)
 		if i < len(o.SlotFile) {
 			t = o.SlotFile[i]
 		}
-		r.Pools = append(r.Pools, lockset.PoolSpec{Size: n, Template: t})
+		ps = append(ps, lockset.PoolSpec{Size: n, Template: t})
 	}
-	if len(r.Paths) == 0 && len(r.Pools) == 0 {
-		return r, fmt.Errorf("nothing to lock: %s holds no paths", o.PathsFrom)
-	}
-	return r, nil
+	return ps
 }
 
 // Limits of --paths-from (docs/withlock.md). They bound the time and
@@ -295,19 +343,36 @@ const (
 // terminator is removed. The file must be a regular file or a pipe
 // (safeopen.OpenStream: never a device, and opening it never blocks).
 func readPaths(name string, null bool) ([]string, error) {
+	sets, err := readLists("--paths-from", name, null, false)
+	if err != nil || len(sets) == 0 {
+		return nil, err
+	}
+	return sets[0], nil
+}
+
+// readCandidates reads the candidate sets of --first-of from the file
+// name, or stdin for "-", as readPaths reads a list, except that an empty
+// line (with -0: an empty entry) ends a set (scanLists).
+func readCandidates(name string, null bool) ([][]string, error) {
+	return readLists("--candidates-from", name, null, true)
+}
+
+// readLists opens name for flag as readPaths says and scans it
+// (scanLists).
+func readLists(flag, name string, null, split bool) ([][]string, error) {
 	var r io.Reader = os.Stdin
 	if name != "-" {
 		f, err := safeopen.OpenStream(name)
 		if err != nil {
 			if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
-				return nil, fmt.Errorf("--paths-from: %s is %s; give a regular file, a pipe, or - for stdin", name, fe.Kind)
+				return nil, fmt.Errorf("%s: %s is %s; give a regular file, a pipe, or - for stdin", flag, name, fe.Kind)
 			}
-			return nil, fmt.Errorf("--paths-from: %s: %w", name, safeopen.Cause(err))
+			return nil, fmt.Errorf("%s: %s: %w", flag, name, safeopen.Cause(err))
 		}
 		defer f.Close()
 		r = f
 	}
-	return scanPaths(r, name, null)
+	return scanLists(r, flag, name, null, split)
 }
 
 // scanPaths reads the entries of r as readPaths says, checking each as it
@@ -315,6 +380,22 @@ func readPaths(name string, null bool) ([]string, error) {
 // MaxEntryBytes is refused at once, and reading stops with an error past
 // MaxPathsFromBytes or MaxPathsFromEntries.
 func scanPaths(r io.Reader, name string, null bool) ([]string, error) {
+	sets, err := scanLists(r, "--paths-from", name, null, false)
+	if err != nil || len(sets) == 0 {
+		return nil, err
+	}
+	return sets[0], nil
+}
+
+// scanLists reads the entries of r for flag: one per line, or per NUL
+// with null. Without split, empty entries are skipped and exact
+// duplicates dropped, and the result is one list (or none). With split, a
+// run of empty entries ends a set (none at the start or the end count),
+// duplicates are dropped within a set, and the result is the non-empty
+// sets in order. The limits (MaxPathsFromBytes, MaxEntryBytes, and
+// MaxPathsFromEntries over all sets together) and the NUL check hold in
+// both modes.
+func scanLists(r io.Reader, flag, name string, null, split bool) ([][]string, error) {
 	sep, unit := byte('\n'), "line"
 	if null {
 		sep, unit = 0, "entry"
@@ -323,47 +404,61 @@ func scanPaths(r io.Reader, name string, null bool) ([]string, error) {
 		name = "- (stdin)"
 	}
 	seen := map[string]struct{}{}
-	var paths []string
-	var cur []byte // the entry being read
-	n := 1         // its number
+	var sets [][]string
+	var paths []string // the current set
+	var cur []byte     // the entry being read
+	n := 1             // its number
+	kept := 0          // entries kept, all sets
 	var total int64
 	add := func() error {
 		if _, dup := seen[string(cur)]; len(cur) > 0 && !dup {
-			if len(paths) == MaxPathsFromEntries {
-				return fmt.Errorf("--paths-from %s: more than %d distinct paths; split the list", name, MaxPathsFromEntries)
+			if kept == MaxPathsFromEntries {
+				return fmt.Errorf("%s %s: more than %d distinct paths; split the list", flag, name, MaxPathsFromEntries)
 			}
 			s := string(cur)
 			seen[s] = struct{}{}
 			paths = append(paths, s)
+			kept++
 		}
 		cur = cur[:0]
 		n++
 		return nil
+	}
+	endSet := func() {
+		if len(paths) > 0 {
+			sets = append(sets, paths)
+			paths = nil
+			clear(seen)
+		}
 	}
 	buf := make([]byte, 64<<10)
 	for {
 		got, err := r.Read(buf)
 		total += int64(got)
 		if total > MaxPathsFromBytes {
-			return nil, fmt.Errorf("--paths-from %s: more than %s; split the list", name, safeopen.Size(MaxPathsFromBytes))
+			return nil, fmt.Errorf("%s %s: more than %s; split the list", flag, name, safeopen.Size(MaxPathsFromBytes))
 		}
 		data := buf[:got]
 		if !null {
 			if i := bytes.IndexByte(data, 0); i >= 0 {
-				return nil, fmt.Errorf("--paths-from %s: line %d holds a NUL byte, which no path can (a NUL-separated list needs -0)",
-					name, n+bytes.Count(data[:i], []byte{sep}))
+				return nil, fmt.Errorf("%s %s: line %d holds a NUL byte, which no path can (a NUL-separated list needs -0)",
+					flag, name, n+bytes.Count(data[:i], []byte{sep}))
 			}
 		}
 		for len(data) > 0 {
 			if len(cur) == 0 && data[0] == sep {
 				// A run of empty entries (-0 on /dev/zero): skipped
-				// whole, not one call per byte.
+				// whole, not one call per byte; with split it ends the
+				// set.
 				j := 1
 				for j < len(data) && data[j] == sep {
 					j++
 				}
 				n += j
 				data = data[j:]
+				if split {
+					endSet()
+				}
 				continue
 			}
 			i := bytes.IndexByte(data, sep)
@@ -374,7 +469,7 @@ func scanPaths(r io.Reader, name string, null bool) ([]string, error) {
 				data = nil
 			}
 			if len(cur)+len(piece) > MaxEntryBytes {
-				return nil, fmt.Errorf("--paths-from %s: %s %d is longer than %s", name, unit, n, safeopen.Size(MaxEntryBytes))
+				return nil, fmt.Errorf("%s %s: %s %d is longer than %s", flag, name, unit, n, safeopen.Size(MaxEntryBytes))
 			}
 			cur = append(cur, piece...)
 			if i >= 0 {
@@ -388,9 +483,10 @@ func scanPaths(r io.Reader, name string, null bool) ([]string, error) {
 			if err := add(); err != nil {
 				return nil, err
 			}
-			return paths, nil
+			endSet()
+			return sets, nil
 		case err != nil:
-			return nil, fmt.Errorf("--paths-from %s: %w", name, err)
+			return nil, fmt.Errorf("%s %s: %w", flag, name, err)
 		}
 	}
 }

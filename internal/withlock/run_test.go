@@ -217,7 +217,7 @@ func TestRunLeaseLostBeforeStart(t *testing.T) {
 		h := newLeased()
 		h.loseLease("expired")
 		o := options("touch", ran)
-		o.OnCoordinatorDown = c.down
+		o.OnCoordinatorDown, o.Verbose = c.down, true // -v: the skip is said on a pipe too
 		code, msgs := runFake(t, o, newFakeDriver(&fakeConn{held: h}))
 		if code != c.code || !strings.Contains(msgs, "lost the etcd lease before starting touch") || !strings.Contains(msgs, c.msg) {
 			t.Errorf("--on-coordinator-down %s: exit %d, want %d; messages:\n%s", c.down, code, c.code, msgs)
@@ -257,18 +257,27 @@ func TestRunUnavailable(t *testing.T) {
 }
 
 // Busy, whatever the backend (lockset.BusyError): the skip code, the
-// holders looked up only for a message that is shown.
+// holders looked up only for a message that is shown — with -v here,
+// where the messages go to a buffer, not a terminal (tui.Printer); never
+// with -q.
 func TestRunBusy(t *testing.T) {
-	for _, quiet := range []bool{false, true} {
+	for _, c := range []struct{ quiet, verbose, said bool }{
+		{false, true, true}, {false, false, false}, {true, true, false}, {true, false, false},
+	} {
 		be := &fakeBusy{}
 		o := options("true")
-		o.Quiet = quiet
+		o.Quiet, o.Verbose = c.quiet, c.verbose
 		code, msgs := runFake(t, o, newFakeDriver(&fakeConn{err: fmt.Errorf("try: %w", be)}))
-		if code != runner.ExitSkip || be.looked == quiet {
-			t.Errorf("-q %v: exit %d, holders looked up %v; messages:\n%s", quiet, code, be.looked, msgs)
+		if code != runner.ExitSkip || be.looked != c.said {
+			t.Errorf("%+v: exit %d, holders looked up %v; messages:\n%s", c, code, be.looked, msgs)
 		}
-		if want := "withlock-etcd: skipped true: /srv/a is busy (held by someone)\n"; !quiet && msgs != want {
-			t.Errorf("messages %q, want %q", msgs, want)
+		want := ""
+		if c.said {
+			// -v also says the backend's notes (Infof).
+			want = "withlock-etcd: fake note\nwithlock-etcd: skipped true: /srv/a is busy (held by someone)\n"
+		}
+		if msgs != want {
+			t.Errorf("%+v: messages %q, want %q", c, msgs, want)
 		}
 	}
 }

@@ -48,6 +48,9 @@ func LineTargets(argv []string, max int) (ts []Target, more int) {
 	if !FastParse(flagArgs, &o.CLI) {
 		return nil, 0
 	}
+	if o.Backend != "" && o.Backend != backends[0].Name {
+		return nil, 0 // the locks live elsewhere (etcd): no local lock file to look up
+	}
 	o.Command = command
 	if o.Validate(found) != nil {
 		return nil, 0

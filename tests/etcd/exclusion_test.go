@@ -260,7 +260,7 @@ func TestLargeSet(t *testing.T) {
 	defer func() { h.Process.Kill(); h.Wait() }()
 	waitFor(t, 10*time.Second, "the holder", func() bool { return len(keys(t, p)) == 1 })
 
-	r := run(t, nil, "withlock-etcd", "--key-prefix", p, "--paths-from", list, "--slots", "2", "--", "true")
+	r := run(t, nil, "withlock-etcd", "-v", "--key-prefix", p, "--paths-from", list, "--slots", "2", "--", "true")
 	if r.code != 75 || !strings.Contains(r.stderr, "299.md is busy") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}

@@ -4,6 +4,7 @@ package etcd
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -277,7 +278,12 @@ func TestWrapperKilled(t *testing.T) {
 // take and release locks: requests to it time out — a lock transaction may
 // then have been applied or not, and is read back — the others elect a new
 // leader, and every acquisition still ends well, without overlap and
-// without leaving a key behind.
+// without leaving a key behind. "Well" is 0, or, for a call that met no
+// quorum within its operation timeout (5 s: the election on a starved
+// host can take that long), 125 "etcd unavailable" with nothing run —
+// the bounded failure of the failure table; those are counted, not
+// failed, so that the test asserts no timing. Every other exit fails it.
+// The deadlines (a minute for each stage) only bound a hang.
 func TestFrozenLeaderDuringAcquisitions(t *testing.T) {
 	need(t)
 	p := prefix(t)
@@ -287,7 +293,7 @@ func TestFrozenLeaderDuringAcquisitions(t *testing.T) {
 	var mu sync.Mutex
 	codes := map[int]int{}
 	var fails []string
-	rereads := 0
+	rereads, unavailable := 0, 0
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
 		go func() {
@@ -299,11 +305,15 @@ func TestFrozenLeaderDuringAcquisitions(t *testing.T) {
 				default:
 				}
 				r := run(t, []string{"ETCDTEST_WORKER=1", "ETCDTEST_MARK=" + mark, "ETCDTEST_HOLD=10ms"}, "withlock-etcd", "-v",
-					"--key-prefix", p, "--paths", "/srv/f/a.md,/srv/f/b.md", "--slots", "2", "--slot-file", "/f-{i}", "--wait", "30s", "--", self, "f:2")
+					"--key-prefix", p, "--paths", "/srv/f/a.md,/srv/f/b.md", "--slots", "2", "--slot-file", "/f-{i}", "--wait", "45s", "--", self, "f:2")
 				mu.Lock()
 				codes[r.code]++
-				if r.code != 0 {
-					fails = append(fails, r.stderr)
+				switch {
+				case r.code == 0:
+				case r.code == 125 && strings.Contains(r.stderr, "etcd unavailable"):
+					unavailable++
+				default:
+					fails = append(fails, fmt.Sprintf("exit %d: %s", r.code, r.stderr))
 				}
 				if strings.Contains(r.stderr, "read back") {
 					rereads++
@@ -312,7 +322,15 @@ func TestFrozenLeaderDuringAcquisitions(t *testing.T) {
 			}
 		}()
 	}
-	waitProgress(t, mark, 5, 30*time.Second, "before the freeze")
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	}()
+	waitProgress(t, mark, 5, time.Minute, "before the freeze")
 	leader, err := cl.Leader()
 	if err != nil {
 		t.Fatal(err)
@@ -322,16 +340,23 @@ func TestFrozenLeaderDuringAcquisitions(t *testing.T) {
 	// traffic goes on.
 	t.Logf("freezing leader m%d", leader+1)
 	cl.Freeze(leader)
-	waitFor(t, 30*time.Second, "a new leader", func() bool { l, err := cl.Leader(); return err == nil && l != leader })
-	waitProgress(t, mark, 5, 30*time.Second, "under the new leader")
+	thawed := false
+	defer func() {
+		if !thawed {
+			cl.Thaw(leader)
+		}
+	}()
+	waitFor(t, time.Minute, "a new leader", func() bool { l, err := cl.Leader(); return err == nil && l != leader })
+	waitProgress(t, mark, 5, time.Minute, "under the new leader")
 	cl.Thaw(leader)
-	waitProgress(t, mark, 5, 30*time.Second, "after the thaw")
+	thawed = true
+	waitProgress(t, mark, 5, time.Minute, "after the thaw")
 	close(stop)
 	wg.Wait()
 	n := checkMarks(t, mark)
-	t.Logf("%d critical sections, exits %v, %d run(s) read back a timed-out transaction", n, codes, rereads)
+	t.Logf("%d critical sections, exits %v, %d run(s) read back a timed-out transaction, %d met no quorum within their timeout (125)", n, codes, rereads, unavailable)
 	if len(fails) > 0 {
-		t.Errorf("acquisitions failed while the leader was frozen: %v", fails)
+		t.Errorf("acquisitions failed while the leader was frozen (other than 0 or 125 \"etcd unavailable\"): %v", fails)
 	}
-	waitFor(t, 15*time.Second, "no key left", func() bool { return len(keys(t, p)) == 0 })
+	waitFor(t, time.Minute, "no key left", func() bool { return len(keys(t, p)) == 0 })
 }

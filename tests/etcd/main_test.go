@@ -24,10 +24,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -173,11 +175,20 @@ func keys(t *testing.T, prefix string) map[string]int64 {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
+	// Attempts of 1 s, so that one sent to a frozen member is sent again
+	// to another.
+	var resp *clientv3.GetResponse
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err = cli.Get(ctx, prefix+"/", clientv3.WithPrefix())
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 	m := map[string]int64{}
 	for _, kv := range resp.Kvs {
@@ -354,6 +365,24 @@ func worker(args []string) int {
 		appendTo(filepath.Join(mark, "max-"+name), fmt.Sprintf("%d\n", len(ents)))
 	}
 	var made []string
+	// TERM (withlock-etcd stopping the command on a lost lease) ends the
+	// critical section: the markers go, as at a normal end.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	var mu sync.Mutex
+	go func() {
+		<-term
+		mu.Lock()
+		for _, n := range made {
+			os.Remove(filepath.Join(mark, n))
+		}
+		for _, f := range inside {
+			os.Remove(f)
+		}
+		os.Exit(128 + int(syscall.SIGTERM))
+	}()
+	mu.Lock()
+	defer mu.Unlock()
 	for _, n := range names {
 		f, err := os.OpenFile(filepath.Join(mark, n), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -363,8 +392,19 @@ func worker(args []string) int {
 		f.Close()
 		made = append(made, n)
 	}
+	mu.Unlock()
 	hold, _ := time.ParseDuration(os.Getenv("ETCDTEST_HOLD"))
 	time.Sleep(hold) // the critical section's length, not a wait for anything
+	if until := os.Getenv("ETCDTEST_UNTIL"); until != "" {
+		// Held until the test says so (the file appears), or stopped.
+		for {
+			if _, err := os.Stat(until); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	mu.Lock()
 	for _, n := range made {
 		os.Remove(filepath.Join(mark, n))
 	}

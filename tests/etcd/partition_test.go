@@ -13,29 +13,31 @@ import (
 
 // partition is a TCP proxy to every member of the cluster, for one "host"
 // to reach the cluster through; Cut makes it a network partition between
-// that host and the cluster, which itself goes on serving everyone else:
-// the proxy then forwards nothing (connections stay open, bytes are
-// dropped, new connections are accepted and left hanging), as a dropped
-// route would.
+// that host and the cluster (CutMember, between that host and one member),
+// while the cluster itself goes on serving everyone else: the proxy then
+// forwards nothing to or from the members cut (connections stay open,
+// bytes are dropped, new connections are accepted and left hanging), as a
+// dropped route would.
 type partition struct {
-	cut   atomic.Bool
+	cut   []atomic.Bool // by member
 	mu    sync.Mutex
 	lns   []net.Listener
-	conns []net.Conn
+	conns [][]net.Conn // by member
 }
 
 // newPartition starts the proxy on loopback ports the kernel picks; it is
 // closed when the test ends.
 func newPartition(t *testing.T) *partition {
 	t.Helper()
-	pt := &partition{}
-	for _, ep := range cl.Endpoints() {
+	eps := cl.Endpoints()
+	pt := &partition{cut: make([]atomic.Bool, len(eps)), conns: make([][]net.Conn, len(eps))}
+	for i, ep := range eps {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		pt.lns = append(pt.lns, ln)
-		go pt.serve(ln, strings.TrimPrefix(ep, "http://"))
+		go pt.serve(i, ln, strings.TrimPrefix(ep, "http://"))
 	}
 	t.Cleanup(pt.close)
 	return pt
@@ -50,23 +52,44 @@ func (pt *partition) Endpoints() string {
 	return strings.Join(eps, ",")
 }
 
-// Cut starts the partition.
-func (pt *partition) Cut() { pt.cut.Store(true) }
+// Cut starts the partition from every member.
+func (pt *partition) Cut() {
+	for i := range pt.cut {
+		pt.cut[i].Store(true)
+	}
+}
 
-func (pt *partition) keep(c net.Conn) {
+// CutMember starts a partition from member i only.
+func (pt *partition) CutMember(i int) { pt.cut[i].Store(true) }
+
+// HealMember ends the partition from member i. The connections it left
+// hanging are closed, as TCP would give up on them after bytes were lost:
+// the clients reconnect.
+func (pt *partition) HealMember(i int) {
 	pt.mu.Lock()
-	pt.conns = append(pt.conns, c)
+	conns := pt.conns[i]
+	pt.conns[i] = nil
+	pt.mu.Unlock()
+	pt.cut[i].Store(false)
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func (pt *partition) keep(i int, c net.Conn) {
+	pt.mu.Lock()
+	pt.conns[i] = append(pt.conns[i], c)
 	pt.mu.Unlock()
 }
 
-func (pt *partition) serve(ln net.Listener, target string) {
+func (pt *partition) serve(i int, ln net.Listener, target string) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		pt.keep(c)
-		if pt.cut.Load() {
+		pt.keep(i, c)
+		if pt.cut[i].Load() {
 			go io.Copy(io.Discard, c)
 			continue
 		}
@@ -75,19 +98,19 @@ func (pt *partition) serve(ln net.Listener, target string) {
 			c.Close()
 			continue
 		}
-		pt.keep(s)
-		go pt.pipe(c, s)
-		go pt.pipe(s, c)
+		pt.keep(i, s)
+		go pt.pipe(i, c, s)
+		go pt.pipe(i, s, c)
 	}
 }
 
-// pipe copies src to dst until either fails, dropping everything once
-// the partition is cut.
-func (pt *partition) pipe(src, dst net.Conn) {
+// pipe copies src to dst until either fails, dropping everything while
+// member i is cut.
+func (pt *partition) pipe(i int, src, dst net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !pt.cut.Load() {
+		if n > 0 && !pt.cut[i].Load() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				break
 			}
@@ -96,7 +119,7 @@ func (pt *partition) pipe(src, dst net.Conn) {
 			break
 		}
 	}
-	if !pt.cut.Load() {
+	if !pt.cut[i].Load() {
 		src.Close()
 		dst.Close()
 	}
@@ -108,7 +131,9 @@ func (pt *partition) close() {
 	for _, ln := range pt.lns {
 		ln.Close()
 	}
-	for _, c := range pt.conns {
-		c.Close()
+	for _, cs := range pt.conns {
+		for _, c := range cs {
+			c.Close()
+		}
 	}
 }

@@ -57,7 +57,7 @@ func TestSlotTemplateTwice(t *testing.T) {
 
 	// One slot left (3): the weight-2 job skips, holding nothing after,
 	// and a single holder still gets slot 3.
-	r = run(t, nil, "withlock", append(twice, "--", "touch", filepath.Join(dir, "ran"))...)
+	r = run(t, nil, "withlock", append(append([]string{"-v"}, twice...), "--", "touch", filepath.Join(dir, "ran"))...)
 	if r.code != 75 || !strings.Contains(r.stderr, "slot pool "+tmpl) || !strings.Contains(r.stderr, "is busy") {
 		t.Errorf("one slot left: exit %d, stderr %q; want 75, the pool busy", r.code, r.stderr)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/crongate"
+	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
 )
 
@@ -23,8 +24,8 @@ import (
 // the run command; main inserts the hidden "run" subcommand for kong.
 type CLI struct {
 	Config  string           `env:"CRON_GATE_CONFIG" placeholder:"FILE" help:"Config file (default ${config}; a missing default is an empty config)."`
-	Quiet   bool             `short:"q" help:"Do not say why a command was skipped, nor what pause, resume and edit did."`
-	Verbose bool             `short:"v" help:"Say more."`
+	Quiet   bool             `short:"q" help:"Do not say why a command was skipped (not even on a terminal), nor what pause, resume and edit did."`
+	Verbose bool             `short:"v" help:"Say why a command was skipped also when stderr is not a terminal (under cron, which mails it; the config's report_skips does the same), and say more."`
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	Run     RunCmd     `cmd:"" hidden:"" help:"Run COMMAND through gate NAME (the default: cron-gate NAME -- COMMAND)."`
@@ -41,7 +42,18 @@ type CLI struct {
 
 	// The dashboard (internal/dashboard/, serve.go).
 	Serve ServeCmd `cmd:"" help:"Serve the dashboard: every gate's state, pause and resume buttons, /api/summary, /metrics."`
+
+	Help        HelpCmd    `cmd:"" help:"Show this help, or a command's (cron-gate help pause)."`
+	VersionInfo VersionCmd `cmd:"" name:"version" help:"Print the version."`
 }
+
+// HelpCmd is `cron-gate help [COMMAND]`: what --help prints.
+type HelpCmd struct {
+	Command []string `arg:"" optional:"" help:"The command, as typed."`
+}
+
+// VersionCmd is `cron-gate version`: what --version prints.
+type VersionCmd struct{}
 
 // ServeCmd is `cron-gate serve` (serve.go).
 type ServeCmd struct {
@@ -50,8 +62,8 @@ type ServeCmd struct {
 
 // RunCmd is `cron-gate NAME -- COMMAND`.
 type RunCmd struct {
-	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
-	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
+	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL to its process group) if it runs longer (90m, 2h, 1d); exit 124."`
+	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout (default 10s)."`
 	OncePer   string        `enum:"${once_pers}" default:"" placeholder:"PERIOD" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
 	Jitter    time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter)."`
 	Name      string        `arg:"" help:"Gate name."`
@@ -60,7 +72,7 @@ type RunCmd struct {
 // PauseCmd is `cron-gate pause NAME`.
 type PauseCmd struct {
 	Name   string        `arg:"" help:"Gate name."`
-	For    time.Duration `placeholder:"DURATION" xor:"expiry" help:"Pause for this long, then run again by itself."`
+	For    time.Duration `placeholder:"DURATION" xor:"expiry" help:"Pause for this long (90m, 2h, 3d), then run again by itself."`
 	Until  string        `placeholder:"TIME" xor:"expiry" help:"Pause until TIME (RFC 3339, or 'YYYY-MM-DD HH:MM' local time)."`
 	Reason string        `placeholder:"TEXT" help:"Why (shown by status)."`
 	Force  bool          `help:"Pause even a name that is not declared and has no records (a gate paused ahead of its first run); without it such a name is refused as a likely typo."`
@@ -91,7 +103,7 @@ type MetricsCmd struct{}
 const description = `Run a cron job's command unless its gate is paused or an old process still
 holds its legacy lock, and record every run, skip and failure.
 
-  cron-gate [--config FILE] NAME -- COMMAND [ARG...]
+  cron-gate [--config FILE] [-q] [-v] [--timeout D] [--kill-after D] NAME -- COMMAND [ARG...]
   cron-gate pause NAME [--for D | --until TIME] [--reason TEXT] [--force]
   cron-gate resume NAME
   cron-gate status [NAME] [--json] [--output]
@@ -101,6 +113,10 @@ holds its legacy lock, and record every run, skip and failure.
   cron-gate check [--dry-run] [--json] [--metrics-file PATH]
   cron-gate metrics
   cron-gate serve [--listen HOST:PORT]
+  cron-gate help [COMMAND]
+  cron-gate version
+
+A duration D is 90m, 2h30m, 1.5h or 3d (d: 24 hours).
 
 Exit codes: the command's own; 75 (skip_code) skipped; 124 timed out;
 125 cron-gate's own failure (bad usage, unusable config); 126 not
@@ -143,14 +159,7 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 			return nil, usageError{fmt.Sprintf("argument %q is not valid UTF-8", a)}
 		}
 	}
-	k, err := kong.New(&p.CLI,
-		kong.Name("cron-gate"),
-		kong.Description(description),
-		kong.Vars{"config": gate.DefaultConfigPath, "version": buildinfo.String(), "once_pers": onceEnum},
-		kong.Writers(stdout, os.Stderr),
-		kong.Exit(exit),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-	)
+	k, err := newKong(&p.CLI, stdout, exit)
 	if err != nil {
 		return nil, err
 	}
@@ -166,13 +175,38 @@ func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 		}
 		return nil, err
 	}
-	p.run = func(e *env) error { return ctx.Run(e) }
+	p.run = func(e *env) error {
+		e.kong = ctx
+		return ctx.Run(e)
+	}
 	if sel := ctx.Selected(); sel != nil {
 		if c, ok := sel.Target.Addr().Interface().(checker); ok {
 			return &p, c.check(p.command)
 		}
 	}
 	return &p, nil
+}
+
+// newKong is cron-gate's kong parser filling c.
+func newKong(c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(c,
+		kong.Name("cron-gate"),
+		kong.Description(description),
+		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String(), "once_pers": onceEnum},
+		kong.Writers(stdout, os.Stderr),
+		kong.Exit(exit),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Help(helpWithRunFlags),
+		kongduration.Option(),
+	)
+}
+
+// Model is cron-gate's command line as kong parses it (every subcommand,
+// flag and argument, with their help), for the man page and the shell
+// completions generated from it (internal/clidoc): they cannot drift
+// from what the parser accepts. It parses nothing.
+func Model() (*kong.Kong, error) {
+	return newKong(&CLI{}, io.Discard, func(int) {})
 }
 
 // check checks the command after "--" and the durations.
@@ -217,4 +251,55 @@ func parseUntil(s string, now time.Time) (time.Time, error) {
 		}
 	}
 	return time.Time{}, usageError{fmt.Sprintf("--until %q is not a time (use RFC 3339 like 2026-12-01T09:00:00+09:00, or '2026-12-01 09:00' local)", s)}
+}
+
+// helpWithRunFlags is kong's help, and at the top level the flags of the
+// run form too: the run is a hidden command (main puts "run" in front of
+// a line with "--"), so kong alone would not list --timeout and
+// --kill-after, which crontab lines use most.
+func helpWithRunFlags(opts kong.HelpOptions, ctx *kong.Context) error {
+	if err := kong.DefaultHelpPrinter(opts, ctx); err != nil {
+		return err
+	}
+	if ctx.Selected() != nil {
+		return nil
+	}
+	for _, n := range ctx.Model.Children {
+		if n.Name != "run" {
+			continue
+		}
+		w := ctx.Stdout
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Run flags (cron-gate [flags] NAME -- COMMAND):")
+		for _, f := range n.Flags {
+			if f.Hidden || f.Name == "help" {
+				continue
+			}
+			printFlag(w, f.String(), f.Help)
+		}
+	}
+	return nil
+}
+
+// printFlag writes one flag as kong's help does: the flag, then its help
+// in a column from 25, wrapped at 80.
+func printFlag(w io.Writer, flag, help string) {
+	const col, width = 25, 80
+	line := "      " + flag
+	if len(line) >= col-1 {
+		fmt.Fprintln(w, line)
+		line = ""
+	}
+	line += strings.Repeat(" ", col-len(line))
+	for _, word := range strings.Fields(help) {
+		if len(line)+1+len(word) > width && strings.TrimSpace(line) != "" && len(line) > col {
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+			line = strings.Repeat(" ", col)
+		}
+		if len(line) > col {
+			line += " "
+		}
+		line += word
+	}
+	fmt.Fprintln(w, strings.TrimRight(line, " "))
 }

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/hcping"
 	"github.com/crongate/crongate/internal/runner"
@@ -31,6 +35,8 @@ type env struct {
 	// ps is the pause stores for every command: this host's, and with
 	// [etcd] the cluster's shared store opened by load.
 	ps gate.Pauses
+	// kong is kong's parse of the line (nil on the fast path), for help.
+	kong *kong.Context
 }
 
 // exitCode is a command's exit code other than 0.
@@ -93,6 +99,7 @@ func (c *RunCmd) Run(e *env) error {
 	if handOff {
 		return errHandOff
 	}
+	e.out.ReportSkips = cfg != nil && cfg.ReportSkips
 	return exit(gate.Run(gate.Invocation{
 		Gate: c.Name, Argv: e.command, Config: cfg, ConfigErr: cfgErr, Pauses: e.ps,
 		Timeout: c.Timeout, KillAfter: c.KillAfter, OncePer: c.OncePer, Jitter: c.Jitter, Out: e.out, Sigs: e.sigs,
@@ -162,4 +169,23 @@ func (c *ServeCmd) Run(e *env) error {
 	}
 	runner.Disarm()
 	return exit(serve(e.cli.Config, cfg, e.ps, c, e.out, e.sigs))
+}
+
+// Run is `cron-gate help [COMMAND]`: the help --help prints, of the
+// command named (125 for a command that does not exist).
+func (c *HelpCmd) Run(e *env) error {
+	ctx, err := kong.Trace(e.kong.Kong, c.Command)
+	if err == nil {
+		err = ctx.Error
+	}
+	if err != nil {
+		return usageError{fmt.Sprintf("help %s: %v", strings.Join(c.Command, " "), err)}
+	}
+	return ctx.PrintUsage(false)
+}
+
+// Run is `cron-gate version`.
+func (c *VersionCmd) Run(*env) error {
+	fmt.Println("cron-gate " + buildinfo.String())
+	return nil
 }

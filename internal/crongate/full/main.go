@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
+	"reflect"
 	"time"
 
 	"github.com/crongate/crongate/gate"
@@ -46,7 +46,7 @@ func Main(args []string, open OpenShared) int {
 	err := sibling.Exec(crongate.EtcdBinary, "cron-gate", args)
 	if errors.Is(err, sibling.ErrNotFound) {
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", crongate.EtcdBinary)
-		out.Hintf("install it: CGO_ENABLED=0 go install ./cmd/...")
+		out.Hintf("install the six binaries together: make install, or the .deb (docs/install.md)")
 	} else {
 		out.Errorf("%v", err)
 	}
@@ -56,15 +56,15 @@ func Main(args []string, open OpenShared) int {
 // etcdUnchanged reports whether cfg can do with the shared store opened
 // for the [etcd] section opened (nil: none was opened). A config without
 // [etcd] needs none; one with [etcd] needs a store opened for the same
-// endpoints, prefix, timeout and on_coordinator_down: a pause must not go
+// keys (endpoints, prefix, timeout, on_coordinator_down, TLS, auth): a pause must not go
 // to one cluster or prefix while runs read another (serve re-reads its
 // config).
 func etcdUnchanged(cfg *gate.Config, opened *gate.EtcdConfig) bool {
 	if cfg == nil || !cfg.Etcd.Set() {
 		return true
 	}
-	return opened != nil && slices.Equal(cfg.Etcd.Endpoints, opened.Endpoints) &&
-		cfg.Etcd.Prefix == opened.Prefix && cfg.Etcd.Timeout == opened.Timeout && cfg.Etcd.RunOnDown == opened.RunOnDown
+	// Every key counts: TLS and auth too.
+	return opened != nil && reflect.DeepEqual(cfg.Etcd, *opened)
 }
 
 // run returns done == false when the line must be handed to cron-gate-etcd.

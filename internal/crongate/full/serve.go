@@ -96,7 +96,7 @@ func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *t
 		Trigger: func(cfg *gate.Config, name, who string) (string, error) {
 			return startTrigger(cfgFlag, cfg, name, who)
 		},
-		Crontab: func() ([]byte, error) {
+		Crontab: func() (*watch.CronScan, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			// The config as it is now: [check] may have been edited.
@@ -104,8 +104,7 @@ func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *t
 			if err != nil {
 				return nil, err
 			}
-			data, _, err := watch.NewSystemProbe(cur.Check).CrontabText(ctx)
-			return data, err
+			return watch.NewSystemProbe(cur.Check).Crontabs(ctx)
 		},
 		Log: os.Stderr,
 	}, func(addr, loginURL string) {

@@ -27,6 +27,8 @@ func TestEtcdUnchanged(t *testing.T) {
 		{Endpoints: []string{"http://e2:2379"}, Prefix: "/p1", Timeout: time.Second},
 		{Endpoints: []string{"http://e1:2379"}, Prefix: "/p1", Timeout: 2 * time.Second},
 		{Endpoints: []string{"http://e1:2379"}, Prefix: "/p1", Timeout: time.Second, RunOnDown: true},
+		{Endpoints: []string{"http://e1:2379"}, Prefix: "/p1", Timeout: time.Second, User: "u", PasswordFile: "/pw"},
+		{Endpoints: []string{"http://e1:2379"}, Prefix: "/p1", Timeout: time.Second, CAFile: "/ca.pem"},
 	} {
 		if etcdUnchanged(with(e), &opened) {
 			t.Errorf("store opened for %+v accepted for %+v", opened, e)

@@ -97,41 +97,38 @@ func commandOf(cfg *gate.Config, gc *gate.GateConfig) (*triggerCommand, error) {
 	if gc.Command != nil {
 		return &triggerCommand{argv: gc.Command, ra: crongate.RunArgs{KillAfter: crongate.DefaultKillAfter}, from: "config"}, nil
 	}
-	p := watch.NewSystemProbe(cfg.Check)
-	if len(p.CrontabCommand) == 0 && len(p.CronD) == 0 {
-		return nil, errors.New("no command in the config, and no crontab is read (crontab_command = [], no cron_d)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	data, where, err := p.CrontabText(ctx)
-	if err != nil {
+	scan, err := watch.NewSystemProbe(cfg.Check).Crontabs(ctx)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("no command in the config, and the crontab cannot be read: %v", err)
+	case scan == nil:
+		return nil, errors.New("no command in the config, and no crontab is read (crontab_command = [], cron_d = [])")
 	}
+	runs, _ := scan.Find(gc.Name) // only lines cron runs
 	var unread []string
-	for _, j := range watch.CrontabJobs(data) {
-		if j.Gate != gc.Name {
-			continue
-		}
+	for _, j := range runs {
 		if j.Command == "" {
-			unread = append(unread, fmt.Sprintf("line %d", j.Line))
+			unread = append(unread, j.Where())
 			continue
 		}
 		if strings.Contains(j.Command, "%") {
 			// cron turns % into newlines and the rest into stdin.
-			unread = append(unread, fmt.Sprintf("line %d (it uses %%, which cron turns into the command's input)", j.Line))
+			unread = append(unread, j.Where()+" (it uses %, which cron turns into the command's input)")
 			continue
 		}
-		ra, ok := crongate.FastParse(append(j.Flags, gc.Name))
+		ra, ok := crongate.FastParse(append(append([]string{}, j.Flags...), gc.Name))
 		if !ok {
-			unread = append(unread, fmt.Sprintf("line %d (its flags %q)", j.Line, strings.Join(j.Flags, " ")))
+			unread = append(unread, fmt.Sprintf("%s (its flags %q)", j.Where(), strings.Join(j.Flags, " ")))
 			continue
 		}
-		return &triggerCommand{argv: []string{"/bin/sh", "-c", j.Command}, ra: ra, from: fmt.Sprintf("%s line %d", where, j.Line)}, nil
+		return &triggerCommand{argv: []string{"/bin/sh", "-c", j.Command}, ra: ra, from: j.Where()}, nil
 	}
 	if len(unread) > 0 {
-		return nil, fmt.Errorf("no command in the config, and cron-gate cannot take the command from %s %s (only `cron-gate [FLAGS] %s -- COMMAND` lines)", where, strings.Join(unread, ", "), gc.Name)
+		return nil, fmt.Errorf("no command in the config, and cron-gate cannot take the command from %s (only `cron-gate [FLAGS] %s -- COMMAND` lines)", strings.Join(unread, ", "), gc.Name)
 	}
-	return nil, fmt.Errorf("no command in the config, and no cron-gate %s line in %s", gc.Name, where)
+	return nil, fmt.Errorf("no command in the config, and no cron-gate %s line that cron runs in %s", gc.Name, scan.Where)
 }
 
 // startTrigger is the dashboard's "run now": it checks that the gate's

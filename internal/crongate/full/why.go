@@ -288,27 +288,27 @@ func nextTry(ctx context.Context, cfg *gate.Config, gc *gate.GateConfig, now tim
 		}
 		return &NextTry{Timer: gc.SystemdTimer}, "", nil
 	}
-	p := watch.NewSystemProbe(cfg.Check)
-	if len(p.CrontabCommand) == 0 && len(p.CronD) == 0 {
-		return nil, "", nil
-	}
-	data, where, err := p.CrontabText(ctx)
+	scan, err := watch.NewSystemProbe(cfg.Check).Crontabs(ctx)
 	if err != nil {
 		return nil, "", warn("crontab: " + err.Error())
 	}
-	loc, _ := cronZone(systemZoneFile)
-	var jobs []watch.CrontabJob
-	for _, j := range watch.CrontabJobs(data) {
-		if j.Gate == gc.Name {
-			jobs = append(jobs, j)
+	if scan == nil {
+		return nil, "", nil
+	}
+	runs, ignored := scan.Find(gc.Name)
+	if len(runs) == 0 {
+		switch {
+		case len(scan.Unreadable) > 0:
+			return nil, "", warn(fmt.Sprintf("no cron-gate %s line in %s, but cron may read what could not be read here: %s", gc.Name, scan.Where, strings.Join(scan.Unreadable, "; ")))
+		case len(ignored) > 0:
+			return nil, fmt.Sprintf("cron does not run its line %s: %s", ignored[0].Where(), ignored[0].Rejected), nil
 		}
+		return nil, fmt.Sprintf("no cron-gate %s line in %s", gc.Name, scan.Where), nil
 	}
-	if len(jobs) == 0 {
-		return nil, fmt.Sprintf("no cron-gate %s line in %s", gc.Name, where), nil
-	}
-	for _, j := range jobs {
+	loc, _ := cronZone(systemZoneFile)
+	for _, j := range runs {
 		if j.CronTZ != "" {
-			warns = warn(fmt.Sprintf("crontab line %d runs under CRON_TZ=%s, which Debian's cron does not read (cron(8): one time zone for every job): its next runs are computed in cron's zone, %s", j.Line, j.CronTZ, loc))
+			warns = warn(fmt.Sprintf("%s runs under CRON_TZ=%s, which Debian's cron does not read (cron(8): one time zone for every job): its next runs are computed in cron's zone, %s", j.Where(), j.CronTZ, loc))
 		}
 		s, err := cronexpr.Parse(j.Schedule)
 		if err != nil {
@@ -316,12 +316,12 @@ func nextTry(ctx context.Context, cfg *gate.Config, gc *gate.GateConfig, now tim
 		}
 		t := s.Next(now, loc)
 		if next == nil || (!t.IsZero() && (next.Time.IsZero() || t.Before(next.Time))) {
-			next = &NextTry{Time: t, Expr: j.Schedule, Line: j.Line, Where: where}
+			next = &NextTry{Time: t, Expr: j.Schedule, Line: j.Line, Where: j.Source}
 		}
 	}
 	if next == nil {
-		j := jobs[0]
-		return &NextTry{Expr: j.Schedule, Line: j.Line, Where: where}, "", warn(fmt.Sprintf("crontab line %d: cron-gate cannot read the schedule %q", j.Line, j.Schedule))
+		j := runs[0]
+		return &NextTry{Expr: j.Schedule, Line: j.Line, Where: j.Source}, "", warn(fmt.Sprintf("%s: cron-gate cannot read the schedule %q", j.Where(), j.Schedule))
 	}
 	return next, "", warns
 }
@@ -355,9 +355,9 @@ func (r *WhyReport) print(w io.Writer, now time.Time) {
 	case n.Timer != "":
 		line("next try: by systemd timer %s (systemctl list-timers %s)", n.Timer, n.Timer)
 	case n.Time.IsZero():
-		line("next try: never by cron (crontab %s line %d: %s)", n.Where, n.Line, n.Expr)
+		line("next try: never by cron (%s:%d: %s)", n.Where, n.Line, n.Expr)
 	default:
-		s := fmt.Sprintf("next try: %s (in %s), %s line %d: %s", stampIn(n.Time.In(r.zone)), short(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
+		s := fmt.Sprintf("next try: %s (in %s), %s:%d: %s", stampIn(n.Time.In(r.zone)), short(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
 		if n.JitterMS > 0 {
 			s += fmt.Sprintf(", after a jitter of %s", short(time.Duration(n.JitterMS)*time.Millisecond))
 		}

@@ -292,7 +292,8 @@
 
   function cadenceText(g) {
     const scheds = g.schedules || [];
-    const lines = scheds.map(s => s.expr + (s.error ? '  (' + s.error + ')' : '') + '  (' + (s.source || 'crontab line ' + s.line) + ')' +
+    // Each schedule's crontab and line ("/etc/cron.d/blog:3").
+    const lines = scheds.map(s => s.expr + '  (' + (s.source || 'crontab line ' + s.line) + ')' + (s.error ? '  ' + s.error : '') +
       (s.cron_tz ? '  (CRON_TZ=' + s.cron_tz + ' is not read by Debian\'s cron: next runs in cron\'s zone)' : ''));
     if (g.interval) lines.push('interval ' + g.interval);
     return lines;

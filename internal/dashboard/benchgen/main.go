@@ -38,7 +38,7 @@ func main() {
 		fail(err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "state_dir = %q\n\n[check]\ncrontab_command = [\"cat\", %q]\n\n", state, crontab)
+	fmt.Fprintf(&b, "state_dir = %q\n\n[check]\ncrontab_command = [\"cat\", %q]\ncron_d = []\n\n", state, crontab)
 	names := make([]string, 0, len(cfg.Gates))
 	for n := range cfg.Gates {
 		names = append(names, n)

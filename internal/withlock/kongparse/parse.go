@@ -17,6 +17,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/crongate/crongate/internal/buildinfo"
+	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/tui"
 	wc "github.com/crongate/crongate/internal/withlock"
@@ -35,7 +36,17 @@ func Main(p Program, d wc.Driver, args []string) int {
 	// with 128+N (runner.Notify).
 	sigs := runner.Notify()
 	var o wc.Options
-	err := Parse(p, args, &o, os.Stdout, os.Exit, func(found bool) error { return o.Check(found, d) })
+	var err error
+	// The common, well-formed lines skip kong's reflective set-up (part
+	// of every withlock-etcd call's cost: docs/etcd.md, "Cost per call");
+	// kong parses the rest, with its help and messages.
+	if flagArgs, command, found := runner.SplitCommand(args); wc.FastParse(flagArgs, &o.CLI) {
+		o.Command = command
+		err = o.Check(found, d)
+	} else {
+		o = wc.Options{}
+		err = Parse(p, args, &o, os.Stdout, os.Exit, func(found bool) error { return o.Check(found, d) })
+	}
 	if err != nil {
 		out := &tui.Printer{Prog: p.Name}
 		out.Errorf("%v", err)
@@ -43,6 +54,13 @@ func Main(p Program, d wc.Driver, args []string) int {
 		return runner.ExitFailure
 	}
 	return wc.Run(&o, sigs, d)
+}
+
+// Withlock is withlock's program: withlock-full's name, texts and model.
+var Withlock = Program{
+	Name:        "withlock",
+	Description: wc.Description,
+	Usage:       "Usage: withlock [flags] -- COMMAND [ARG...]",
 }
 
 // Program names what is being parsed: the name and texts kong shows.
@@ -67,19 +85,7 @@ func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(
 			return wc.UsageError{Msg: fmt.Sprintf("argument %q is not valid UTF-8 and the command line is not one withlock can read without altering it; give such paths with --paths-from", a)}
 		}
 	}
-	k, err := kong.New(&o.CLI,
-		kong.Name(p.Name),
-		kong.Description(p.Description),
-		kong.Vars(wc.Vars()),
-		kong.Writers(stdout, os.Stderr),
-		kong.Exit(exit),
-		kong.UsageOnError(),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
-		kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
-			fmt.Fprintln(ctx.Stdout, p.Usage)
-			return kong.DefaultHelpPrinter(opts, ctx)
-		}),
-	)
+	k, err := newKong(p, &o.CLI, stdout, exit)
 	if err != nil {
 		return err
 	}
@@ -94,10 +100,36 @@ func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(
 		return err
 	}
 	if o.Version {
-		fmt.Fprintln(stdout, buildinfo.String())
+		fmt.Fprintln(stdout, p.Name, buildinfo.String())
 		exit(0)
 		return nil
 	}
 	o.Command = command
 	return validate(found)
+}
+
+// newKong is p's kong parser filling c.
+func newKong(p Program, c *wc.CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(c,
+		kong.Name(p.Name),
+		kong.Description(p.Description),
+		kong.Vars(wc.Vars()),
+		kong.Writers(stdout, os.Stderr),
+		kong.Exit(exit),
+		kong.UsageOnError(),
+		kongduration.Option(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
+		kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
+			fmt.Fprintln(ctx.Stdout, p.Usage)
+			return kong.DefaultHelpPrinter(opts, ctx)
+		}),
+	)
+}
+
+// Model is p's command line as kong parses it (every flag, with its help),
+// for the man page and the shell completions generated from it
+// (internal/clidoc): they cannot drift from what the parser accepts. It
+// parses nothing.
+func Model(p Program) (*kong.Kong, error) {
+	return newKong(p, &wc.CLI{}, io.Discard, func(int) {})
 }

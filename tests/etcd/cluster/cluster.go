@@ -9,6 +9,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -41,10 +42,30 @@ type Cluster struct {
 	Etcd    string // the etcd binary
 	dir     string
 	initial string
+	opt     Options
 }
 
-// Find returns the path of the etcd binary, or "" if it is not installed.
+// Options are what StartWith adds to a plain cluster: TLS on the client
+// URLs (https://), with or without client certificates required.
+type Options struct {
+	// CertFile and KeyFile are the members' certificate and key, CAFile
+	// the CA that signs clients' certificates; set, the client URLs are
+	// https://.
+	CertFile, KeyFile, CAFile string
+	// ClientCertAuth makes the members require a client certificate
+	// (etcd --client-cert-auth).
+	ClientCertAuth bool
+	// ClientTLS is what the cluster's own client (health, Leader) uses.
+	ClientTLS *tls.Config
+}
+
+// Find returns the path of the etcd binary: $ETCD_BIN if set (the suite's
+// second server version, built from the Go module proxy by .ci/etcd.sh),
+// else etcd on PATH; "" if there is none.
 func Find() string {
+	if p := os.Getenv("ETCD_BIN"); p != "" {
+		return p
+	}
 	if p, err := exec.LookPath("etcd"); err == nil {
 		return p
 	}
@@ -59,11 +80,16 @@ func Find() string {
 // healthy. Ports in use are an error (a leftover cluster would otherwise
 // answer in place of this one).
 func Start(dir string, n, clientBase, peerBase int) (*Cluster, error) {
+	return StartWith(dir, n, clientBase, peerBase, Options{})
+}
+
+// StartWith is Start with opt.
+func StartWith(dir string, n, clientBase, peerBase int, opt Options) (*Cluster, error) {
 	etcd := Find()
 	if etcd == "" {
 		return nil, errors.New("etcd is not installed (apt-get install etcd-server etcd-client)")
 	}
-	c := &Cluster{Etcd: etcd, dir: dir}
+	c := &Cluster{Etcd: etcd, dir: dir, opt: opt}
 	var init []string
 	for i := 0; i < n; i++ {
 		m := &Member{Name: fmt.Sprintf("m%d", i+1), ClientPort: clientBase + i, PeerPort: peerBase + i, Dir: filepath.Join(dir, fmt.Sprintf("m%d", i+1))}
@@ -101,15 +127,22 @@ func (c *Cluster) start(i int, state string) error {
 		return err
 	}
 	defer log.Close()
-	cu := fmt.Sprintf("http://127.0.0.1:%d", m.ClientPort)
+	cu := fmt.Sprintf("%s://127.0.0.1:%d", c.scheme(), m.ClientPort)
 	pu := fmt.Sprintf("http://127.0.0.1:%d", m.PeerPort)
-	cmd := exec.Command(c.Etcd,
+	args := []string{
 		"--name", m.Name, "--data-dir", filepath.Join(m.Dir, "data"),
 		"--listen-client-urls", cu, "--advertise-client-urls", cu,
 		"--listen-peer-urls", pu, "--initial-advertise-peer-urls", pu,
 		"--initial-cluster", c.initial, "--initial-cluster-state", state,
 		"--initial-cluster-token", "withlock-test",
-		"--logger", "zap", "--log-level", "warn")
+		"--logger", "zap", "--log-level", "warn"}
+	if c.opt.CertFile != "" {
+		args = append(args, "--cert-file", c.opt.CertFile, "--key-file", c.opt.KeyFile, "--trusted-ca-file", c.opt.CAFile)
+		if c.opt.ClientCertAuth {
+			args = append(args, "--client-cert-auth")
+		}
+	}
+	cmd := exec.Command(c.Etcd, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// A process group of its own: a test's signals never reach it, and
 	// it is never left behind by a killed test (Pdeathsig, below).
@@ -147,11 +180,18 @@ func startLocked(cmd *exec.Cmd) error {
 	return <-r.err
 }
 
+func (c *Cluster) scheme() string {
+	if c.opt.CertFile != "" {
+		return "https"
+	}
+	return "http"
+}
+
 // Endpoints are the client URLs of every member.
 func (c *Cluster) Endpoints() []string {
 	var eps []string
 	for _, m := range c.Members {
-		eps = append(eps, fmt.Sprintf("http://127.0.0.1:%d", m.ClientPort))
+		eps = append(eps, fmt.Sprintf("%s://127.0.0.1:%d", c.scheme(), m.ClientPort))
 	}
 	return eps
 }
@@ -175,7 +215,7 @@ func (c *Cluster) Running(i int) bool {
 
 // Client returns a client of every member.
 func (c *Cluster) Client() (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	return clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: c.opt.ClientTLS})
 }
 
 // WaitHealthy waits until every running, unfrozen member answers, they

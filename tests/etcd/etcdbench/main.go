@@ -132,6 +132,40 @@ func main() {
 	// Contended: every worker wants the same key, and waits for it.
 	row("etcdlock, all workers on one key (wait, watch hand-off)", nil, par(func(w, i int) { etcdlockWait(b, "/same") }))
 	row("concurrency.Mutex, all workers on one key (FIFO queue)", nil, par(func(w, i int) { mutexOnce(cli, "/bench/mutex/same") }))
+	// The same with processes, as cron would run them: issue 18's
+	// contended throughput, withlock against etcdctl lock in one run. The
+	// two alternate, in rounds of secs/2, so that a machine whose load
+	// changes slows both alike.
+	procs := []func(w, i int){func(w, i int) {
+		runCmd(env, wl, "--backend", "etcd", "--key-prefix", "/bench/proc", "--wait", "1m", "--paths", "/srv/same", "--", "true")
+	}}
+	if etcdctl != "" {
+		procs = append(procs, func(w, i int) {
+			runCmd(env, etcdctl, "--endpoints", strings.Join(eps, ","), "lock", "/bench/etcdctl/same", "true")
+		})
+	}
+	tps := make([]float64, len(procs))
+	const rounds = 4
+	for range rounds {
+		for i, f := range procs {
+			tps[i] += parFor(*secs/2, f) / rounds
+		}
+	}
+	row("`withlock --backend etcd --wait 1m --paths P -- true`, all workers on one key (processes)", nil, tps[0])
+	if etcdctl != "" {
+		row("`etcdctl lock NAME true`, all workers on one key (processes)", nil, tps[1])
+		fmt.Printf("\nwithlock / etcdctl: p50 %.2f×, contended throughput %.2f×\n", ratio(lats[2], lats[4]), tps[0]/tps[1])
+	}
+}
+
+// ratio is the ratio of the medians of a and b.
+func ratio(a, b []time.Duration) float64 {
+	med := func(d []time.Duration) float64 {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return float64(s[len(s)/2])
+	}
+	return med(a) / med(b)
 }
 
 func etcdVersion(etcd string) string {
@@ -200,9 +234,12 @@ func seqAll(fs []func(i int)) [][]time.Duration {
 
 // par runs f in workers goroutines for secs seconds and returns operations
 // per second.
-func par(f func(w, i int)) float64 {
+func par(f func(w, i int)) float64 { return parFor(*secs, f) }
+
+// parFor is par for secs seconds.
+func parFor(secs float64, f func(w, i int)) float64 {
 	var ops atomic.Int64
-	deadline := time.Now().Add(time.Duration(*secs * float64(time.Second)))
+	deadline := time.Now().Add(time.Duration(secs * float64(time.Second)))
 	var wg sync.WaitGroup
 	start := time.Now()
 	for w := 0; w < *workers; w++ {

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Builds the Debian package of withlock and cron-gate for one architecture
+# with dpkg-deb (docs/install.md, "The Debian package"):
+#
+#   bash dist/deb/build.sh amd64|arm64|armhf [OUTDIR]     # default OUTDIR: build/
+#
+# It writes OUTDIR/cron-gate_VERSION_ARCH.deb and prints its path. The
+# package holds the six static binaries in /usr/bin, the man pages and
+# completions generated from the code (make install PREFIX=/usr), the
+# example /etc/cron-gate/config.toml (a conffile), every file of
+# dist/systemd/ in /lib/systemd/system and its subdirectories (examples)
+# in /usr/share/doc/cron-gate/systemd/ (SYSTEMD_UNITS overrides
+# the directory; none there, none in the package),
+# the copyright (with the license of every Go module linked in), the
+# changelog and lintian's override for the static binaries. Needs go, make, dpkg-deb; nothing from debhelper.
+#
+# Reproducible: files, dates and the archive's timestamps come from the
+# commit (SOURCE_DATE_EPOCH), owners are root.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+command -v go >/dev/null || export PATH=$PATH:/usr/local/go/bin
+
+arch=${1:-}
+out=${2:-build}
+case $arch in
+amd64) goarch=amd64 goarm= ;;
+arm64) goarch=arm64 goarm= ;;
+armhf) goarch=arm goarm=7 ;;
+*)
+	echo "usage: build.sh amd64|arm64|armhf [OUTDIR]" >&2
+	exit 2
+	;;
+esac
+pkg=cron-gate
+version=$(cat internal/buildinfo/VERSION)
+# The changelog's newest entry is this version: dpkg and lintian read it.
+top=$(sed -n '1s/^cron-gate (\([^)]*\)).*/\1/p' dist/deb/changelog)
+if [ "$top" != "$version" ]; then
+	echo "build.sh: dist/deb/changelog's newest entry is $top, internal/buildinfo/VERSION says $version; add an entry" >&2
+	exit 1
+fi
+maintainer=$(sed -n 's/^ -- \(.*>\)  .*/\1/p' dist/deb/changelog | head -1)
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+	if [ -e .git ]; then
+		SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)
+	else
+		SOURCE_DATE_EPOCH=$(date -d "$(sed -n 's/^ -- .*>  //p' dist/deb/changelog | head -1)" +%s)
+	fi
+fi
+export SOURCE_DATE_EPOCH
+
+build=build/deb-$arch
+stage=$build/root
+rm -rf "$build"
+mkdir -p "$stage/DEBIAN" "$out"
+make -s install BUILD="$build" PREFIX=/usr DESTDIR="$stage" GOARCH="$goarch" GOARM="$goarm" >/dev/null
+
+# Man pages compressed (Debian policy 12.1), the companions' links to them.
+find "$stage/usr/share/man" -type f -exec gzip -9n {} +
+for l in $(find "$stage/usr/share/man" -type l); do
+	target=$(readlink "$l")
+	rm "$l"
+	ln -s "$target.gz" "$l.gz"
+done
+
+install -D -m 0644 dist/config.toml "$stage/etc/cron-gate/config.toml"
+# Every file of dist/systemd goes to /lib/systemd/system (units, whatever
+# their type); its subdirectories (examples/: units of an example blog's
+# jobs, not ours to install as system units) go to
+# /usr/share/doc/cron-gate/systemd/. Nothing is enabled: no maintainer
+# scripts (below).
+units=${SYSTEMD_UNITS:-dist/systemd}
+if [ -d "$units" ]; then
+	find "$units" -mindepth 1 -maxdepth 1 -type f -print0 | while IFS= read -r -d '' u; do
+		install -D -m 0644 "$u" "$stage/lib/systemd/system/$(basename "$u")"
+	done
+	find "$units" -mindepth 2 -type f -printf '%P\0' | while IFS= read -r -d '' u; do
+		install -D -m 0644 "$units/$u" "$stage/usr/share/doc/$pkg/systemd/$u"
+	done
+fi
+
+doc=$stage/usr/share/doc/$pkg
+install -d "$doc"
+gzip -9n <dist/deb/changelog >"$doc/changelog.gz"
+install -D -m 0644 dist/deb/lintian-overrides "$stage/usr/share/lintian/overrides/$pkg"
+bash dist/deb/copyright.sh "$build/bin" >"$doc/copyright"
+
+# No maintainer scripts: the package installs files only. What runs
+# create (journals, caches: per user) is the operator's and stays on
+# purge (docs/install.md).
+echo /etc/cron-gate/config.toml >"$stage/DEBIAN/conffiles"
+
+size=$(du -k -s --apparent-size --exclude=DEBIAN "$stage" | cut -f1)
+cat >"$stage/DEBIAN/control" <<EOF
+Package: $pkg
+Version: $version
+Architecture: $arch
+Maintainer: $maintainer
+Installed-Size: $size
+Section: admin
+Priority: optional
+Description: cron job wrappers: per-file locks, pauses and a journal
+ withlock runs a command while holding flock locks on the paths it edits
+ and a slot from concurrency pools, all or nothing, and skips (exit 75)
+ when something is busy; its lock files are those of Python workers that
+ lock with sha256(resolved path).lock, so old and new processes exclude
+ each other.
+ .
+ cron-gate runs a cron job's command unless its gate is paused or a legacy
+ lock is held, journals every start, success, failure and skip, and has a
+ watchdog (cron-gate check) and a dashboard (cron-gate serve). Across hosts,
+ locks and pauses can live in an etcd cluster.
+EOF
+(cd "$stage" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | sort -z | xargs -0 md5sum) >"$stage/DEBIAN/md5sums"
+
+find "$stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+deb=$out/${pkg}_${version}_$arch.deb
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >/dev/null
+echo "$deb"

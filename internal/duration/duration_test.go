@@ -1,0 +1,81 @@
+package duration
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"3d", 72 * time.Hour},
+		{"1d12h", 36 * time.Hour},
+		{"1.5d", 36 * time.Hour},
+		{"90m", 90 * time.Minute},
+		{"2h30m", 150 * time.Minute},
+		{"1.5h", 90 * time.Minute},
+		{"300ms", 300 * time.Millisecond},
+		{"10µs", 10 * time.Microsecond},
+		{"0", 0},
+		{"-2d", -48 * time.Hour},
+		{"+1h", time.Hour},
+		{"0d", 0},
+		{".5d", 12 * time.Hour},
+		{"106751d", 106751 * Day},
+	} {
+		got, err := Parse(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+		// The Go durations read as time.ParseDuration reads them.
+		if want, err := time.ParseDuration(c.in); err == nil && want != got {
+			t.Errorf("Parse(%q) = %v, time.ParseDuration %v", c.in, got, want)
+		}
+	}
+	for _, in := range []string{"", "d", "3", "3x", "3 d", "d3", "1h-5m", "--1h", "1.2.3d", "106752d", "9999999999h", "3D", "1w"} {
+		if d, err := Parse(in); err == nil || !errors.Is(err, ErrSyntax) {
+			t.Errorf("Parse(%q) = %v, %v; want an error", in, d, err)
+		}
+	}
+	if _, err := Parse("3x"); err.Error() != `"3x" is not a duration like 90m, 2h30m or 3d (units: ms, s, m, h, d)` {
+		t.Errorf("message: %v", err)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for _, c := range []struct {
+		in   time.Duration
+		want string
+	}{{72 * time.Hour, "3d"}, {26 * time.Hour, "1d2h"}, {30 * time.Minute, "30m"}, {90 * time.Minute, "1h30m"}, {0, "0s"}, {-Day, "-1d"}, {1500 * time.Millisecond, "1.5s"}} {
+		got := Format(c.in)
+		if got != c.want {
+			t.Errorf("Format(%v) = %q, want %q", c.in, got, c.want)
+		}
+		if back, err := Parse(got); err != nil || back != c.in {
+			t.Errorf("Parse(Format(%v)) = %v, %v", c.in, back, err)
+		}
+	}
+}
+
+// FuzzParse: Parse never panics; what Go reads it reads alike, and Format
+// writes what it reads back.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"3d", "1d12h", "90m", "1.5h", "0", "-2d", "3x", "", ".5d", "1h-5m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := Parse(s)
+		if g, gerr := time.ParseDuration(s); gerr == nil && (err != nil || g != d) {
+			t.Fatalf("%q: Parse %v %v, time.ParseDuration %v", s, d, err, g)
+		}
+		if err != nil {
+			return
+		}
+		if back, err := Parse(Format(d)); err != nil || back != d {
+			t.Fatalf("%q = %v: Format %q reads back as %v, %v", s, d, Format(d), back, err)
+		}
+	})
+}

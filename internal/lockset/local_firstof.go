@@ -1,0 +1,221 @@
+//go:build linux
+
+package lockset
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crongate/crongate/lockfile"
+	"github.com/crongate/crongate/pathlock"
+	"github.com/crongate/crongate/slots"
+)
+
+// OpenFirstOf implements FirstOfBackend: every set is canonicalised now
+// (a bad path in any set is an error before anything is taken), the lock
+// dir is opened once for all of them.
+func (b Local) OpenFirstOf(pools []PoolSpec, sets [][]string) (FirstOfClaim, error) {
+	c := &localFirst{chosen: -1}
+	biggest := 0
+	canon := make([][]string, len(sets))
+	for i, s := range sets {
+		cs, err := pathlock.CanonicalSet(s)
+		if err != nil {
+			return nil, err
+		}
+		canon[i] = cs
+		biggest = max(biggest, len(cs))
+	}
+	// Only one set is open at a time (a busy one is closed before the next
+	// is tried), so the descriptors needed are the largest set's.
+	if err := checkFileLimit(biggest + len(pools)); err != nil {
+		return nil, err
+	}
+	dir, err := lockfile.OpenDir(b.LockDir, true)
+	if err != nil {
+		return nil, err
+	}
+	c.dir = dir
+	dir.Reserve(biggest + len(pools))
+	for _, cs := range canon {
+		c.sets = append(c.sets, pathlock.NewSet(dir, cs))
+	}
+	c.q = newQueue(b.LockDir, nil)
+	for _, ps := range pools {
+		p, err := slots.Open(ps.Size, ps.Template, true)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.pools = append(c.pools, p)
+	}
+	return c, nil
+}
+
+// localFirst is the local FirstOfClaim.
+type localFirst struct {
+	dir    *lockfile.Dir
+	sets   []*pathlock.Set
+	pools  []*slots.Pool
+	chosen int // the set held, -1 if none
+	// busyPool is the pool that was full in the last attempt, -1 if the
+	// sets were all busy.
+	busyPool int
+	w        *watcher
+	q        *queue // read only: --first-of takes no ticket
+}
+
+func (c *localFirst) TryAcquire() (Held, error) {
+	if c.chosen >= 0 {
+		return nil, errors.New("lockset: first-of claim already held")
+	}
+	for i, p := range c.pools {
+		if _, err := p.TryLock(); err != nil {
+			c.releaseSlots()
+			c.busyPool = i
+			return nil, err
+		}
+	}
+	c.busyPool = -1
+	// A set that intersects a waiting set is left to its waiter (fair
+	// waiting), as a plain claim's is.
+	waiting, err := c.q.waiting()
+	if err != nil {
+		c.releaseSlots()
+		return nil, err
+	}
+	var first BusyError
+	for i, s := range c.sets {
+		var err error
+		if len(waiting) > 0 {
+			_, names := s.Watch()
+			err = c.q.busyFor(waiting, names)
+		}
+		if err == nil {
+			err = s.TryLock()
+		}
+		if err == nil {
+			c.chosen = i
+			return c, nil
+		}
+		// Nothing of s is held now (TryLock's rule); close the files it
+		// opened too, so that a long queue costs the descriptors of one
+		// set, not of all of them.
+		s.Close()
+		be, ok := errors.AsType[BusyError](err)
+		if !ok {
+			c.releaseSlots()
+			return nil, err
+		}
+		if first == nil {
+			first = be
+		}
+	}
+	c.releaseSlots()
+	return nil, &AllBusyError{Sets: len(c.sets), First: first}
+}
+
+func (c *localFirst) releaseSlots() {
+	for _, p := range c.pools {
+		p.Release()
+	}
+}
+
+// Candidate implements FirstOfClaim.
+func (c *localFirst) Candidate() int { return c.chosen }
+
+func (c *localFirst) Paths() []string {
+	if c.chosen < 0 {
+		return []string{}
+	}
+	return c.sets[c.chosen].Paths()
+}
+
+func (c *localFirst) Slots() []int {
+	s := make([]int, len(c.pools))
+	for i, p := range c.pools {
+		s[i] = p.Index()
+	}
+	return s
+}
+
+func (c *localFirst) Files() []*os.File {
+	var fs []*os.File
+	for _, p := range c.pools {
+		if l := p.Held(); l != nil {
+			fs = append(fs, l.File())
+		}
+	}
+	if c.chosen >= 0 {
+		for _, l := range c.sets[c.chosen].Files() {
+			fs = append(fs, l.File())
+		}
+	}
+	return fs
+}
+
+func (c *localFirst) Lost() <-chan struct{} { return nil }
+
+func (c *localFirst) Release() {
+	c.releaseSlots()
+	if c.chosen >= 0 {
+		c.sets[c.chosen].Release()
+		c.chosen = -1
+	}
+}
+
+func (c *localFirst) Close() {
+	c.Release()
+	for _, p := range c.pools {
+		p.Close()
+	}
+	for _, s := range c.sets {
+		s.Close()
+	}
+	if c.dir != nil {
+		c.dir.Close()
+	}
+	if c.w != nil {
+		c.w.close()
+	}
+	c.q.close()
+}
+
+// WaitChange implements Claim: a full pool is watched as by a plain
+// claim; when every set was busy, the close of any lock file in the lock
+// dir wakes the waiter (any of the sets may then be free), or at most
+// poll passes.
+func (c *localFirst) WaitChange(ctx context.Context, poll time.Duration) error {
+	if c.w == nil {
+		dirs := []string{c.dir.Path}
+		if c.q.dir != nil {
+			dirs = append(dirs, c.q.dir.Path)
+		}
+		for _, p := range c.pools {
+			d, _ := p.Watch()
+			dirs = append(dirs, d)
+		}
+		c.w = newWatcher(dirs)
+		return ctx.Err()
+	}
+	if c.busyPool >= 0 && c.busyPool < len(c.pools) {
+		c.w.want(c.pools[c.busyPool].Watch())
+	} else {
+		var names []string
+		for _, s := range c.sets {
+			_, n := s.Watch()
+			names = append(names, n...)
+		}
+		c.w.want(filepath.Clean(c.dir.Path), names)
+	}
+	if c.q.dir != nil {
+		// A waiter leaving the queue may leave a set to us.
+		c.w.alsoAny(c.q.dir.Path)
+	}
+	return c.w.wait(ctx, poll)
+}
+
+var _ FirstOfBackend = Local{}

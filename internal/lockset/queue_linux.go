@@ -1,0 +1,311 @@
+//go:build linux
+
+package lockset
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/lockfile"
+)
+
+// The waiting queue of the local backend (docs/withlock.md, "Fair
+// waiting"). A withlock that waits (--wait) for a path set puts a ticket
+// in QueueDir under the lock dir: a file named by its arrival time and
+// PID, listing the lock file names of its set, and holding an exclusive
+// flock on it for as long as it waits. Every withlock, before it tries a
+// set, reads the queue: a live ticket that arrived earlier (every live
+// ticket, for one that has none) and names a lock of its set makes the
+// set busy, so a newcomer whose set intersects an earlier waiter's yields
+// to it, while sets that intersect no waiter's proceed at once.
+//
+// A ticket is live exactly while its flock is held: it is locked before it
+// is renamed into place, and its owner removes it once it holds its locks
+// or stops waiting. A waiter that dies (SIGKILL) leaves a ticket nobody
+// holds, which every reader ignores and removes. Lock files are never
+// touched by the queue. Python holders take no part: they neither read
+// nor write tickets.
+const QueueDir = "withlock-queue"
+
+// maxTicket bounds what is read of a ticket (a set of 100,000 paths
+// writes about 7 MB); a larger file is read up to this bound.
+const maxTicket = 16 << 20
+
+// ticketPrefix starts every ticket name; the temporary names start with
+// "tmp-" and are never read as tickets.
+const ticketPrefix = "t-"
+
+// queue is one process's view of the waiting queue of a lock dir.
+type queue struct {
+	lockDir string
+	dir     *safeopen.Dir // nil until opened (or if the dir does not exist)
+	names   map[string]bool
+	ticket  string   // our ticket's name, "" if we have none
+	f       *os.File // our ticket, flocked
+}
+
+func newQueue(lockDir string, names []string) *queue {
+	q := &queue{lockDir: lockDir, names: make(map[string]bool, len(names))}
+	for _, n := range names {
+		q.names[n] = true
+	}
+	return q
+}
+
+func (q *queue) open(create bool) error {
+	if q.dir != nil {
+		return nil
+	}
+	d, err := safeopen.OpenDir(filepath.Join(q.lockDir, QueueDir), safeopen.DirOptions{What: "queue dir", Create: create, Mode: lockfile.DirMode, NoFollowLast: true})
+	if err != nil {
+		return err
+	}
+	q.dir = d
+	return nil
+}
+
+// QueuedError is the contention error of a set that intersects the set of
+// a waiter that arrived earlier: the set is left to it. It wraps ErrBusy
+// and is a BusyError.
+type QueuedError struct {
+	Path string // the waiter's ticket
+	PID  int
+}
+
+func (e *QueuedError) Error() string {
+	return fmt.Sprintf("an earlier waiter (pid %d, ticket %s) is queued for some of these paths", e.PID, e.Path)
+}
+
+func (e *QueuedError) Unwrap() error { return ErrBusy }
+
+// FindHolders does nothing: the ticket names its waiter.
+func (e *QueuedError) FindHolders() {}
+
+// ahead returns a QueuedError if a live ticket earlier than ours (any, if
+// we have none) names one of our locks. A queue dir that does not exist
+// means no waiter. Dead tickets are removed on the way.
+func (q *queue) ahead() error {
+	if len(q.names) == 0 {
+		return nil
+	}
+	var busy error
+	err := q.scan(func(n string, data []byte) bool {
+		if q.ticket != "" && n >= q.ticket {
+			return false
+		}
+		if ticketIntersects(data, q.names) {
+			pid, _ := ticketPID(n)
+			busy = &QueuedError{Path: q.dir.Join(n), PID: pid}
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return busy
+}
+
+// waiting returns the live tickets, each with the lock names it lists, in
+// arrival order (for --first-of, which checks every candidate set against
+// them; it takes no ticket).
+func (q *queue) waiting() ([]waiter, error) {
+	var ws []waiter
+	err := q.scan(func(n string, data []byte) bool {
+		w := waiter{name: n, names: map[string]bool{}}
+		for _, l := range bytes.Split(data, []byte{'\n'}) {
+			if len(l) > 0 {
+				w.names[string(l)] = true
+			}
+		}
+		ws = append(ws, w)
+		return true
+	})
+	return ws, err
+}
+
+// waiter is a live ticket as waiting returns it.
+type waiter struct {
+	name  string
+	names map[string]bool
+}
+
+// busyFor returns a QueuedError if one of ws lists one of names.
+func (q *queue) busyFor(ws []waiter, names []string) error {
+	for _, w := range ws {
+		for _, n := range names {
+			if w.names[n] {
+				pid, _ := ticketPID(w.name)
+				return &QueuedError{Path: q.dir.Join(w.name), PID: pid}
+			}
+		}
+	}
+	return nil
+}
+
+// scan calls visit with each live ticket in name (arrival) order, with its
+// content, until visit returns false; dead tickets are removed on the way.
+// A queue dir that does not exist holds no ticket.
+func (q *queue) scan(visit func(name string, data []byte) bool) error {
+	if q.dir == nil {
+		if err := q.open(false); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+	}
+	names, err := readNames(q.dir.Fd())
+	if errors.Is(err, unix.ENOENT) {
+		// The queue dir was removed under us (rm -rf of the lock dir):
+		// it holds no waiter any more. Fairness is lost with it, as
+		// exclusion is (docs/reliability.md); waiting goes on.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("queue dir %s: %w", q.dir.Path, err)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if !strings.HasPrefix(n, ticketPrefix) || n == q.ticket {
+			continue
+		}
+		data, live := q.read(n)
+		if live && !visit(n, data) {
+			break
+		}
+	}
+	return nil
+}
+
+// readNames lists the directory open at fd (which is left where it was:
+// the listing goes through a duplicate).
+func readNames(fd int) ([]string, error) {
+	dup, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(dup), ".")
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// read reads ticket n. live is false if it is dead (then removed), gone,
+// or not a regular file.
+func (q *queue) read(n string) (data []byte, live bool) {
+	f, err := q.dir.OpenFile(n, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err == nil {
+		// Nobody holds it: its waiter has died. Remove it (still under
+		// our lock, so no live owner can be holding it).
+		unix.Unlinkat(q.dir.Fd(), n, 0)
+		return nil, false
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false
+	}
+	data = make([]byte, min(st.Size(), maxTicket))
+	got, _ := f.ReadAt(data, 0)
+	return data[:got], true
+}
+
+// ticketIntersects reports whether the ticket data (lock file names, one
+// per line) names one of names.
+func ticketIntersects(data []byte, names map[string]bool) bool {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if names[string(line)] {
+			return true
+		}
+	}
+	return false
+}
+
+// ticketPID reads the PID from a ticket name t-TIME-PID.
+func ticketPID(name string) (int, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(name[i+1:])
+	return pid, err == nil && pid > 0
+}
+
+// enter puts our ticket in the queue (once): written and flocked under a
+// temporary name, then renamed into place, so that a ticket is never
+// visible unlocked while its waiter lives.
+func (q *queue) enter() error {
+	if q.f != nil || len(q.names) == 0 {
+		return nil
+	}
+	if err := q.open(true); err != nil {
+		return err
+	}
+	now := time.Now().UnixNano()
+	pid := os.Getpid()
+	tmp := fmt.Sprintf("tmp-%d-%d", pid, now)
+	f, err := q.dir.OpenFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("queue ticket: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		unix.Unlinkat(q.dir.Fd(), tmp, 0)
+		return fmt.Errorf("queue ticket %s: %w", q.dir.Join(tmp), err)
+	}
+	var b bytes.Buffer
+	for n := range q.names {
+		b.WriteString(n)
+		b.WriteByte('\n')
+	}
+	name := fmt.Sprintf("%s%020d-%d", ticketPrefix, now, pid)
+	if _, err := f.Write(b.Bytes()); err == nil {
+		err = unix.Renameat(q.dir.Fd(), tmp, q.dir.Fd(), name)
+	}
+	if err != nil {
+		f.Close()
+		unix.Unlinkat(q.dir.Fd(), tmp, 0)
+		return fmt.Errorf("queue ticket: %w", err)
+	}
+	q.f, q.ticket = f, name
+	return nil
+}
+
+// leave removes our ticket, if any. The unlink comes before the close, so
+// that nobody sees it unlocked.
+func (q *queue) leave() {
+	if q.f == nil {
+		return
+	}
+	unix.Unlinkat(q.dir.Fd(), q.ticket, 0)
+	q.f.Close()
+	q.f, q.ticket = nil, ""
+}
+
+func (q *queue) close() {
+	q.leave()
+	if q.dir != nil {
+		q.dir.Close()
+		q.dir = nil
+	}
+}

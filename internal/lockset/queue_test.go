@@ -1,0 +1,149 @@
+//go:build linux
+
+package lockset
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestTicketIntersects(t *testing.T) {
+	names := map[string]bool{"b.lock": true}
+	for _, c := range []struct {
+		data string
+		want bool
+	}{
+		{"a.lock\nb.lock\n", true},
+		{"b.lock", true},
+		{"a.lock\nbb.lock\n", false},
+		{"", false},
+		{"\n\n", false},
+		{"xb.lock\n", false},
+	} {
+		if got := ticketIntersects([]byte(c.data), names); got != c.want {
+			t.Errorf("ticketIntersects(%q) = %v, want %v", c.data, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		pid  int
+		ok   bool
+	}{
+		{"t-00000000000000000012-4242", 4242, true},
+		{"t-x", 0, false},
+		{"t-1-", 0, false},
+		{"t-1--0", 0, false},
+		{"nodash", 0, false},
+	} {
+		if pid, ok := ticketPID(c.name); pid != c.pid || ok != c.ok {
+			t.Errorf("ticketPID(%q) = %d, %v; want %d, %v", c.name, pid, ok, c.pid, c.ok)
+		}
+	}
+}
+
+// FuzzTicket holds the ticket reader (a ticket is outside input: any user
+// who can write the queue dir can plant one) to a plain reference: a line
+// equal to one of our (non-empty) names intersects, nothing else does;
+// no name panics the PID reader or gives a PID below 1.
+func FuzzTicket(f *testing.F) {
+	f.Add([]byte("a.lock\nb.lock\n"), "b.lock", "t-01-7")
+	f.Add([]byte("\x00\n\n"), "", "t--")
+	f.Fuzz(func(t *testing.T, data []byte, name, ticket string) {
+		if name == "" {
+			return // lock file names are never empty
+		}
+		want := false
+		for _, l := range bytes.Split(data, []byte{'\n'}) {
+			if string(l) == name {
+				want = true
+			}
+		}
+		if got := ticketIntersects(data, map[string]bool{name: true}); got != want {
+			t.Fatalf("ticketIntersects(%q, %q) = %v, want %v", data, name, got, want)
+		}
+		if pid, ok := ticketPID(ticket); ok && pid <= 0 {
+			t.Fatalf("ticketPID(%q) = %d, ok", ticket, pid)
+		}
+	})
+}
+
+// countClaim counts a claim's attempts.
+type countClaim struct {
+	Claim
+	n atomic.Int64
+}
+
+func (c *countClaim) TryAcquire() (Held, error) {
+	c.n.Add(1)
+	return c.Claim.TryAcquire()
+}
+
+// A queued waiter sleeps until something it waits for changes: reading the
+// queue (every withlock does, before each attempt) must not wake it. Before
+// the watch was limited to tickets' write-closes and removals, the waiter
+// woke on its own reads of the queue dir and spun, retrying without pause.
+// The bound allows one attempt per Poll interval that passed (the fallback
+// wake-up) plus two, however slow the machine.
+func TestQueuedWaiterSleeps(t *testing.T) {
+	dir := t.TempDir()
+	lockDir := filepath.Join(dir, "locks")
+	b := Local{LockDir: lockDir}
+	target := filepath.Join(dir, "a")
+	// Another holder of a's lock: an open file description of our own.
+	hold, err := b.Open(Request{Paths: []string{target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.TryAcquire(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.Open(Request{Paths: []string{target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &countClaim{Claim: c}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Acquire(ctx, cc, time.Hour)
+		done <- err
+	}()
+	// Wait (bounded) until the waiter has its ticket.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if ents, _ := os.ReadDir(filepath.Join(lockDir, QueueDir)); len(ents) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter took no ticket within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	start, before := time.Now(), cc.n.Load()
+	// Newcomers read the queue, and the waiter's ticket, 200 times and for
+	// at least 100 ms (so that a spinning waiter, which must be scheduled
+	// to show, has the time to).
+	other, err := b.Open(Request{Paths: []string{target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200 || time.Since(start) < 100*time.Millisecond; i++ {
+		if _, err := other.TryAcquire(); err == nil {
+			t.Fatal("a newcomer took a's lock while it was held")
+		}
+	}
+	other.Close()
+	attempts := cc.n.Load() - before
+	if max := 2 + int64(time.Since(start)/Poll); attempts > max {
+		t.Errorf("the waiter made %d attempts while the queue was read for %v; want at most %d (it must sleep)", attempts, time.Since(start), max)
+	}
+	cancel()
+	<-done
+	c.Close()
+	hold.Close()
+}

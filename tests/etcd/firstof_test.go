@@ -1,0 +1,100 @@
+//go:build etcd
+
+package etcd
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// withlock --first-of on etcd (tests/testdata/withlock/firstof.txtar is the
+// local backend's): the first set that can be taken entirely, in the
+// caller's order, under the one lease of the slots; a busy set leaves no key
+// behind; none free is the skip code with the count, and leaves no key
+// either (the slot given back).
+func TestFirstOf(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	dir := t.TempDir()
+	tmpl := filepath.Join(dir, "slot-{i}.lock")
+	slotKey := fmt.Sprintf("%s/slots/%s/0", p, url.PathEscape(tmpl))
+	cands := filepath.Join(dir, "cands")
+	os.WriteFile(cands, []byte("/srv/a\n/srv/z\n\n\n/srv/c\n\n/srv/d\n/srv/e\n"), 0o644)
+	base := []string{"--backend", "etcd", "--key-prefix", p}
+	first := append(append([]string{}, base...), "--first-of", "--candidates-from", cands, "--slots", "1", "--slot-file", tmpl)
+
+	r := run(t, nil, "withlock", append(first, "--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE $WITHLOCK_PATHS $WITHLOCK_SLOT"`)...)
+	if r.code != 0 || r.stdout != "0 [\"/srv/a\",\"/srv/z\"] 0\n" {
+		t.Fatalf("everything free: exit %d, stdout %q, stderr %q; want set 0", r.code, r.stdout, r.stderr)
+	}
+
+	// z and d held by others: set 0 and set 2 busy, set 1 taken; while its
+	// command runs, the keys are z's and d's, c's and the slot's, c and the
+	// slot under one lease: nothing of set 0 (a) is held.
+	release := filepath.Join(dir, "release")
+	hold := func(paths string) func() {
+		cmd := command(nil, "withlock", append(append([]string{}, base...), "--paths", paths, "--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.01; done`, "sh", release)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return func() { cmd.Wait() }
+	}
+	waitZ := hold("/srv/z,/srv/d")
+	waitFor(t, 10*time.Second, "z and d held", func() bool { return keys(t, p)[pathKey(p, "srv/z")] != 0 })
+	inside := filepath.Join(dir, "inside")
+	cmd := command(nil, "withlock", append(first, "--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE $WITHLOCK_PATHS" > "$1.tmp"; mv "$1.tmp" "$1"; while [ ! -e "$2" ]; do sleep 0.01; done`, "sh", inside, release)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, 10*time.Second, "the first-of command to start", func() bool { _, err := os.Stat(inside); return err == nil })
+	if b, _ := os.ReadFile(inside); string(b) != "1 [\"/srv/c\"]\n" {
+		t.Errorf("z held: the command got %q; want set 1, /srv/c", b)
+	}
+	k := keys(t, p)
+	if len(k) != 4 || k[pathKey(p, "srv/c")] == 0 || k[pathKey(p, "srv/c")] != k[slotKey] || k[pathKey(p, "srv/a")] != 0 {
+		t.Errorf("keys while set 1 is held: %v; want z, d, and c with the slot under one lease", k)
+	}
+
+	// Every set busy (c held by the first-of command, whose slot fills the
+	// pool: a second pool-less caller): 75, the count, no key left.
+	noSlot := append(append([]string{}, base...), "-v", "--first-of", "--candidates-from", cands)
+	r = run(t, nil, "withlock", append(noSlot, "--", "touch", filepath.Join(dir, "ran"))...)
+	if r.code != 75 || !strings.Contains(r.stderr, "3 sets busy (the first: /srv/z is busy") {
+		t.Errorf("every set busy: exit %d, stderr %q; want 75 and 3 sets busy", r.code, r.stderr)
+	}
+	// A full pool: 75, the pool named, before any set is tried.
+	r = run(t, nil, "withlock", append(append([]string{"-v"}, first...), "--", "touch", filepath.Join(dir, "ran"))...)
+	if r.code != 75 || !strings.Contains(r.stderr, "slot pool "+tmpl) {
+		t.Errorf("a full pool: exit %d, stderr %q; want 75, the pool busy", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the command ran although every set was busy")
+	}
+	if k2 := keys(t, p); len(k2) != 4 {
+		t.Errorf("keys after two skips: %v; want only the four held before", k2)
+	}
+	os.WriteFile(release, nil, 0o644)
+	cmd.Wait()
+	waitZ()
+	if k := keys(t, p); len(k) != 0 {
+		t.Errorf("keys left after every holder exited: %v", k)
+	}
+
+	// A set larger than one transaction is refused up front (125).
+	var big strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&big, "/srv/big/%d\n", i)
+	}
+	os.WriteFile(cands, []byte(big.String()), 0o644)
+	r = run(t, nil, "withlock", append(noSlot, "--", "touch", filepath.Join(dir, "ran"))...)
+	if r.code != 125 || !strings.Contains(r.stderr, "candidate set 0 has 200 paths") {
+		t.Errorf("a 200-path set: exit %d, stderr %q; want 125 and the limit", r.code, r.stderr)
+	}
+}

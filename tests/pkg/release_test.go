@@ -1,0 +1,248 @@
+//go:build pkg
+
+package pkg
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// binaries are the six programs, in /usr/bin of the package and bin/ of
+// a tarball.
+var binaries = []string{"withlock", "withlock-full", "withlock-etcd", "cron-gate", "cron-gate-full", "cron-gate-etcd"}
+
+// checkELF checks that every binary in dir is a static executable for
+// the architecture, built with its GOARM.
+func checkELF(t *testing.T, dir string, machine elf.Machine, class elf.Class, goarm string) {
+	t.Helper()
+	for _, b := range binaries {
+		p := filepath.Join(dir, b)
+		f, err := elf.Open(p)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if f.Machine != machine || f.Class != class {
+			t.Errorf("%s is %v %v, want %v %v", p, f.Machine, f.Class, machine, class)
+		}
+		for _, prog := range f.Progs {
+			if prog.Type == elf.PT_INTERP || prog.Type == elf.PT_DYNAMIC {
+				t.Errorf("%s is dynamically linked (%v)", p, prog.Type)
+			}
+		}
+		f.Close()
+		if goarm != "" {
+			out, err := exec.Command("go", "version", "-m", p).Output()
+			if err != nil || !strings.Contains(string(out), "GOARM="+goarm) {
+				t.Errorf("%s: built without GOARM=%s: %v\n%s", p, goarm, err, out)
+			}
+		}
+	}
+}
+
+// The release holds, for each architecture, a .deb and a static tarball
+// whose binaries are for that architecture, plus the source tarball, and
+// SHA256SUMS checks them all; each .deb has the fields, the files and the
+// conffile it should and lintian finds no error and no warning in it
+// (the one override, statically-linked-binary, is in
+// dist/deb/lintian-overrides with its reason).
+func TestReleaseArtefacts(t *testing.T) {
+	need(t, "sha256sum", "coreutils")
+	lintian := need(t, "lintian", "lintian")
+	dir := release(t)
+	v := version(t)
+	run(t, dir, nil, "sha256sum", "--strict", "-c", "SHA256SUMS")
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"cron-gate-" + v + ".tar.gz"}
+	for _, a := range arches {
+		want = append(want, "cron-gate_"+v+"_"+a.deb+".deb", "cron-gate-"+v+"-linux-"+a.deb+".tar.gz")
+	}
+	var listed []string
+	for _, l := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			listed = append(listed, f[1])
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(listed)
+	if !slices.Equal(listed, want) {
+		t.Errorf("SHA256SUMS lists %q, want %q", listed, want)
+	}
+
+	// What make install puts for PREFIX=/usr, as the package has it.
+	var installed []string
+	for _, f := range strings.Fields(run(t, root, nil, "make", "-s", "installed-files", "PREFIX=/usr")) {
+		if strings.HasPrefix(f, "/usr/share/man/") {
+			f += ".gz"
+		}
+		installed = append(installed, f)
+	}
+	installed = append(installed, unitFiles(t, filepath.Join(root, "dist/systemd"))...)
+	installed = append(installed, "/etc/cron-gate/config.toml", "/usr/share/doc/cron-gate/copyright",
+		"/usr/share/doc/cron-gate/changelog.gz", "/usr/share/lintian/overrides/cron-gate")
+	slices.Sort(installed)
+
+	for _, a := range arches {
+		t.Run(a.deb, func(t *testing.T) {
+			deb := filepath.Join(dir, "cron-gate_"+v+"_"+a.deb+".deb")
+			for field, want := range map[string]string{"Package": "cron-gate", "Version": v, "Architecture": a.deb} {
+				if got := strings.TrimSpace(run(t, "", nil, "dpkg-deb", "-f", deb, field)); got != want {
+					t.Errorf("%s: %s is %q, want %q", deb, field, got, want)
+				}
+			}
+			files := debFiles(t, deb)
+			slices.Sort(files)
+			if !slices.Equal(files, installed) {
+				t.Errorf("%s installs\n%q\nwant\n%q", deb, files, installed)
+			}
+			ctl := filepath.Join(t.TempDir(), "control")
+			run(t, "", nil, "dpkg-deb", "-e", deb, ctl)
+			if b, err := os.ReadFile(filepath.Join(ctl, "conffiles")); err != nil || string(b) != "/etc/cron-gate/config.toml\n" {
+				t.Errorf("conffiles: %q, %v; want /etc/cron-gate/config.toml", b, err)
+			}
+			x := filepath.Join(t.TempDir(), "x")
+			run(t, "", nil, "dpkg-deb", "-x", deb, x)
+			checkELF(t, filepath.Join(x, "usr/bin"), a.machine, a.class, a.goarm)
+
+			cmd := exec.Command(lintian, "--fail-on", "error,warning", "--pedantic", "--info", deb)
+			out, err := cmd.CombinedOutput()
+			var tags []string
+			for _, l := range strings.Split(string(out), "\n") {
+				if len(l) > 2 && l[1] == ':' {
+					tags = append(tags, l)
+				}
+			}
+			if err != nil || slices.ContainsFunc(tags, func(l string) bool { return l[0] == 'E' || l[0] == 'W' }) {
+				t.Errorf("lintian %s: %v\n%s", filepath.Base(deb), err, out)
+			}
+			st, err := os.Stat(deb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size := strings.TrimSpace(run(t, "", nil, "dpkg-deb", "-f", deb, "Installed-Size"))
+			fmt.Printf("PKG %s: %d bytes (%.1f MB), installed %s KiB; lintian: %d tags beyond the override (%s)\n",
+				filepath.Base(deb), st.Size(), float64(st.Size())/1e6, size, len(tags), strings.Join(tags, "; "))
+
+			tgz := filepath.Join(dir, "cron-gate-"+v+"-linux-"+a.deb+".tar.gz")
+			tx := t.TempDir()
+			run(t, "", nil, "tar", "-C", tx, "-xzf", tgz)
+			top := filepath.Join(tx, "cron-gate-"+v+"-linux-"+a.deb)
+			checkELF(t, filepath.Join(top, "bin"), a.machine, a.class, a.goarm)
+			for _, f := range []string{"share/man/man1/withlock.1", "share/man/man5/cron-gate.toml.5", "share/bash-completion/completions/cron-gate",
+				"share/zsh/site-functions/_withlock", "share/fish/vendor_completions.d/cron-gate.fish", "share/doc/cron-gate/copyright"} {
+				if _, err := os.Stat(filepath.Join(top, f)); err != nil {
+					t.Errorf("%s: %v", filepath.Base(tgz), err)
+				}
+			}
+			if st, err := os.Stat(tgz); err == nil {
+				fmt.Printf("PKG %s: %d bytes (%.1f MB)\n", filepath.Base(tgz), st.Size(), float64(st.Size())/1e6)
+			}
+		})
+	}
+}
+
+// The source tarball builds without git: make there links the version
+// and the commit the tarball was made from (the COMMIT file git archive
+// filled in), which --version prints.
+func TestSourceTarball(t *testing.T) {
+	dir := release(t)
+	v := version(t)
+	src := t.TempDir()
+	run(t, "", nil, "tar", "-C", src, "-xzf", filepath.Join(dir, "cron-gate-"+v+".tar.gz"))
+	tree := filepath.Join(src, "cron-gate-"+v)
+	if _, err := os.Stat(filepath.Join(tree, ".git")); err == nil {
+		t.Fatal("the source tarball holds .git")
+	}
+	commit, err := os.ReadFile(filepath.Join(tree, "COMMIT"))
+	if err != nil || !strings.HasPrefix(string(commit), relHead+" ") {
+		t.Fatalf("COMMIT in the source tarball: %q, %v; want %s and its date", commit, err, relHead)
+	}
+	// GIT_DIR/GIT_CEILING_DIRECTORIES: no git repository is found from
+	// there even if the temp dir is inside one.
+	env := append(os.Environ(), "GIT_CEILING_DIRECTORIES="+src, "GIT_DIR=/nonexistent")
+	run(t, tree, env, "make", "-s", "bin")
+	want := "withlock " + v + " (commit " + relHead + ")\n"
+	if out := run(t, tree, env, "./build/bin/withlock", "--version"); out != want {
+		t.Errorf("withlock --version from the source tarball: %q, want %q", out, want)
+	}
+	if out := run(t, tree, env, "./build/bin/cron-gate", "--version"); out != strings.Replace(want, "withlock", "cron-gate", 1) {
+		t.Errorf("cron-gate --version from the source tarball: %q", out)
+	}
+}
+
+// unitFiles lists where the package puts the files of a dist/systemd
+// directory: each file in it in /lib/systemd/system, each file of its
+// subdirectories (examples) below /usr/share/doc/cron-gate/systemd.
+func unitFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if os.IsNotExist(err) && p == dir {
+			return filepath.SkipDir
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !strings.Contains(rel, "/") {
+			files = append(files, "/lib/systemd/system/"+rel)
+		} else {
+			files = append(files, "/usr/share/doc/cron-gate/systemd/"+rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// The package carries every file of dist/systemd in /lib/systemd/system
+// and the files of its subdirectories (examples) in the documentation,
+// and nothing else from there; shown with a directory of its own
+// (SYSTEMD_UNITS), so that the mechanism is proven whether or not
+// dist/systemd exists yet (TestReleaseArtefacts checks the real one).
+func TestSystemdUnits(t *testing.T) {
+	need(t, "dpkg-deb", "dpkg")
+	need(t, "make", "make")
+	units := t.TempDir()
+	write(t, filepath.Join(units, "cron-gate-check.service"), "[Unit]\nDescription=cron-gate watchdog\n\n[Service]\nType=oneshot\nExecStart=/usr/bin/cron-gate check\n", 0o644)
+	write(t, filepath.Join(units, "cron-gate-check.timer"), "[Unit]\nDescription=cron-gate watchdog\n\n[Timer]\nOnCalendar=*:0/5\n\n[Install]\nWantedBy=timers.target\n", 0o644)
+	write(t, filepath.Join(units, "cron-gate-serve.socket"), "[Socket]\nListenStream=127.0.0.1:8080\n", 0o644)
+	write(t, filepath.Join(units, "examples", "blog-translate.timer"), "[Timer]\nOnCalendar=hourly\n", 0o644)
+	out := t.TempDir()
+	cmd := exec.Command("bash", "dist/deb/build.sh", "amd64", out)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "SYSTEMD_UNITS="+units)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("dist/deb/build.sh amd64 with SYSTEMD_UNITS: %v\n%s", err, b)
+	}
+	debs, _ := filepath.Glob(filepath.Join(out, "*.deb"))
+	if len(debs) != 1 {
+		t.Fatalf("build.sh made %q", debs)
+	}
+	var got []string
+	for _, f := range debFiles(t, debs[0]) {
+		if strings.HasPrefix(f, "/lib/systemd/") || strings.HasPrefix(f, "/usr/share/doc/cron-gate/systemd/") {
+			got = append(got, f)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"/lib/systemd/system/cron-gate-check.service", "/lib/systemd/system/cron-gate-check.timer",
+		"/lib/systemd/system/cron-gate-serve.socket", "/usr/share/doc/cron-gate/systemd/examples/blog-translate.timer"}
+	if !slices.Equal(got, want) {
+		t.Errorf("units in the package: %q, want %q", got, want)
+	}
+	if w := unitFiles(t, units); !slices.Equal(w, want) {
+		t.Errorf("unitFiles: %q, want %q", w, want)
+	}
+}
