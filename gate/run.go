@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
@@ -128,6 +129,9 @@ func Run(inv Invocation) int {
 	if code, decided := r.claimOnce(); decided {
 		return code
 	}
+	if code, decided := r.claimShared(); decided {
+		return code
+	}
 	return r.execute()
 }
 
@@ -147,9 +151,11 @@ type run struct {
 	j        *journal.Journal
 	note     string // how the run was allowed, for its start record
 
-	called  time.Time // when the run was called: its period's instant
-	period  Period    // once_per's period of the run; zero: none
-	release func()    // drops the period claim (decideOnce); nil: none held
+	called  time.Time   // when the run was called: its period's instant
+	period  Period      // once_per's period of the run; zero: none
+	release func()      // drops the period claim (decideOnce); nil: none held
+	claim   PeriodClaim // the period's claim across hosts ([etcd]); nil: none
+	lost    atomic.Bool // the claim's lease was lost while the command ran
 }
 
 func newRun(inv Invocation) *run {

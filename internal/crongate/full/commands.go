@@ -71,6 +71,9 @@ func (e *env) load(name string) (cfg *gate.Config, cfgErr error, handOff bool) {
 		} else {
 			e.closers = append(e.closers, closeFn)
 			e.ps.Shared = s
+			if c, ok := s.(gate.PeriodClaims); ok {
+				e.ps.Claims = c // once_per across hosts (etcdpause)
+			}
 		}
 	}
 	return cfg, cfgErr, false
