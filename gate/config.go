@@ -95,6 +95,22 @@ type GateConfig struct {
 	MaxRuntime    time.Duration // `max_runtime`: a run longer than this is overrun; 0: none
 	SkippingAfter time.Duration // `skipping_after`: blocked this long is the watchdog's skipping condition; 0: SkippingAfterFor's default
 	NoAlertOutput bool          // `alert_output = false`: failure alerts carry no output lines
+
+	// Schedule-aware gates (docs/cron-gate.md, "Once per period").
+	OncePer  string        // `once_per`: one of OncePers, or "" (every call may run)
+	TimeZone string        // `time_zone`: IANA name of the zone of its periods and of the times shown for it; "": the system's
+	Jitter   time.Duration // `jitter`: wait JitterOffset (in [0, jitter)) before starting the command; 0: none
+	Command  []string      // `command`: what cron-gate trigger runs; nil: the command of its crontab line
+}
+
+// StaleInterval is the interval the watchdog's stale rule uses: the
+// gate's interval, else the nominal length of its once_per period (a day
+// for "1d"), else 0 (not watched for staleness).
+func (g *GateConfig) StaleInterval() time.Duration {
+	if g.Interval > 0 {
+		return g.Interval
+	}
+	return NominalLength(g.OncePer)
 }
 
 // SkippingAfterFor returns how long the gate may be blocked before the

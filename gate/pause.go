@@ -24,6 +24,9 @@ type Pauses struct {
 	// one config is never applied to a config without [etcd] (serve
 	// re-reads its config).
 	Shared pauses.Store
+	// Claims, with Shared, is where once_per periods are claimed across
+	// hosts (the same store, package etcdpause); nil: this host only.
+	Claims PeriodClaims
 }
 
 // For returns p as it applies to cfg: Local set (pauses.json in cfg's
@@ -33,7 +36,7 @@ func (p Pauses) For(cfg *Config) Pauses {
 		p.Local = pauses.NewFile(StateDirFor(cfg))
 	}
 	if cfg == nil || !cfg.Etcd.Set() {
-		p.Shared = nil
+		p.Shared, p.Claims = nil, nil
 	}
 	return p
 }

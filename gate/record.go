@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -118,16 +119,22 @@ func (r *run) execute() int {
 	// record gets the command's own end time and outcome, and is written
 	// at once; the output that processes it left behind may keep open is
 	// drained afterwards, for a bounded time (Child.Drain).
-	res := child.Wait(r.inv.Sigs, start)
+	sigs, stopWatch := r.watchClaim()
+	res := child.Wait(sigs, start)
+	stopWatch()
 	end := r.endRecord(res, start)
+	if r.lost.Load() {
+		end.Detail = strings.TrimPrefix(end.Detail+"; stopped: the period's claim across hosts (etcd lease) was lost", "; ")
+	}
 	r.append(end)
+	code := r.endClaim(&end, res.Code)
 	if obs != nil {
 		obs.Finished(end)
 	}
 	if olog != nil {
 		r.saveOutput(olog, child.Drain(), end)
 	}
-	return res.Code
+	return code
 }
 
 // outputLog tees the command's output into an output log when the gate
@@ -150,6 +157,7 @@ func (r *run) startFailed(err error, start time.Time, obs RunObserver) int {
 	rec := r.record(journal.EventEnd, journal.OutcomeError, journal.ReasonStart, err.Error())
 	rec.Exit, rec.Argv, rec.Started = &code, r.inv.Argv, start
 	r.append(rec)
+	r.endClaim(&rec, code)
 	if obs != nil {
 		obs.Finished(rec)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
@@ -44,18 +45,36 @@ type Invocation struct {
 	// withlock line). Best-effort: it returns nothing for a line it does
 	// not read.
 	Locks func(argv []string) (locks []journal.Lock, more int)
+	// OncePer, if set, is the run form's --once-per: it overrides the
+	// gate's once_per (one of OncePers).
+	OncePer string
+	// Jitter, if positive, is the run form's --jitter: it overrides the
+	// gate's jitter.
+	Jitter time.Duration
+	// Wait, if set, is called instead of sleeping the jitter offset (an
+	// injected clock for tests).
+	Wait func(time.Duration)
+	// ManualBy, if set, makes this a manual run (cron-gate trigger, the
+	// dashboard's "run now") by that person: recorded as trigger
+	// "manual" with by; it does not wait its jitter. Force, for a manual
+	// run only, skips the pause checks (this host's, the config's, the
+	// shared one), and the journal says which pause it went past.
+	ManualBy string
+	Force    bool
 }
 
 // Printer takes Run's messages for people: one line each, prefixed with
 // the program's name, the way package tui's Printer writes them (the
 // binaries pass a *tui.Printer). Errorf and Warnf are never silenced;
 // Skipf says why a command did not run and may be silenced (-q, or no
-// terminal under cron); Hintf follows an error with what to do.
+// terminal under cron); Hintf follows an error with what to do; Infof
+// says what the run does, with -v only.
 type Printer interface {
 	Errorf(format string, args ...any)
 	Hintf(format string, args ...any)
 	Warnf(format string, args ...any)
 	Skipf(format string, args ...any)
+	Infof(format string, args ...any)
 }
 
 // RunObserver hears of one run: Started once the command has started,
@@ -75,7 +94,10 @@ type RunObserver interface {
 // (125) — a config that cannot be read never lets a paused job run; then
 // this host's command-line pause, the config's pause, the shared pause
 // (with [etcd]: a store that cannot be reached skips the run, unless
-// on_coordinator_down = "run"); then legacy locks and pidfiles. Every
+// on_coordinator_down = "run"); then once_per (a period already done skips
+// with reason done, once.go); then legacy locks and pidfiles. Then the
+// jitter's wait, holding nothing (jitter.go), and the once_per period's
+// claim on this host, checked again under it. Every
 // outcome is recorded in the gate's journal; if the journal cannot be
 // written the command still runs and the loss is reported on stderr
 // (docs/cron-gate.md, "Unwritable state dir").
@@ -93,7 +115,21 @@ func Run(inv Invocation) int {
 	if r.j != nil {
 		defer r.j.Close()
 	}
+	defer func() {
+		if r.release != nil {
+			r.release()
+		}
+	}()
 	if code, decided := r.decide(); decided {
+		return code
+	}
+	if code, stop := r.wait(); stop {
+		return code
+	}
+	if code, decided := r.claimOnce(); decided {
+		return code
+	}
+	if code, decided := r.claimShared(); decided {
 		return code
 	}
 	return r.execute()
@@ -114,6 +150,12 @@ type run struct {
 	localErr error         // it could not be read: the run must not go on
 	j        *journal.Journal
 	note     string // how the run was allowed, for its start record
+
+	called  time.Time   // when the run was called: its period's instant
+	period  Period      // once_per's period of the run; zero: none
+	release func()      // drops the period claim (decideOnce); nil: none held
+	claim   PeriodClaim // the period's claim across hosts ([etcd]); nil: none
+	lost    atomic.Bool // the claim's lease was lost while the command ran
 }
 
 func newRun(inv Invocation) *run {
@@ -121,8 +163,12 @@ func newRun(inv Invocation) *run {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	r.id = newRunID(r.now())
+	r.called = r.now()
+	r.id = newRunID(r.called)
 	r.base = journal.Record{Run: r.id, Pid: os.Getpid(), PidStart: procstat.StartTicks(os.Getpid()), Host: hostname()}
+	if inv.ManualBy != "" {
+		r.base.Trigger, r.base.By, r.base.Forced = journal.TriggerManual, inv.ManualBy, inv.Force
+	}
 	if r.cfg != nil {
 		r.g = r.cfg.Gate(inv.Gate)
 		r.pauses = inv.Pauses.For(r.cfg)
@@ -130,16 +176,22 @@ func newRun(inv Invocation) *run {
 	return r
 }
 
-// decide applies the pauses and the legacy files, in Run's order. decided
+// decide applies the pauses, once_per and the legacy files, in Run's order. decided
 // is true when the command must not run; code is then the exit code.
 func (r *run) decide() (code int, decided bool) {
 	if r.localErr != nil {
 		return r.fail(journal.ReasonState, r.localErr), true
 	}
 	if p := PauseOf(r.g, r.local, r.now()); p != nil {
-		return r.skip(journal.ReasonPaused, describePause(p)), true
+		if !r.forced() {
+			return r.skip(journal.ReasonPaused, describePause(p)), true
+		}
+		r.forcedPast(describePause(p))
 	}
 	if code, decided := r.decideShared(); decided {
+		return code, true
+	}
+	if code, decided := r.decideOnce(); decided {
 		return code, true
 	}
 	return r.decideLegacy()
@@ -164,6 +216,8 @@ func (r *run) decideShared() (code int, decided bool) {
 		return r.skip(journal.ReasonCoordinatorDown, fmt.Sprintf("shared pauses unknown: %v", err)), true
 	case err != nil:
 		return r.fail(journal.ReasonState, fmt.Errorf("gate %s: shared pause: %w", r.inv.Gate, err)), true
+	case p.Active(r.now()) && r.forced():
+		r.forcedPast(describePause(p))
 	case p.Active(r.now()):
 		return r.skip(journal.ReasonPaused, describePause(p)), true
 	}
@@ -174,6 +228,14 @@ func (r *run) decideShared() (code int, decided bool) {
 		}
 	}
 	return 0, false
+}
+
+// forced reports whether the run is a manual one told to go past pauses.
+func (r *run) forced() bool { return r.inv.ManualBy != "" && r.inv.Force }
+
+// forcedPast notes, for the start record, the pause a forced run went past.
+func (r *run) forcedPast(pause string) {
+	r.note = strings.TrimPrefix(r.note+"; forced past the pause: "+pause, "; ")
 }
 
 // legacyReasons are the journal's reasons for what legacy.Check finds.

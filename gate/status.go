@@ -27,6 +27,7 @@ const (
 	StateFailing  = "failing"   // the last run ended badly (failure, timeout, signal, vanished)
 	StateBlocked  = "blocked"   // its recent attempts were all skips (Skipping's rule)
 	StateSkipped  = "skipped"   // its last attempt was skipped (busy, legacy lock...), not yet blocked
+	StateDone     = "done"      // once_per: its last attempt succeeded in the current period, which needs no other run
 	StateOK       = "ok"        // its last attempt ran and succeeded
 	StateNeverRun = "never-run" // it never ran nor tried (no record, or only paused skips)
 )
@@ -51,6 +52,13 @@ type GateStatus struct {
 	// progress has run longer than it at the report's time.
 	MaxRuntime string `json:"max_runtime,omitempty"`
 	Overrun    bool   `json:"overrun,omitempty"`
+	// OncePer is the gate's once_per; PeriodStart and PeriodEnd bound
+	// its current period at the report's time, and PeriodDone says that
+	// a run called in it succeeded (docs/cron-gate.md, "Once per period").
+	OncePer     string    `json:"once_per,omitempty"`
+	PeriodStart time.Time `json:"period_start,omitzero"`
+	PeriodEnd   time.Time `json:"period_end,omitzero"`
+	PeriodDone  bool      `json:"period_done,omitempty"`
 }
 
 // Report is the whole status: what `cron-gate status --json` prints.
@@ -230,6 +238,10 @@ func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]
 			st.Overrun = st.Overrun || now.Sub(r.Since) > g.MaxRuntime
 		}
 	}
+	if p, ok := PeriodOf(g.OncePer, now, g.Location()); ok {
+		st.OncePer, st.PeriodStart, st.PeriodEnd = g.OncePer, p.Start, p.End
+		st.PeriodDone = st.LastSuccess != nil && SucceededIn(st.LastSuccess, p)
+	}
 	st.State = judge(&st)
 	return st
 }
@@ -273,7 +285,8 @@ func (st *GateStatus) LastRunFailed() bool {
 // means the last attempt ran and succeeded: a gate whose last attempt was
 // skipped is skipped, or blocked once Skipping's rule holds. A paused
 // skip is not an attempt, so a resumed gate is judged by what it did
-// before it was paused.
+// before it was paused. A gate with once_per whose last run succeeded in
+// the current period is done: as ok, and nothing to do until the next.
 func judge(st *GateStatus) string {
 	switch {
 	case len(st.Running) > 0:
@@ -288,6 +301,8 @@ func judge(st *GateStatus) string {
 		return StateBlocked
 	case st.Skipping != nil:
 		return StateSkipped
+	case st.LastEnd != nil && st.PeriodDone && st.LastEnd.Outcome == journal.OutcomeSuccess:
+		return StateDone
 	case st.LastEnd != nil:
 		return StateOK
 	}

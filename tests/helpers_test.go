@@ -193,6 +193,7 @@ func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 		"envfile":  cmdEnvfile,
 		"json":     cmdJSON,
 		"waitjson": cmdWaitjson,
+		"waitgrep": cmdWaitgrep,
 	}
 }
 

@@ -81,7 +81,7 @@ func cachedRun(args []string) (inv gate.Invocation, to string) {
 	}
 	return gate.Invocation{
 		Gate: ra.Name, Argv: command, Config: cfg, ConfigErr: err,
-		Timeout: ra.Timeout, KillAfter: ra.KillAfter,
+		Timeout: ra.Timeout, KillAfter: ra.KillAfter, OncePer: ra.OncePer, Jitter: ra.Jitter,
 		Out:   &tui.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose, ReportSkips: cfg != nil && cfg.ReportSkips},
 		Locks: crongate.BusyLocks,
 	}, ""

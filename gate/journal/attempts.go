@@ -222,6 +222,8 @@ func intern(b []byte) string {
 		return ReasonStart
 	case ReasonCoordinatorDown:
 		return ReasonCoordinatorDown
+	case ReasonDone:
+		return ReasonDone
 	}
 	return string(b)
 }

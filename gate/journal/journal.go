@@ -57,6 +57,9 @@ const (
 	OutcomeVanished = "vanished" // cron-gate was killed while the command ran: no end record
 )
 
+// TriggerManual is Record.Trigger of a run a person asked for.
+const TriggerManual = "manual"
+
 // Reasons for skips and errors.
 const (
 	ReasonPaused        = "paused"
@@ -69,13 +72,17 @@ const (
 	// ReasonCoordinatorDown: the shared pauses could not be read (fail
 	// closed; on_coordinator_down = "skip").
 	ReasonCoordinatorDown = "coordinator_down"
+	// ReasonDone: the gate has once_per and its current period already
+	// has a successful run (or one in progress). Like a paused skip, it
+	// is not an attempt: the gate did what it had to.
+	ReasonDone = "done"
 )
 
 // Reasons are every reason a skip or error record is written with, in a
 // fixed order: the values a reader can expect (metrics export each of a
 // gate's counters from zero).
 var Reasons = []string{ReasonPaused, ReasonLegacyLock, ReasonLegacyPidfile, ReasonBusy,
-	ReasonCoordinatorDown, ReasonConfig, ReasonState, ReasonStart}
+	ReasonCoordinatorDown, ReasonDone, ReasonConfig, ReasonState, ReasonStart}
 
 // Record is one line of a gate's journal (JSON Lines, schema version 1;
 // docs/cron-gate.md, "Journal"). Fields not relevant to an event are omitted.
@@ -105,6 +112,20 @@ type Record struct {
 	// up when the status is read (gate.Status).
 	Locks     []Lock `json:"locks,omitempty"`
 	LocksMore int    `json:"locks_more,omitempty"`
+	// Period, for a gate with once_per, is the period the run was called
+	// in (gate.Period.Key: its start, RFC 3339): a success counts for it,
+	// whenever the command started.
+	Period string `json:"period,omitempty"`
+	// Trigger is TriggerManual for a run asked for by a person
+	// (cron-gate trigger, the dashboard's "run now"), By who asked, and
+	// Forced that it was told to go past the pauses (the start record's
+	// detail names the pause); "" for cron's runs.
+	Trigger string `json:"trigger,omitempty"`
+	By      string `json:"by,omitempty"`
+	Forced  bool   `json:"forced,omitempty"`
+	// JitterMS is the jitter offset the run waited before starting its
+	// command (gate.JitterOffset), in the records written after the wait.
+	JitterMS int64 `json:"jitter_ms,omitempty"`
 }
 
 // MaxLocks bounds the locks a busy record names (Record.Locks).
@@ -130,6 +151,10 @@ type Event struct {
 	Detail     string    `json:"detail,omitempty"`
 	Locks      []Lock    `json:"locks,omitempty"` // a busy skip's (Record.Locks)
 	LocksMore  int       `json:"locks_more,omitempty"`
+	Period     string    `json:"period,omitempty"`  // Record.Period
+	Trigger    string    `json:"trigger,omitempty"` // Record.Trigger
+	By         string    `json:"by,omitempty"`
+	Forced     bool      `json:"forced,omitempty"`
 }
 
 // Attempt is one attempt of the gate in Digest.Recent: a run that ended
@@ -177,14 +202,15 @@ type Digest struct {
 	ErrorIsLatest bool `json:"error_is_latest,omitempty"`
 
 	// LastAttempt is the newest end, skip or error record, but for a
-	// skip because the gate was paused: a paused gate did not try. Its
+	// skip because the gate was paused or its period was done (once_per):
+	// such a gate did not try. Its
 	// outcome says whether the gate's last try ran and how it went. It
 	// is one of the events above, or an older skip, so the JSON of a
 	// status does not repeat it (GateStatus.Skipping says the rest); the
 	// checkpoint keeps it (Summary.LastAttemptIs).
 	LastAttempt *Event `json:"-"`
-	// ConsecutiveSkips counts the skips (busy included, paused not)
-	// since the last end that ran, error, or paused skip; SkippingSince
+	// ConsecutiveSkips counts the skips (busy included, paused and done
+	// not) since the last end that ran, error, paused or done skip; SkippingSince
 	// is the first of them (zero when there is none).
 	ConsecutiveSkips int       `json:"consecutive_skips,omitempty"`
 	SkippingSince    time.Time `json:"skipping_since,omitzero"`
@@ -638,7 +664,7 @@ func (j *Journal) writeSummary(s *Summary) error {
 func eventOf(r Record) *Event {
 	return &Event{Run: r.Run, Time: r.Time, Outcome: r.Outcome, Exit: r.Exit, Signal: r.Signal,
 		Started: r.Started, DurationMS: r.DurationMS, Reason: r.Reason, Detail: r.Detail,
-		Locks: r.Locks, LocksMore: r.LocksMore}
+		Locks: r.Locks, LocksMore: r.LocksMore, Period: r.Period, Trigger: r.Trigger, By: r.By, Forced: r.Forced}
 }
 
 // attempt folds one attempt (an end, a skip or an error) into the
@@ -649,9 +675,9 @@ func (d *Digest) attempt(ev *Event) {
 		d.Recent = append(d.Recent[:0:0], d.Recent[n-RecentAttempts+1:]...)
 	}
 	d.Recent = append(d.Recent, a)
-	if ev.Outcome == OutcomeSkipped && ev.Reason == ReasonPaused {
-		// Not a try: the gate was paused. What blocked it before the
-		// pause is no longer known to hold.
+	if ev.Outcome == OutcomeSkipped && (ev.Reason == ReasonPaused || ev.Reason == ReasonDone) {
+		// Not a try: the gate was paused, or its period is done. What
+		// blocked it before is no longer known to hold.
 		d.ConsecutiveSkips, d.SkippingSince = 0, time.Time{}
 		return
 	}

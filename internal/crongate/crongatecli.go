@@ -11,6 +11,7 @@ package crongate
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,10 +38,16 @@ type RunArgs struct {
 	Name      string
 	Timeout   time.Duration
 	KillAfter time.Duration
+	OncePer   string        // --once-per: "" or one of OncePers
+	Jitter    time.Duration // --jitter: 0, or the gate's jitter for this line
 }
 
+// OncePers are --once-per's values (gate.OncePers, which TestOncePersAgree
+// holds equal; this package does not import gate).
+var OncePers = []string{"1h", "1d", "1w", "slot"}
+
 // FastParse parses the run forms found in crontabs — `NAME`, with
-// --config, --timeout, --kill-after, -q, -v — without kong, whose set-up
+// --config, --timeout, --kill-after, --once-per, --jitter, -q, -v — without kong, whose set-up
 // costs more than the rest of a call. It declines (ok false) anything else,
 // which is then left to kong.
 func FastParse(args []string) (c RunArgs, ok bool) {
@@ -94,6 +101,13 @@ func FastParse(args []string) (c RunArgs, ok bool) {
 			c.Timeout, err = duration.Parse(val)
 		case "kill-after":
 			c.KillAfter, err = duration.Parse(val)
+		case "jitter":
+			c.Jitter, err = duration.Parse(val)
+		case "once-per":
+			if !slices.Contains(OncePers, val) {
+				return c, false
+			}
+			c.OncePer = val
 		default:
 			return c, false
 		}
@@ -109,8 +123,8 @@ func (c *RunArgs) Check(command []string) string {
 	if len(command) == 0 || command[0] == "" {
 		return "empty command after --"
 	}
-	if c.Timeout < 0 || c.KillAfter < 0 {
-		return "--timeout and --kill-after must not be negative"
+	if c.Timeout < 0 || c.KillAfter < 0 || c.Jitter < 0 {
+		return "--timeout, --kill-after and --jitter must not be negative"
 	}
 	return ""
 }

@@ -27,6 +27,7 @@ const (
 	actPause actionKind = iota
 	actResume
 	actForceResume
+	actTrigger
 )
 
 // MaxReasonLen bounds a pause reason, in bytes.
@@ -35,7 +36,8 @@ const MaxReasonLen = 500
 // MaxPauseFor bounds a pause's duration.
 const MaxPauseFor = 366 * 24 * time.Hour
 
-// Action is a parsed POST to /api/pause, /api/resume or /api/force-resume.
+// Action is a parsed POST to /api/pause, /api/resume, /api/force-resume
+// or /api/trigger.
 type Action struct {
 	Gate     string
 	Reason   string        // pause only
@@ -181,6 +183,10 @@ func (h *handler) action(kind actionKind) func(http.ResponseWriter, *http.Reques
 			fail(w, r, code, err.Error())
 			return
 		}
+		if kind == actTrigger && h.opts.Trigger == nil {
+			fail(w, r, http.StatusNotImplemented, "run now is not available here")
+			return
+		}
 		if kind != actPause && (a.Reason != "" || a.Duration != 0 || !a.Until.IsZero()) {
 			fail(w, r, http.StatusBadRequest, "reason, duration and until are for pause only")
 			return
@@ -225,6 +231,16 @@ func (h *handler) action(kind actionKind) func(http.ResponseWriter, *http.Reques
 			if msg == "" {
 				msg = "resumed gate " + a.Gate
 			}
+		case actTrigger:
+			// Through the gate, as cron-gate trigger: a paused gate's
+			// run is skipped (no force from the page).
+			m, err := h.opts.Trigger(cfg, a.Gate, h.who+fromAddr(r))
+			if err != nil {
+				h.log.Printf("run gate %s now: %v", a.Gate, err)
+				fail(w, r, http.StatusConflict, prefixed("run gate "+a.Gate+" now", err))
+				return
+			}
+			msg = m
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "gate": a.Gate, "message": oneLine(msg)})
 	}

@@ -78,6 +78,9 @@ type Options struct {
 	// CronTimeZone is the zone cron reads the crontab in, for the next
 	// run times. Nil: time.Local (cron's own zone is the machine's).
 	CronTimeZone *time.Location
+	// Host is this host's name, for the gates' jitter offsets
+	// (gate.JitterOffset) in their next run times. Empty: os.Hostname.
+	Host string
 
 	// Load returns the config; it is called at most about once a second
 	// (the result is reused for ConfigTTL) and again after every pause or
@@ -96,6 +99,12 @@ type Options struct {
 	// msg is one line for people. The dashboard refuses a resume without
 	// force of a gate the config pauses (409) before calling it.
 	Resume func(cfg *gate.Config, name string, force bool) (msg string, err error)
+	// Trigger starts a manual run of a gate through the gate (`cron-gate
+	// trigger NAME --by WHO`, not forced: a paused gate's run is
+	// skipped) and returns at once, with one line for people; an error
+	// says why it could not start (no command known for the gate).
+	// Optional: nil, and the page has no "run now".
+	Trigger func(cfg *gate.Config, name, who string) (msg string, err error)
 	// Crontab returns the cron-gate jobs of the crontabs cron reads
 	// (watch.SystemProbe.Crontabs), which the gates' schedules are read
 	// from, each with its file and line. Optional: nil means no
@@ -189,6 +198,9 @@ func newHandler(opts Options) (*handler, error) {
 	}
 	if h.cronLoc == nil {
 		h.cronLoc = time.Local
+	}
+	if h.opts.Host == "" {
+		h.opts.Host, _ = os.Hostname()
 	}
 	if h.now == nil {
 		h.now = time.Now

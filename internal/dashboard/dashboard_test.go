@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/watch"
@@ -1010,5 +1011,76 @@ func TestCookieSecure(t *testing.T) {
 		if code != 303 || strings.Contains(ck, "; Secure") != c.secure {
 			t.Errorf("login with %v: %d, Set-Cookie %q, want Secure %v", c.hdr, code, ck, c.secure)
 		}
+	}
+}
+
+// A gate with jitter: its next run is cron's next time plus its offset on
+// this host (gate.JitterOffset), said in jitter_ms; a gate with once_per
+// whose period is done is "done". Fails without the offset added.
+func TestSummaryJitterAndDone(t *testing.T) {
+	e := newEnv(t)
+	e.declare(&gate.GateConfig{Name: "spread", Jitter: 2 * time.Hour})
+	e.declare(&gate.GateConfig{Name: "daily", OncePer: gate.OnceWeek})
+	e.crontab = "0 3 * * * cron-gate spread -- true\n"
+	now := time.Now()
+	e.run(t, "daily", now, 0, journal.OutcomeSuccess, 0)
+	opts := e.options()
+	opts.Host = "host-a"
+	opts.CronTimeZone = time.UTC
+	opts.Now = func() time.Time { return now }
+	srv, _ := server(t, opts)
+	s := getSummary(t, srv.URL, nil)
+	g := gateOf(t, s, "spread")
+	off := gate.JitterOffset("spread", "host-a", 2*time.Hour)
+	cronNext := g.Schedules[0].Next
+	if g.JitterMS != off.Milliseconds() || !g.NextRun.Equal(cronNext.Add(off)) {
+		t.Fatalf("next run %v (jitter_ms %d), want cron's %v + %v", g.NextRun, g.JitterMS, cronNext, off)
+	}
+	if d := gateOf(t, s, "daily"); d.State != gate.StateDone || !d.PeriodDone || d.OncePer != gate.OnceWeek {
+		t.Fatalf("daily: state %s, period done %v", d.State, d.PeriodDone)
+	}
+}
+
+// "run now": POST /api/trigger calls the Trigger hook with the gate and
+// who asked (the dashboard and the client's address), under the same
+// session key as pause and resume; without a hook it is 501; a hook that
+// cannot start says why (409).
+func TestTrigger(t *testing.T) {
+	e := newEnv(t)
+	fixture(t, e, time.Now())
+	var got []string
+	opts := e.options()
+	opts.Trigger = func(cfg *gate.Config, name, who string) (string, error) {
+		if name == "terms" {
+			return "", errors.New("no command in the config")
+		}
+		got = append(got, name+" by "+who)
+		return "started a run of gate " + name, nil
+	}
+	srv, h := server(t, opts)
+	code, body := post(t, srv.URL, "/api/trigger", h, url.Values{"gate": {"translate"}})
+	if code != 200 || !strings.Contains(body, "started a run of gate translate") {
+		t.Fatalf("trigger: %d %s", code, body)
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "translate by ") || !strings.Contains(got[0], "(dashboard) from 127.0.0.1") {
+		t.Fatalf("hook called with %q", got)
+	}
+	if code, body := post(t, srv.URL, "/api/trigger", h, url.Values{"gate": {"terms"}}); code != 409 || !strings.Contains(body, "run gate terms now: no command") {
+		t.Fatalf("failing hook: %d %s", code, body)
+	}
+	if code, body := post(t, srv.URL, "/api/trigger", h, url.Values{"gate": {"translate"}, "reason": {"x"}}); code != 400 {
+		t.Fatalf("trigger with a reason: %d %s", code, body)
+	}
+	// Without the session's key (the cookie alone): refused, not run.
+	b := login(t, srv.URL, h.token)
+	code, _, body = do(t, "POST", srv.URL+"/api/trigger", strings.NewReader("gate=translate"),
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": b.cookie, "Origin": srv.URL})
+	if code != 403 || len(got) != 1 {
+		t.Fatalf("cookie alone: %d %s; hook calls %q", code, body, got)
+	}
+	opts.Trigger = nil
+	srv2, h2 := server(t, opts)
+	if code, body := post(t, srv2.URL, "/api/trigger", h2, url.Values{"gate": {"translate"}}); code != 501 {
+		t.Fatalf("no hook: %d %s", code, body)
 	}
 }

@@ -83,6 +83,7 @@ func (h *handler) routes() {
 	add("/api/pause", route{method: "POST", fn: h.action(actPause)})
 	add("/api/resume", route{method: "POST", fn: h.action(actResume)})
 	add("/api/force-resume", route{method: "POST", fn: h.action(actForceResume)})
+	add("/api/trigger", route{method: "POST", fn: h.action(actTrigger)})
 	// Everything else: 404 in the same one-line format as every error
 	// (the mux's own is plain text).
 	h.mux.HandleFunc("/", h.notFound)

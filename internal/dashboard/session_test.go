@@ -51,7 +51,7 @@ func TestSessionLeak(t *testing.T) {
 				{"cookie as bearer with it", map[string]string{"Authorization": "Bearer " + leaked, "Cookie": b.cookie}, 401},
 				{"key as bearer", map[string]string{"Authorization": "Bearer " + b.key}, 401},
 			} {
-				for _, path := range []string{"/api/force-resume", "/api/pause", "/api/resume"} {
+				for _, path := range []string{"/api/force-resume", "/api/pause", "/api/resume", "/api/trigger"} {
 					hdr := map[string]string{"Content-Type": ct}
 					for k, v := range c.hdr {
 						hdr[k] = v

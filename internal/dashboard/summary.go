@@ -79,6 +79,10 @@ type GateSummary struct {
 	// says "paused", and "would run at" this time).
 	NextRun     time.Time `json:"next_run,omitzero"`
 	NextRunFrom string    `json:"next_run_from,omitempty"` // "crontab" or "interval"
+	// JitterMS is the gate's jitter offset on this host
+	// (gate.JitterOffset), included in NextRun: when the command is
+	// expected to start, not when cron fires.
+	JitterMS int64 `json:"jitter_ms,omitempty"`
 	// Conditions are the watchdog's conditions for the gate
 	// (watch.Watched), each with its state after the last check.
 	Conditions []Condition `json:"conditions,omitempty"`
@@ -92,6 +96,9 @@ type Schedule struct {
 	Text   string    `json:"text,omitempty"`  // in words; empty when cron does not run the line
 	Error  string    `json:"error,omitempty"` // why Debian's cron does not run the line (its schedule, its file)
 	Next   time.Time `json:"next,omitzero"`   // its next time after Generated; zero for @reboot, never, or an Error
+	// CronTZ is the CRON_TZ a line above it sets, which Debian's cron
+	// does not read: Next is in cron's zone all the same.
+	CronTZ string `json:"cron_tz,omitempty"`
 }
 
 // Condition is one condition the watchdog watches a gate for, as its last
@@ -128,7 +135,7 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 		gs.LogOutput = gc.LogOutput
 		var words []string
 		for _, j := range jobs[gs.Name] {
-			sc := Schedule{Expr: j.Schedule, Source: j.Where(), Line: j.Line}
+			sc := Schedule{Expr: j.Schedule, Source: j.Where(), Line: j.Line, CronTZ: j.CronTZ}
 			if p, err := h.parseSchedule(j.Schedule); err != nil || j.Rejected != "" {
 				sc.Error = "cron does not run this line: " + j.Rejected
 				if j.Rejected == "" {
@@ -152,6 +159,9 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 		}
 		if gs.NextRun.IsZero() && gc.Interval > 0 && gs.LastStart != nil {
 			gs.NextRun, gs.NextRunFrom = gs.LastStart.Time.Add(gc.Interval), "interval"
+		}
+		if j := gate.JitterOffset(gs.Name, h.opts.Host, gc.Jitter); j > 0 && gs.NextRunFrom == "crontab" {
+			gs.NextRun, gs.JitterMS = gs.NextRun.Add(j), j.Milliseconds()
 		}
 		for _, c := range watch.Watched(cfg, &rep.Gates[i]) {
 			cd := Condition{Condition: c, State: "ok"}

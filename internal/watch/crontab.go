@@ -45,6 +45,18 @@ type CrontabJob struct {
 	// own error ("bad minute: ..."), or its file's (the first bad line,
 	// the file's owner or mode...); "" when cron runs it.
 	Rejected string
+	// CronTZ is the value of the last CRON_TZ= line above it ("" none).
+	// Debian's cron does not read it (cron(8): it "will only handle tasks
+	// in a single timezone"; the variable only reaches the job's
+	// environment), so cron-gate computes next runs in cron's zone all
+	// the same and says so (cronie would honour it).
+	CronTZ string
+	// Command is the line's command after `cron-gate [FLAGS] NAME --`, as
+	// cron hands it to the shell, and Flags the words between cron-gate
+	// and NAME; both empty when cron-gate is not the first word of the
+	// line's command (a `sh -c '…'` line, a pipeline).
+	Command string
+	Flags   []string
 }
 
 // Where is the job's source and line, "/etc/cron.d/blog:3".
@@ -99,6 +111,7 @@ func ReadCrontab(data []byte, source string, system bool, userExists func(string
 			}
 		}
 	}
+	cronTZ := ""
 	for i, raw := range lines {
 		n := i + 1
 		line := strings.TrimLeft(string(raw), " \t") // skip_comments
@@ -116,11 +129,14 @@ func ReadCrontab(data []byte, source string, system bool, userExists func(string
 			break
 		}
 		if isEnvLine(line) {
+			if v, ok := cronTZLine(line); ok {
+				cronTZ = v
+			}
 			continue
 		}
 		job, gateFound, err := readEntry(line, system, userExists)
 		if gateFound {
-			job.Source, job.Line = source, n
+			job.Source, job.Line, job.CronTZ = source, n, cronTZ
 		}
 		if err != "" {
 			if gateFound {
@@ -188,7 +204,8 @@ func readEntry(line string, system bool, userExists func(string) bool) (job Cron
 		err = perr.Error()
 	}
 	if g := commandGate(command); g != "" {
-		return CrontabJob{Gate: g, Schedule: schedText}, true, err
+		flags, cmd := commandAfter(command, g)
+		return CrontabJob{Gate: g, Schedule: schedText, Flags: flags, Command: cmd}, true, err
 	}
 	return CrontabJob{}, false, err
 }
@@ -236,7 +253,7 @@ func gateAfter(words []string) string {
 		switch {
 		case w == "--":
 			return ""
-		case w == "--config" || w == "--timeout" || w == "--kill-after":
+		case w == "--config" || w == "--timeout" || w == "--kill-after" || w == "--once-per" || w == "--jitter":
 			j++
 			continue
 		case strings.HasPrefix(w, "-"):
@@ -337,4 +354,71 @@ func isEnvLine(line string) bool {
 // isSpace is C's isspace in the C locale.
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+// cronTZLine returns the value a CRON_TZ line sets ("NAME=value" or
+// "NAME = value", quotes stripped), and whether line is one.
+func cronTZLine(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "CRON_TZ")
+	if !ok {
+		return "", false
+	}
+	rest = strings.TrimLeft(rest, " \t")
+	if !strings.HasPrefix(rest, "=") {
+		return "", false
+	}
+	v := strings.TrimSpace(rest[1:])
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		v = v[1 : len(v)-1]
+	}
+	return v, true
+}
+
+// commandAfter reads a crontab command whose first word is cron-gate (or
+// a path to it) followed by `[FLAGS] NAME -- COMMAND`: the flags' words
+// and COMMAND's text as written (the rest of the command after the "--"
+// word). Both are empty when the command is not of that form.
+func commandAfter(command, name string) ([]string, string) {
+	type field struct {
+		s   string
+		end int
+	}
+	var fs []field
+	for i := 0; i < len(command); {
+		for i < len(command) && (command[i] == ' ' || command[i] == '\t') {
+			i++
+		}
+		start := i
+		for i < len(command) && command[i] != ' ' && command[i] != '\t' {
+			i++
+		}
+		if i > start {
+			fs = append(fs, field{command[start:i], i})
+		}
+	}
+	if len(fs) == 0 || path.Base(fs[0].s) != "cron-gate" {
+		return nil, ""
+	}
+	var flags []string
+	for k := 1; k < len(fs); k++ {
+		switch w := fs[k].s; {
+		case w == name && k+1 < len(fs) && fs[k+1].s == "--":
+			cmd := strings.TrimSpace(command[fs[k+1].end:])
+			if cmd == "" {
+				return nil, ""
+			}
+			return flags, cmd
+		case strings.HasPrefix(w, "-") && w != "--":
+			flags = append(flags, w)
+		case w == "run":
+		default:
+			if last := len(flags) - 1; last >= 0 && strings.HasPrefix(flags[last], "--") && !strings.Contains(flags[last], "=") &&
+				flags[last] != "--quiet" && flags[last] != "--verbose" {
+				flags = append(flags, w) // a flag's value
+				continue
+			}
+			return nil, ""
+		}
+	}
+	return nil, ""
 }

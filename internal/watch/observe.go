@@ -18,7 +18,8 @@ import (
 // status report, from the config alone:
 //
 //   - failed and skipping: every gate (declared, or with records);
-//   - stale: gates with an interval;
+//   - stale: gates with an interval, or with once_per "1h", "1d" or "1w"
+//     (the period's length is then the interval: GateConfig.StaleInterval);
 //   - overrun: gates with a max_runtime;
 //   - unscheduled: declared gates with an interval or a systemd_timer;
 //     with a timer, the timer must be active; else the gate must be run
@@ -28,13 +29,13 @@ import (
 func Watched(cfg *gate.Config, gs *gate.GateStatus) []string {
 	gc := cfg.Gate(gs.Name)
 	out := []string{CondFailed, CondSkipping}
-	if gc.Interval > 0 {
+	if gc.StaleInterval() > 0 {
 		out = append(out, CondStale)
 	}
 	if gc.MaxRuntime > 0 {
 		out = append(out, CondOverrun)
 	}
-	if gs.Declared && (gc.Interval > 0 || gc.SystemdTimer != "") &&
+	if gs.Declared && (gc.StaleInterval() > 0 || gc.SystemdTimer != "") &&
 		(gc.SystemdTimer != "" || len(cfg.Check.CrontabCommandOr()) > 0 || len(cfg.Check.CronDOr()) > 0) {
 		out = append(out, CondUnscheduled)
 	}
@@ -124,7 +125,7 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 	if gs.Pause != nil {
 		return Held, "paused"
 	}
-	iv := gc.Interval
+	iv := gc.StaleInterval()
 	limit := time.Duration(o.cfg.Check.StaleFactorOr() * float64(iv))
 	resumed := gs.ResumedAt
 	if gst.LastPaused.After(resumed) {
@@ -136,6 +137,13 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 		}
 	}
 	rule := fmt.Sprintf("interval %s, stale after %s", short(iv), short(limit))
+	if gc.Interval == 0 {
+		rule = fmt.Sprintf("once_per %s, stale after %s", gc.OncePer, short(limit))
+	}
+	if gs.PeriodDone {
+		// The period's run succeeded: nothing is due before it ends.
+		return OK, fmt.Sprintf("this period's run succeeded at %s (once_per %s)", stamp(gs.LastSuccess.Time), gc.OncePer)
+	}
 	running := ""
 	if len(gs.Running) > 0 {
 		running = fmt.Sprintf("; a run has been in progress since %s", stamp(gs.Running[0].Since))

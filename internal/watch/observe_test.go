@@ -315,6 +315,30 @@ func TestStaleClockSteppedBack(t *testing.T) {
 	}
 }
 
+// A gate with once_per and no interval is watched for staleness with its
+// period's length as the interval (2.5 days for "1d"); a period whose run
+// succeeded is not stale, and its done skips are not skipping. Fails
+// without GateConfig.StaleInterval (no stale condition at all).
+func TestOncePerStaleUsesPeriod(t *testing.T) {
+	e := healthy(t, "[gates.job]\nonce_per = \"1d\"\n")
+	e.record("job", journal.Record{Event: journal.EventSkip, Outcome: journal.OutcomeSkipped, Reason: journal.ReasonDone})
+	if o := obsOf(t, e.expect(), "job", CondStale); o.Verdict != OK || !strings.Contains(o.Detail, "this period's run succeeded") {
+		t.Fatalf("period done: %+v", o)
+	}
+	if o := obsOf(t, e.expect(), "job", CondSkipping); o.Verdict != OK {
+		t.Fatalf("done skips are not skipping: %+v", o)
+	}
+	e.clock.Advance(60 * time.Hour)
+	if o := obsOf(t, e.expect(), "job", CondStale); o.Verdict != OK {
+		t.Fatalf("at exactly 2.5 days: %+v", o)
+	}
+	e.clock.Advance(time.Minute)
+	o := obsOf(t, e.expect(), "job", CondStale)
+	if o.Verdict != Bad || !strings.Contains(o.Detail, "once_per 1d, stale after 60h") {
+		t.Fatalf("past 2.5 days: %+v", o)
+	}
+}
+
 // TestProbeWarningOnce: a probe that fails at every check (systemctl on a
 // host without systemd) is a warning once, when it starts failing, and
 // again only when its failure changes or comes back after clearing; the

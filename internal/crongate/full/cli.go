@@ -28,12 +28,13 @@ type CLI struct {
 	Verbose bool             `short:"v" help:"Say why a command was skipped also when stderr is not a terminal (under cron, which mails it; the config's report_skips does the same), and say more."`
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
-	Run    RunCmd    `cmd:"" hidden:"" help:"Run COMMAND through gate NAME (the default: cron-gate NAME -- COMMAND)."`
-	Pause  PauseCmd  `cmd:"" help:"Pause a gate: its runs are skipped until it is resumed or the pause expires."`
-	Resume ResumeCmd `cmd:"" help:"Resume a gate paused from the command line or in the config."`
-	Status StatusCmd `cmd:"" help:"Show the state of every gate, or of one."`
-	Why    WhyCmd    `cmd:"" help:"Say in words why a gate did or did not run: its last attempts, what stops it now, when cron next tries (why.go)."`
-	Edit   EditCmd   `cmd:"" help:"Edit the config safely: a copy in $VISUAL or $EDITOR (else vi), checked, then atomically replaced, under the config lock."`
+	Run     RunCmd     `cmd:"" hidden:"" help:"Run COMMAND through gate NAME (the default: cron-gate NAME -- COMMAND)."`
+	Pause   PauseCmd   `cmd:"" help:"Pause a gate: its runs are skipped until it is resumed or the pause expires."`
+	Resume  ResumeCmd  `cmd:"" help:"Resume a gate paused from the command line or in the config."`
+	Status  StatusCmd  `cmd:"" help:"Show the state of every gate, or of one."`
+	Trigger TriggerCmd `cmd:"" help:"Run a gate's command now, through the gate (pauses, legacy files, once_per, its locks), recorded as a manual run."`
+	Why     WhyCmd     `cmd:"" help:"Say in words why a gate did or did not run: its last attempts, what stops it now, when cron next tries (why.go)."`
+	Edit    EditCmd    `cmd:"" help:"Edit the config safely: a copy in $VISUAL or $EDITOR (else vi), checked, then atomically replaced, under the config lock."`
 
 	// The watchdog (internal/watch/, check.go, metrics.go).
 	Check   CheckCmd   `cmd:"" help:"Watchdog (run it from cron): alert once when a gate is stale, failing or unscheduled, and once when it recovers."`
@@ -63,6 +64,8 @@ type ServeCmd struct {
 type RunCmd struct {
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL to its process group) if it runs longer (90m, 2h, 1d); exit 124."`
 	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout (default 10s)."`
+	OncePer   string        `enum:"${once_pers}" default:"" placeholder:"PERIOD" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
+	Jitter    time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter)."`
 	Name      string        `arg:"" help:"Gate name."`
 }
 
@@ -105,6 +108,7 @@ holds its legacy lock, and record every run, skip and failure.
   cron-gate resume NAME
   cron-gate status [NAME] [--json] [--output]
   cron-gate why NAME [--json]
+  cron-gate trigger NAME [--force]
   cron-gate edit
   cron-gate check [--dry-run] [--json] [--metrics-file PATH]
   cron-gate metrics
@@ -188,7 +192,7 @@ func newKong(c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
 	return kong.New(c,
 		kong.Name("cron-gate"),
 		kong.Description(description),
-		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String()},
+		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String(), "once_pers": onceEnum},
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
@@ -207,7 +211,7 @@ func Model() (*kong.Kong, error) {
 
 // check checks the command after "--" and the durations.
 func (c *RunCmd) check(command []string) error {
-	ra := crongate.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter}
+	ra := crongate.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter, Jitter: c.Jitter}
 	if msg := ra.Check(command); msg != "" {
 		return usageError{msg}
 	}
@@ -222,12 +226,16 @@ func (c *PauseCmd) check([]string) error {
 	return nil
 }
 
+// onceEnum is --once-per's kong enum: "" (not given) or a value of
+// gate.OncePers.
+var onceEnum = "," + strings.Join(gate.OncePers, ",")
+
 // fastParse is crongate.FastParse into the kong CLI struct, so that a
 // line parses to the same CLI either way (FuzzFastParse).
 func fastParse(args []string, c *CLI) bool {
 	ra, ok := crongate.FastParse(args)
 	*c = CLI{Config: ra.Config, Quiet: ra.Quiet, Verbose: ra.Verbose}
-	c.Run = RunCmd{Name: ra.Name, Timeout: ra.Timeout, KillAfter: ra.KillAfter}
+	c.Run = RunCmd{Name: ra.Name, Timeout: ra.Timeout, KillAfter: ra.KillAfter, OncePer: ra.OncePer, Jitter: ra.Jitter}
 	return ok
 }
 

@@ -9,12 +9,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/crongate"
 )
 
 func kongRun(t testing.TB, args []string) (CLI, bool) {
 	var c CLI
 	k, err := kong.New(&c, kong.Name("cron-gate"),
-		kong.Vars{"config": "/etc/cron-gate/config.toml", "version": "test"},
+		kong.Vars{"config": "/etc/cron-gate/config.toml", "version": "test", "once_pers": onceEnum},
 		kong.Writers(io.Discard, io.Discard),
 		kong.Exit(func(int) { panic("kong exit") }))
 	if err != nil {
@@ -54,6 +57,9 @@ func TestFastParseRunForms(t *testing.T) {
 		{"--config=/etc/x.toml", "-q", "classifier"},
 		{"classifier", "--timeout", "2h", "--kill-after", "5s"},
 		{"-v", "x.y-z_1"},
+		{"--once-per", "1d", "nightly"},
+		{"--once-per=slot", "--timeout=1m", "g"},
+		{"--jitter", "5m", "--once-per", "1h", "g"},
 	} {
 		var fast CLI
 		if !fastParse(c, &fast) {
@@ -61,7 +67,7 @@ func TestFastParseRunForms(t *testing.T) {
 		}
 		agree(t, c)
 	}
-	for _, c := range [][]string{{}, {"a", "b"}, {"--help"}, {"--bogus", "x"}, {"--timeout", "5x", "x"}, {"-qv", "x"}} {
+	for _, c := range [][]string{{}, {"a", "b"}, {"--help"}, {"--bogus", "x"}, {"--timeout", "5x", "x"}, {"-qv", "x"}, {"--once-per", "2d", "x"}, {"--once-per=", "x"}} {
 		var fast CLI
 		if fastParse(c, &fast) {
 			t.Errorf("fastParse accepted %q; it must leave it to kong", c)
@@ -85,6 +91,9 @@ func TestParseErrorsAreUsage(t *testing.T) {
 func FuzzFastParse(f *testing.F) {
 	f.Add("--config\x00/c.toml\x00gate")
 	f.Add("-q\x00--timeout=1s\x00g")
+	f.Add("--once-per\x00slot\x00g")
+	f.Add("--once-per=1x\x00g")
+	f.Add("--jitter=-5m\x00g")
 	f.Fuzz(func(t *testing.T, s string) {
 		args := strings.Split(s, "\x00")
 		for _, a := range args {
@@ -122,7 +131,7 @@ func FuzzParseUntil(f *testing.F) {
 // without would fail only when someone types it.
 func TestEveryCommandRuns(t *testing.T) {
 	var c CLI
-	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars{"config": "/c.toml", "version": "test"})
+	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars{"config": "/c.toml", "version": "test", "once_pers": onceEnum})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,5 +142,21 @@ func TestEveryCommandRuns(t *testing.T) {
 		if _, ok := n.Target.Addr().Interface().(interface{ Run(*env) error }); !ok {
 			t.Errorf("command %s has no Run(*env) error method", n.Name)
 		}
+	}
+}
+
+// The lean parser's list of --once-per values is gate's.
+func TestOncePersAgree(t *testing.T) {
+	if !reflect.DeepEqual(crongate.OncePers, gate.OncePers) {
+		t.Fatalf("crongate.OncePers %q, gate.OncePers %q", crongate.OncePers, gate.OncePers)
+	}
+}
+
+// kong refuses a --once-per that is not a period, as a usage error.
+func TestOncePerFlagRefused(t *testing.T) {
+	if _, err := parse([]string{"--once-per", "2d", "g", "--", "true"}, io.Discard, func(int) { t.Fatal("exit") }); err == nil {
+		t.Fatal("--once-per 2d accepted")
+	} else if _, ok := err.(usageError); !ok {
+		t.Fatalf("--once-per 2d: %v is not a usage error", err)
 	}
 }

@@ -71,6 +71,9 @@ func (e *env) load(name string) (cfg *gate.Config, cfgErr error, handOff bool) {
 		} else {
 			e.closers = append(e.closers, closeFn)
 			e.ps.Shared = s
+			if c, ok := s.(gate.PeriodClaims); ok {
+				e.ps.Claims = c // once_per across hosts (etcdpause)
+			}
 		}
 	}
 	return cfg, cfgErr, false
@@ -102,7 +105,7 @@ func (c *RunCmd) Run(e *env) error {
 	e.out.ReportSkips = cfg != nil && cfg.ReportSkips
 	return exit(gate.Run(gate.Invocation{
 		Gate: c.Name, Argv: e.command, Config: cfg, ConfigErr: cfgErr, Pauses: e.ps,
-		Timeout: c.Timeout, KillAfter: c.KillAfter, Out: e.out, Sigs: e.sigs,
+		Timeout: c.Timeout, KillAfter: c.KillAfter, OncePer: c.OncePer, Jitter: c.Jitter, Out: e.out, Sigs: e.sigs,
 		Observer: hcping.New, Locks: crongate.BusyLocks,
 	}))
 }

@@ -93,6 +93,9 @@ func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *t
 			}
 			return r.Msg, err
 		},
+		Trigger: func(cfg *gate.Config, name, who string) (string, error) {
+			return startTrigger(cfgFlag, cfg, name, who)
+		},
 		Crontab: func() (*watch.CronScan, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

@@ -48,8 +48,9 @@ const (
 	blockPidfile     = journal.ReasonLegacyPidfile
 	blockBusy        = journal.ReasonBusy
 	blockCoordinator = journal.ReasonCoordinatorDown
-	blockError       = "error"       // the last attempt could not start
-	blockUnscheduled = "unscheduled" // nothing runs the gate
+	blockDone        = journal.ReasonDone // once_per: this period's run succeeded
+	blockError       = "error"            // the last attempt could not start
+	blockUnscheduled = "unscheduled"      // nothing runs the gate
 )
 
 // WhyReport is `cron-gate why NAME --json` (schema v 1).
@@ -62,11 +63,13 @@ type WhyReport struct {
 	Attempts  []journal.Attempt `json:"attempts"` // the last attempts, newest first
 	Gate      gate.GateStatus   `json:"gate"`     // as cron-gate status --json has it
 	Warnings  []string          `json:"warnings,omitempty"`
+
+	zone *time.Location // the gate's (time_zone), for the times printed
 }
 
 // Blocker is one thing that would stop the gate's next run.
 type Blocker struct {
-	Kind  string           `json:"kind"` // paused, legacy_lock, legacy_pidfile, busy, coordinator_down, error, unscheduled
+	Kind  string           `json:"kind"` // paused, legacy_lock, legacy_pidfile, busy, coordinator_down, done, error, unscheduled
 	Text  string           `json:"text"`
 	Locks []gate.LockState `json:"locks,omitempty"`
 }
@@ -78,6 +81,9 @@ type NextTry struct {
 	Line  int       `json:"line"`
 	Where string    `json:"where"` // what was read: "crontab -l", files
 	Timer string    `json:"timer,omitempty"`
+	// JitterMS is the gate's jitter offset on this host, included in
+	// Time: when the command is expected to start.
+	JitterMS int64 `json:"jitter_ms,omitempty"`
 }
 
 func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *tui.Printer, now time.Time) int {
@@ -98,6 +104,7 @@ func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *tui.Prin
 	}
 	r := &WhyReport{V: 1, Generated: now, Gate: rep.Gates[0], Warnings: rep.Warnings, Blockers: []Blocker{}, Attempts: []journal.Attempt{}}
 	g, gc := &r.Gate, cfg.Gate(c.Name)
+	r.zone = gc.Location()
 	for i := len(g.Recent) - 1; i >= 0; i-- {
 		r.Attempts = append(r.Attempts, g.Recent[i])
 	}
@@ -105,11 +112,13 @@ func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *tui.Prin
 	r.Blockers = blockers(cfg, g, gc, rep.Warnings)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	next, unscheduled, warn := nextTry(ctx, cfg, gc, now)
-	r.Next = next
-	if warn != "" {
-		r.Warnings = append(r.Warnings, warn)
+	next, unscheduled, warns := nextTry(ctx, cfg, gc, now)
+	if host, _ := os.Hostname(); next != nil && !next.Time.IsZero() && gc.Jitter > 0 {
+		j := gate.JitterOffset(gc.Name, host, gc.Jitter)
+		next.Time, next.JitterMS = next.Time.Add(j), j.Milliseconds()
 	}
+	r.Next = next
+	r.Warnings = append(r.Warnings, warns...)
 	if unscheduled != "" {
 		r.Blockers = append(r.Blockers, Blocker{Kind: blockUnscheduled, Text: unscheduled})
 	}
@@ -157,6 +166,8 @@ func verdict(g *gate.GateStatus, now time.Time) string {
 		}
 	case gate.StateOK:
 		s += ": the last attempt ran and succeeded at " + at(g.LastEnd.Time)
+	case gate.StateDone:
+		s += fmt.Sprintf(": this period's run succeeded at %s (once_per %s); the next period begins %s", at(g.LastEnd.Time), g.OncePer, stampIn(g.PeriodEnd))
 	case gate.StateNeverRun:
 		s += ": it has never run"
 	}
@@ -167,7 +178,7 @@ func verdict(g *gate.GateStatus, now time.Time) string {
 }
 
 // blockers says what would stop a run now, in the order a run looks:
-// the pause, the shared pauses, the legacy files, then what the last
+// the pause, the shared pauses, a period done (once_per), the legacy files, then what the last
 // attempts found (the locks of a busy skip, looked up now).
 func blockers(cfg *gate.Config, g *gate.GateStatus, gc *gate.GateConfig, warnings []string) []Blocker {
 	var out []Blocker
@@ -190,6 +201,10 @@ func blockers(cfg *gate.Config, g *gate.GateStatus, gc *gate.GateConfig, warning
 				out = append(out, Blocker{Kind: blockCoordinator, Text: "the shared pauses cannot be read now (" + w + "); a run skips until they can (on_coordinator_down = \"skip\")"})
 			}
 		}
+	}
+	if g.PeriodDone {
+		out = append(out, Blocker{Kind: blockDone, Text: fmt.Sprintf("once_per %s: a run of this period (from %s) succeeded at %s; a run skips until %s",
+			g.OncePer, stampIn(g.PeriodStart), stamp(g.LastSuccess.Time), stampIn(g.PeriodEnd))})
 	}
 	var locks, pids []gate.LockState
 	for _, ls := range gate.LegacyNow(gc) {
@@ -235,37 +250,46 @@ func lockWords(ls []gate.LockState) string {
 // with systemd_timer is run by its timer: the crontab is not read. It
 // also says when nothing runs the gate (unscheduled), and a warning when
 // the crontab could not be read.
-func nextTry(ctx context.Context, cfg *gate.Config, gc *gate.GateConfig, now time.Time) (next *NextTry, unscheduled, warn string) {
+func nextTry(ctx context.Context, cfg *gate.Config, gc *gate.GateConfig, now time.Time) (next *NextTry, unscheduled string, warns []string) {
+	warn := func(s string) []string {
+		if s == "" {
+			return warns
+		}
+		return append(warns, s)
+	}
 	if gc.SystemdTimer != "" {
 		p := watch.NewSystemProbe(cfg.Check)
 		active, state, err := p.TimerState(ctx, gc.SystemdTimer)
 		switch {
 		case err != nil:
-			return &NextTry{Timer: gc.SystemdTimer}, "", fmt.Sprintf("systemd timer %s: %v", gc.SystemdTimer, err)
+			return &NextTry{Timer: gc.SystemdTimer}, "", warn(fmt.Sprintf("systemd timer %s: %v", gc.SystemdTimer, err))
 		case !active:
-			return &NextTry{Timer: gc.SystemdTimer}, fmt.Sprintf("systemd timer %s is %s, not active", gc.SystemdTimer, state), ""
+			return &NextTry{Timer: gc.SystemdTimer}, fmt.Sprintf("systemd timer %s is %s, not active", gc.SystemdTimer, state), nil
 		}
-		return &NextTry{Timer: gc.SystemdTimer}, "", ""
+		return &NextTry{Timer: gc.SystemdTimer}, "", nil
 	}
 	scan, err := watch.NewSystemProbe(cfg.Check).Crontabs(ctx)
 	if err != nil {
-		return nil, "", "crontab: " + err.Error()
+		return nil, "", warn("crontab: " + err.Error())
 	}
 	if scan == nil {
-		return nil, "", ""
+		return nil, "", nil
 	}
 	runs, ignored := scan.Find(gc.Name)
 	if len(runs) == 0 {
 		switch {
 		case len(scan.Unreadable) > 0:
-			return nil, "", fmt.Sprintf("no cron-gate %s line in %s, but cron may read what could not be read here: %s", gc.Name, scan.Where, strings.Join(scan.Unreadable, "; "))
+			return nil, "", warn(fmt.Sprintf("no cron-gate %s line in %s, but cron may read what could not be read here: %s", gc.Name, scan.Where, strings.Join(scan.Unreadable, "; ")))
 		case len(ignored) > 0:
-			return nil, fmt.Sprintf("cron does not run its line %s: %s", ignored[0].Where(), ignored[0].Rejected), ""
+			return nil, fmt.Sprintf("cron does not run its line %s: %s", ignored[0].Where(), ignored[0].Rejected), nil
 		}
-		return nil, fmt.Sprintf("no cron-gate %s line in %s", gc.Name, scan.Where), ""
+		return nil, fmt.Sprintf("no cron-gate %s line in %s", gc.Name, scan.Where), nil
 	}
 	loc, _ := cronZone(systemZoneFile)
 	for _, j := range runs {
+		if j.CronTZ != "" {
+			warns = warn(fmt.Sprintf("%s runs under CRON_TZ=%s, which Debian's cron does not read (cron(8): one time zone for every job): its next runs are computed in cron's zone, %s", j.Where(), j.CronTZ, loc))
+		}
 		s, err := cronexpr.Parse(j.Schedule)
 		if err != nil {
 			continue
@@ -277,13 +301,16 @@ func nextTry(ctx context.Context, cfg *gate.Config, gc *gate.GateConfig, now tim
 	}
 	if next == nil {
 		j := runs[0]
-		return &NextTry{Expr: j.Schedule, Line: j.Line, Where: j.Source}, "", fmt.Sprintf("%s: cron-gate cannot read the schedule %q", j.Where(), j.Schedule)
+		return &NextTry{Expr: j.Schedule, Line: j.Line, Where: j.Source}, "", warn(fmt.Sprintf("%s: cron-gate cannot read the schedule %q", j.Where(), j.Schedule))
 	}
-	return next, "", ""
+	return next, "", warns
 }
 
 // stamp is a time for people: local, to the minute, with the zone.
 func stamp(t time.Time) string { return t.Local().Format("2006-01-02 15:04 MST") }
+
+// stampIn is stamp in t's own zone (a gate's time_zone).
+func stampIn(t time.Time) string { return t.Format("2006-01-02 15:04 MST") }
 
 // print writes the report for people; every line goes through cell.
 func (r *WhyReport) print(w io.Writer, now time.Time) {
@@ -310,7 +337,10 @@ func (r *WhyReport) print(w io.Writer, now time.Time) {
 	case n.Time.IsZero():
 		line("next try: never by cron (%s:%d: %s)", n.Where, n.Line, n.Expr)
 	default:
-		s := fmt.Sprintf("next try: %s (in %s), %s:%d: %s", stamp(n.Time), short(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
+		s := fmt.Sprintf("next try: %s (in %s), %s:%d: %s", stampIn(n.Time.In(r.zone)), short(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
+		if n.JitterMS > 0 {
+			s += fmt.Sprintf(", after a jitter of %s", short(time.Duration(n.JitterMS)*time.Millisecond))
+		}
 		if len(r.Blockers) > 0 {
 			s += "; it will be skipped unless that changes"
 		}

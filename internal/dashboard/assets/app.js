@@ -184,7 +184,7 @@
   // category: what the page sorts, counts and filters by — the status's
   // state, with what only the watchdog knows (stale) and what a running
   // gate may be (overrun). Most pressing first.
-  const CATEGORIES = ['failing', 'blocked', 'stale', 'overrun', 'skipped', 'paused', 'running', 'ok', 'never-run'];
+  const CATEGORIES = ['failing', 'blocked', 'stale', 'overrun', 'skipped', 'paused', 'running', 'done', 'ok', 'never-run'];
   function category(g) {
     if (g.state === 'failing' || g.state === 'error') return 'failing';
     if (g.state === 'blocked') return 'blocked';
@@ -255,6 +255,10 @@
     } else if (g.state === 'error' && g.last_error) {
       sub = [iso(g.last_error.reason || 'error')];
       why = [g.last_error.detail || ''];
+    } else if (g.state === 'done' && g.last_success) {
+      // once_per: this period's run succeeded; nothing is due until it ends.
+      sub = ['once per ' + g.once_per + ' · next period ' + shortTime(g.period_end)];
+      why = ['this period (from ' + g.period_start + ') ran at ' + g.last_success.time, 'the next period begins ' + g.period_end];
     } else if ((g.state === 'blocked' || g.state === 'skipped') && g.skipping) {
       const k = g.skipping;
       const words = holdingWords(k);
@@ -289,7 +293,8 @@
   function cadenceText(g) {
     const scheds = g.schedules || [];
     // Each schedule's crontab and line ("/etc/cron.d/blog:3").
-    const lines = scheds.map(s => s.expr + '  (' + (s.source || 'crontab line ' + s.line) + ')' + (s.error ? '  ' + s.error : ''));
+    const lines = scheds.map(s => s.expr + '  (' + (s.source || 'crontab line ' + s.line) + ')' + (s.error ? '  ' + s.error : '') +
+      (s.cron_tz ? '  (CRON_TZ=' + s.cron_tz + ' is not read by Debian\'s cron: next runs in cron\'s zone)' : ''));
     if (g.interval) lines.push('interval ' + g.interval);
     return lines;
   }
@@ -323,7 +328,7 @@
       const [t, outcome, exit, ms, reason] = a;
       let cls = 'run-bad';
       if (outcome === 'success') cls = 'run-ok';
-      else if (outcome === 'skipped') cls = reason === 'paused' ? 'run-paused' : 'run-skip';
+      else if (outcome === 'skipped') cls = reason === 'paused' || reason === 'done' ? 'run-paused' : 'run-skip';
       else if (outcome === 'error') cls = 'run-error';
       counts[cls === 'run-ok' ? 'ok' : cls === 'run-bad' || cls === 'run-error' ? 'bad' : 'skip']++;
       const bar = el('span', 'run ' + cls);
@@ -353,6 +358,9 @@
     }
     const n = timeNode(g.next_run, g.next_run_from === 'interval' ? 'last start + interval' : '');
     if (g.skipping && g.skipping.blocked && g.next_run) n.appendChild(el('span', 'sub', 'will skip unless that changes'));
+    if (g.period_done && g.next_run && g.period_end && Date.parse(g.next_run) < Date.parse(g.period_end)) {
+      n.appendChild(el('span', 'sub', 'skips (done) until ' + shortTime(g.period_end)));
+    }
     return n;
   }
 
@@ -434,6 +442,9 @@
         if (window.confirm('Set paused = false for ' + g.name + ' in the config file?')) post('/api/force-resume', { gate: g.name });
       }));
     }
+    wrap.appendChild(actionButton('run now', 'trigger', 'run the command now through the gate: skipped while paused, done or held back as a cron tick would be; recorded as a manual run', () => {
+      if (window.confirm('Run ' + g.name + ' now, through its gate?')) post('/api/trigger', { gate: g.name });
+    }));
     const out = button('output', 'output', () => toggleOutput(g.name, r));
     setTitle(out, g.log_output ? 'the last run\'s output' : 'output is not kept for this gate (log_output)');
     wrap.appendChild(out);

@@ -1,0 +1,33 @@
+//go:build linux
+
+package journal
+
+import (
+	"github.com/crongate/crongate/lockfile"
+)
+
+// claimFile is the lock file of a gate's period claim (ClaimPeriod).
+const claimFile = "period.lock"
+
+// ClaimPeriod takes, without waiting, the gate's period claim on this
+// host: an exclusive flock on gates/NAME/period.lock, opened through the
+// gate directory's descriptor (never a symlink, never another user's
+// file). A gate with once_per holds it from the moment it decides its
+// period is not done until its run has ended and been recorded, so that
+// two cron-gate processes of the gate (cron's tick and a trigger, or a
+// tick that comes while a long run goes on) never both run in one
+// period. release drops it (the file stays); held is false when another
+// process holds it. The lock is close-on-exec: the command does not
+// inherit it, and it vanishes with cron-gate.
+func (j *Journal) ClaimPeriod() (release func(), held bool, err error) {
+	l, err := lockfile.In(j.dir).Open(claimFile)
+	if err != nil {
+		return nil, false, err
+	}
+	ok, err := l.TryLock()
+	if err != nil || !ok {
+		l.Close()
+		return nil, ok, err
+	}
+	return func() { l.Close() }, true, nil
+}
