@@ -35,7 +35,7 @@ func (r *run) decideOnce() (code int, decided bool) {
 		return r.fail(journal.ReasonConfig, fmt.Errorf("gate %s: once_per %q is not %s", r.inv.Gate, per, eitherOr(OncePers))), true
 	}
 	r.period = p
-	r.base.Period = p.Key()
+	r.base.Period, r.base.OncePer = p.Key(), per
 	return r.periodDone()
 }
 

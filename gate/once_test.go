@@ -331,3 +331,36 @@ func TestManualRun(t *testing.T) {
 		t.Fatalf("manual, forced, period done: exit %d, want the skip (done)", code)
 	}
 }
+
+// A gate held to once_per by its crontab line alone (--once-per, nothing
+// in the config) is judged done by status as well: the records say which
+// once_per the calls were held to.
+func TestOncePerFlagStatusDone(t *testing.T) {
+	e := newOnceEnv(t, "")
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	if code, out := e.run(t0, OnceHour, "true"); code != 0 {
+		t.Fatalf("first call of the hour: exit %d: %s", code, out)
+	}
+	if code, _ := e.run(t0.Add(time.Second), OnceHour, "true"); code != DefaultSkipCode {
+		t.Fatalf("second call of the hour: exit %d, want the skip code", code)
+	}
+	rep, err := Status(e.cfg, Pauses{}, t0.Add(time.Minute), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := rep.Gates[0]; st.State != StateDone || !st.PeriodDone || st.OncePer != OnceHour {
+		t.Fatalf("--once-per 1h, the hour done: state %s done %v once_per %q; want done, 1h", st.State, st.PeriodDone, st.OncePer)
+	}
+	rep, _ = Status(e.cfg, Pauses{}, t0.Add(2*time.Hour), "g")
+	if st := rep.Gates[0]; st.State != StateOK || st.PeriodDone {
+		t.Fatalf("next hour: state %s done %v, want ok", st.State, st.PeriodDone)
+	}
+	// A later call without --once-per: the gate is no longer held to it.
+	if code, out := e.run(t0.Add(2*time.Hour), "", "true"); code != 0 {
+		t.Fatalf("a call without --once-per: exit %d: %s", code, out)
+	}
+	rep, _ = Status(e.cfg, Pauses{}, t0.Add(2*time.Hour+time.Second), "g")
+	if st := rep.Gates[0]; st.State != StateOK || st.OncePer != "" {
+		t.Fatalf("after a call without --once-per: state %s once_per %q, want ok and none", st.State, st.OncePer)
+	}
+}

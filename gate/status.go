@@ -238,12 +238,31 @@ func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]
 			st.Overrun = st.Overrun || now.Sub(r.Since) > g.MaxRuntime
 		}
 	}
-	if p, ok := PeriodOf(g.OncePer, now, g.Location()); ok {
-		st.OncePer, st.PeriodStart, st.PeriodEnd = g.OncePer, p.Start, p.End
+	if p, ok := PeriodOf(oncePerOf(g, &st), now, g.Location()); ok {
+		st.OncePer, st.PeriodStart, st.PeriodEnd = p.Per, p.Start, p.End
 		st.PeriodDone = st.LastSuccess != nil && SucceededIn(st.LastSuccess, p)
 	}
 	st.State = judge(&st)
 	return st
+}
+
+// oncePerOf is the gate's once_per: the config's, else the one its latest
+// recorded call was held to (the run form's --once-per), so that a gate
+// set up on its crontab line alone is judged done too.
+func oncePerOf(g *GateConfig, st *GateStatus) string {
+	if g.OncePer != "" {
+		return g.OncePer
+	}
+	var last *journal.Event
+	for _, e := range []*journal.Event{st.LastStart, st.LastSkip, st.LastEnd} {
+		if e != nil && (last == nil || e.Time.After(last.Time)) {
+			last = e
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	return last.OncePer
 }
 
 // readSummary reads the gate's summary through jr (nil: no state dir);

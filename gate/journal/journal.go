@@ -116,6 +116,10 @@ type Record struct {
 	// in (gate.Period.Key: its start, RFC 3339): a success counts for it,
 	// whenever the command started.
 	Period string `json:"period,omitempty"`
+	// OncePer is the once_per the run was held to ("1d", "slot"...),
+	// from the config or the run form's --once-per: what status reads for
+	// a gate whose config does not say it.
+	OncePer string `json:"once_per,omitempty"`
 	// Trigger is TriggerManual for a run asked for by a person
 	// (cron-gate trigger, the dashboard's "run now"), By who asked, and
 	// Forced that it was told to go past the pauses (the start record's
@@ -151,8 +155,9 @@ type Event struct {
 	Detail     string    `json:"detail,omitempty"`
 	Locks      []Lock    `json:"locks,omitempty"` // a busy skip's (Record.Locks)
 	LocksMore  int       `json:"locks_more,omitempty"`
-	Period     string    `json:"period,omitempty"`  // Record.Period
-	Trigger    string    `json:"trigger,omitempty"` // Record.Trigger
+	Period     string    `json:"period,omitempty"`   // Record.Period
+	OncePer    string    `json:"once_per,omitempty"` // Record.OncePer
+	Trigger    string    `json:"trigger,omitempty"`  // Record.Trigger
 	By         string    `json:"by,omitempty"`
 	Forced     bool      `json:"forced,omitempty"`
 }
@@ -664,7 +669,7 @@ func (j *Journal) writeSummary(s *Summary) error {
 func eventOf(r Record) *Event {
 	return &Event{Run: r.Run, Time: r.Time, Outcome: r.Outcome, Exit: r.Exit, Signal: r.Signal,
 		Started: r.Started, DurationMS: r.DurationMS, Reason: r.Reason, Detail: r.Detail,
-		Locks: r.Locks, LocksMore: r.LocksMore, Period: r.Period, Trigger: r.Trigger, By: r.By, Forced: r.Forced}
+		Locks: r.Locks, LocksMore: r.LocksMore, Period: r.Period, OncePer: r.OncePer, Trigger: r.Trigger, By: r.By, Forced: r.Forced}
 }
 
 // attempt folds one attempt (an end, a skip or an error) into the

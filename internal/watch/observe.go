@@ -142,7 +142,7 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 	}
 	if gs.PeriodDone {
 		// The period's run succeeded: nothing is due before it ends.
-		return OK, fmt.Sprintf("this period's run succeeded at %s (once_per %s)", stamp(gs.LastSuccess.Time), gc.OncePer)
+		return OK, fmt.Sprintf("this period's run succeeded at %s (once_per %s)", stamp(gs.LastSuccess.Time), gs.OncePer)
 	}
 	running := ""
 	if len(gs.Running) > 0 {
