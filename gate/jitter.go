@@ -88,3 +88,17 @@ func (r *run) claimOnce() (code int, decided bool) {
 	r.release = release
 	return r.periodDone()
 }
+
+// JitterOf is the offset gate g's next run on host waits: the config's
+// jitter's (JitterOffset), else the one its latest run waited (the run
+// form's --jitter, recorded in its start record), so that a jitter given
+// on the crontab line alone is counted in next-run times too.
+func JitterOf(g *GateConfig, st *GateStatus, host string) time.Duration {
+	if g.Jitter > 0 {
+		return JitterOffset(g.Name, host, g.Jitter)
+	}
+	if st != nil && st.LastStart != nil {
+		return time.Duration(st.LastStart.JitterMS) * time.Millisecond
+	}
+	return 0
+}

@@ -168,3 +168,35 @@ func TestJitterSignalEndsWait(t *testing.T) {
 		t.Fatalf("the command started: %+v", s.LastStart)
 	}
 }
+
+// A jitter given on the crontab line alone (--jitter, none in the config)
+// is counted in next-run times too: JitterOf reads the offset the latest
+// run waited from its start record; the config's jitter, when there is
+// one, is computed.
+func TestJitterOfFlag(t *testing.T) {
+	e := newOnceEnv(t, "")
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	want := JitterOffset("g", hostname(), time.Hour)
+	if want <= 0 {
+		t.Fatalf("JitterOffset gave %v for an hour", want)
+	}
+	var errb bytes.Buffer
+	code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: e.cfg, Jitter: time.Hour,
+		Out: &tui.Printer{Prog: "cron-gate", W: &errb}, Sigs: make(chan os.Signal),
+		Now: func() time.Time { return t0 }, Wait: func(time.Duration) {}})
+	if code != 0 {
+		t.Fatalf("run with --jitter 1h: exit %d: %s", code, errb.String())
+	}
+	rep, err := Status(e.cfg, Pauses{}, t0.Add(time.Minute), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := JitterOf(e.cfg.Gate("g"), &rep.Gates[0], hostname()); got != want.Truncate(time.Millisecond) {
+		t.Errorf("JitterOf after a --jitter 1h run: %v, want the offset it waited, %v", got, want)
+	}
+	g := *e.cfg.Gate("g")
+	g.Jitter = 10 * time.Minute
+	if got, w := JitterOf(&g, &rep.Gates[0], "other-host"), JitterOffset("g", "other-host", 10*time.Minute); got != w {
+		t.Errorf("JitterOf with jitter in the config: %v, want %v", got, w)
+	}
+}

@@ -155,9 +155,10 @@ type Event struct {
 	Detail     string    `json:"detail,omitempty"`
 	Locks      []Lock    `json:"locks,omitempty"` // a busy skip's (Record.Locks)
 	LocksMore  int       `json:"locks_more,omitempty"`
-	Period     string    `json:"period,omitempty"`   // Record.Period
-	OncePer    string    `json:"once_per,omitempty"` // Record.OncePer
-	Trigger    string    `json:"trigger,omitempty"`  // Record.Trigger
+	Period     string    `json:"period,omitempty"`    // Record.Period
+	OncePer    string    `json:"once_per,omitempty"`  // Record.OncePer
+	JitterMS   int64     `json:"jitter_ms,omitempty"` // Record.JitterMS
+	Trigger    string    `json:"trigger,omitempty"`   // Record.Trigger
 	By         string    `json:"by,omitempty"`
 	Forced     bool      `json:"forced,omitempty"`
 }
@@ -669,7 +670,7 @@ func (j *Journal) writeSummary(s *Summary) error {
 func eventOf(r Record) *Event {
 	return &Event{Run: r.Run, Time: r.Time, Outcome: r.Outcome, Exit: r.Exit, Signal: r.Signal,
 		Started: r.Started, DurationMS: r.DurationMS, Reason: r.Reason, Detail: r.Detail,
-		Locks: r.Locks, LocksMore: r.LocksMore, Period: r.Period, OncePer: r.OncePer, Trigger: r.Trigger, By: r.By, Forced: r.Forced}
+		Locks: r.Locks, LocksMore: r.LocksMore, Period: r.Period, OncePer: r.OncePer, JitterMS: r.JitterMS, Trigger: r.Trigger, By: r.By, Forced: r.Forced}
 }
 
 // attempt folds one attempt (an end, a skip or an error) into the

@@ -160,7 +160,7 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 		if gs.NextRun.IsZero() && gc.Interval > 0 && gs.LastStart != nil {
 			gs.NextRun, gs.NextRunFrom = gs.LastStart.Time.Add(gc.Interval), "interval"
 		}
-		if j := gate.JitterOffset(gs.Name, h.opts.Host, gc.Jitter); j > 0 && gs.NextRunFrom == "crontab" {
+		if j := gate.JitterOf(gc, &rep.Gates[i], h.opts.Host); j > 0 && gs.NextRunFrom == "crontab" {
 			gs.NextRun, gs.JitterMS = gs.NextRun.Add(j), j.Milliseconds()
 		}
 		for _, c := range watch.Watched(cfg, &rep.Gates[i]) {

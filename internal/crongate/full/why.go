@@ -113,9 +113,10 @@ func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *tui.Prin
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	next, unscheduled, warns := nextTry(ctx, cfg, gc, now)
-	if host, _ := os.Hostname(); next != nil && !next.Time.IsZero() && gc.Jitter > 0 {
-		j := gate.JitterOffset(gc.Name, host, gc.Jitter)
-		next.Time, next.JitterMS = next.Time.Add(j), j.Milliseconds()
+	if host, _ := os.Hostname(); next != nil && !next.Time.IsZero() {
+		if j := gate.JitterOf(gc, g, host); j > 0 {
+			next.Time, next.JitterMS = next.Time.Add(j), j.Milliseconds()
+		}
 	}
 	r.Next = next
 	r.Warnings = append(r.Warnings, warns...)
