@@ -78,7 +78,8 @@ func (r *run) claimShared() (code int, decided bool) {
 }
 
 // watchClaim returns the signals the command's wait forwards: the run's
-// own, and a SIGTERM when the claim's lease is lost (lost is then set).
+// own, and a SIGTERM when the claim's lease is lost (lost is then set),
+// then a SIGKILL after KillAfter (runner.DefaultKillAfter when 0).
 func (r *run) watchClaim() (sigs <-chan os.Signal, stop func()) {
 	if r.claim == nil {
 		return r.inv.Sigs, func() {}
@@ -93,11 +94,22 @@ func (r *run) watchClaim() (sigs <-chan os.Signal, stop func()) {
 			case <-r.claim.Lost():
 				r.lost.Store(true)
 				out <- syscall.SIGTERM
-				// The lease is gone: only the run's own signals now.
+				// The lease is gone: the run's own signals now, and KILL
+				// once --kill-after has passed, as for a timeout (a
+				// command that ignores TERM must not run on while
+				// another host may have claimed the period).
+				grace := r.inv.KillAfter
+				if grace <= 0 {
+					grace = runner.DefaultKillAfter
+				}
+				kill := time.NewTimer(grace)
+				defer kill.Stop()
 				for {
 					select {
 					case s := <-r.inv.Sigs:
 						out <- s
+					case <-kill.C:
+						out <- syscall.SIGKILL
 					case <-done:
 						return
 					}

@@ -102,6 +102,31 @@ func TestClaimsAcrossHosts(t *testing.T) {
 	if end := recs[len(recs)-1]; end.Event != journal.EventEnd || !strings.Contains(end.Detail, "etcd lease) was lost") {
 		t.Fatalf("end record %+v", end)
 	}
+	// Lost mid-run, the command ignoring TERM: KILL after --kill-after.
+	marker2 := filepath.Join(t.TempDir(), "started")
+	lost2 := make(chan struct{})
+	f.nextLost = lost2
+	go func() {
+		for {
+			if _, err := os.Stat(marker2); err == nil {
+				close(lost2)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	var errb bytes.Buffer
+	code = Run(Invocation{Gate: "g", Argv: []string{"sh", "-c", "trap '' TERM; touch " + marker2 + "; while :; do sleep 0.05; done"},
+		Config: e.cfg, Pauses: Pauses{Claims: f}, KillAfter: 200 * time.Millisecond,
+		Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
+		Now: func() time.Time { return t0 }})
+	if code != runner.ExitLost || len(f.keys) != 0 {
+		t.Fatalf("lease lost, TERM ignored: exit %d, keys %v: %s", code, f.keys, errb.String())
+	}
+	recs = readJournal(t, e.cfg.StateDir, "g")
+	if end := recs[len(recs)-1]; end.Event != journal.EventEnd || end.Signal != "SIGKILL" {
+		t.Fatalf("lease lost, TERM ignored: end record %+v, want the command killed", end)
+	}
 	if code, _ := run("true"); code != 0 || f.keys["g/"+p.Key()] != "done by me" {
 		t.Fatalf("a success: exit %d, keys %v", code, f.keys)
 	}
