@@ -106,6 +106,12 @@ func (r *run) execute() int {
 	child, err := runner.Prepare(spec)
 	start := r.now()
 	if err == nil {
+		if r.claim != nil {
+			// The period's claim across hosts lives only as long as this
+			// process keeps its lease alive: the command must not outlive
+			// it, or another host could run the period beside it.
+			child.KillWithParent()
+		}
 		err = child.Start()
 	}
 	if err != nil {
