@@ -190,14 +190,23 @@ COMP_WORDS=(withlock --back); COMP_CWORD=1; _withlock; echo "withlock --back: ${
 		if b, _ := os.ReadFile(filepath.Join(home, "ran")); string(b) != "ran\nran\n" {
 			t.Errorf("the command ran %q, want twice", b)
 		}
-		// Busy: the same path locked around it, exit 75 and a reason.
-		if out := cron(75, `withlock --lock-dir $HOME/locks --paths $HOME/post.md -- `+line); !strings.Contains(out, "busy") {
-			t.Errorf("a busy lock: %q, want a reason naming it busy", out)
+		// Busy: the same path locked around it, exit 75, silent under cron
+		// (stderr is not a terminal), the reason with -v.
+		busy := `withlock --lock-dir $HOME/locks --paths $HOME/post.md -- `
+		if out := cron(75, busy+line); out != "" {
+			t.Errorf("a busy lock under cron: %q, want nothing (cron would mail it)", out)
 		}
-		// Paused: 75 and journaled; resumed: runs.
+		if out := cron(75, busy+strings.Replace(line, "-- withlock --lock-dir", "-- withlock -v --lock-dir", 1)); !strings.Contains(out, "busy") {
+			t.Errorf("a busy lock, -v: %q, want a reason naming it busy", out)
+		}
+		// Paused: 75 and journaled, silent under cron, the reason with -v;
+		// resumed: runs.
 		cron(0, "cron-gate -q pause pkgtest --for 1h --reason pkg-test")
-		if out := cron(75, line); !strings.Contains(out, "paused") {
-			t.Errorf("a paused gate: %q, want a reason naming the pause", out)
+		if out := cron(75, line); out != "" {
+			t.Errorf("a paused gate under cron: %q, want nothing", out)
+		}
+		if out := cron(75, strings.Replace(line, "cron-gate pkgtest", "cron-gate -v pkgtest", 1)); !strings.Contains(out, "paused") {
+			t.Errorf("a paused gate, -v: %q, want a reason naming the pause", out)
 		}
 		cron(0, "cron-gate -q resume pkgtest")
 		cron(0, line)
@@ -221,10 +230,10 @@ COMP_WORDS=(withlock --back); COMP_CWORD=1; _withlock; echo "withlock --back: ${
 		for _, n := range g.Skips {
 			skips += n
 		}
-		// Runs: two, the busy one (the wrapped withlock's 75), the third;
-		// one skip by the pause.
-		if g.Successes != 3 || skips != 2 {
-			t.Errorf("status of pkgtest: %+v; want 3 successes and 2 skips (busy, paused)", g)
+		// Runs: two, the two busy ones (the wrapped withlock's 75, silent
+		// and with -v), the third; two skips by the pause.
+		if g.Successes != 3 || g.Skips["busy"] != 2 || g.Skips["paused"] != 2 || skips != 4 {
+			t.Errorf("status of pkgtest: %+v; want 3 successes and 4 skips (busy 2, paused 2)", g)
 		}
 		j, err := os.ReadFile(filepath.Join(st.StateDir, "gates/pkgtest/journal.jsonl"))
 		if err != nil || strings.Count(string(j), `"event":"end"`) < 4 {
@@ -346,7 +355,9 @@ func TestReadmeInstall(t *testing.T) {
 	}
 	write(t, filepath.Join(scratch, "srv/blog/queue/terms.txt"), filepath.Join(scratch, "srv/blog/ko/a.md")+"\n", 0o644)
 	rewrite := strings.NewReplacer("/srv/blog/", scratch+"/srv/blog/", "/tmp/", scratch+"/tmp/")
-	worker := regexp.MustCompile(`python3 \S+\.py`)
+	worker := regexp.MustCompile(`python3 \S+\.py|` + regexp.QuoteMeta(scratch) + `/srv/blog/bin/\S+`)
+	jitter := regexp.MustCompile(`--jitter \S+ `)
+	queue := regexp.MustCompile(`python3 candidates\.py \S+`)
 	schedule := regexp.MustCompile(`^(\S+\s+){5}`)
 	env := []string{"HOME=" + scratch, "LOGNAME=root", "SHELL=/bin/sh",
 		// Scratch state, lock dir and config (whose watchdog reads this
@@ -386,7 +397,13 @@ func TestReadmeInstall(t *testing.T) {
 			if !schedule.MatchString(l) {
 				t.Fatalf("README crontab line %q has no schedule", l)
 			}
-			lines = append(lines, worker.ReplaceAllString(rewrite.Replace(schedule.ReplaceAllString(l, "")), "true"))
+			l = rewrite.Replace(schedule.ReplaceAllString(l, ""))
+			// A queue printer (--first-of's candidates) prints one set;
+			// a jitter's wait (up to its length, jitter.txtar tests it)
+			// is left out, and a worker program is true.
+			l = queue.ReplaceAllString(l, "echo "+scratch+"/srv/blog/ko/queued.md")
+			l = jitter.ReplaceAllString(l, "")
+			lines = append(lines, worker.ReplaceAllString(l, "true"))
 		}
 	}
 	if !sawPath || len(lines) < 3 {
