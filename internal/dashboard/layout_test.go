@@ -79,7 +79,7 @@ func layoutFixture(t *testing.T, e *env, now time.Time) []string {
 		"*/30 * * * * cron-gate blog-autopush -- /srv/blog/scripts/autopush.sh",
 		"0,30 8-23 * * mon-fri,sun cron-gate terms -- python3 terms.py",
 		"5 * * * * cron-gate classifier-codex-provider-slot-rebalance -- withlock --slots 4 -- python3 rebalance.py",
-		"15/30 * * * * cron-gate dependency-classifier -- withlock --slots 6 -- python3 dependency_classifier.py",
+		"15,45 * * * * cron-gate dependency-classifier -- withlock --slots 6 -- python3 dependency_classifier.py",
 		"40 * * * * cron-gate ko-en-link-attribute-classifier-pairs-v2 -- python3 classify_links.py",
 		"*/5 * * * * cron-gate blog-worker-health -- python3 worker_health.py",
 		"0 2-22/4 * * * cron-gate ko-followup -- python3 translate_worker.py --followup",
