@@ -68,15 +68,20 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-echo "== gofmt"
+# stage TITLE: a stage's header, with the seconds since the start (CI has
+# a time budget; docs/tests.md).
+t0=$(date +%s)
+stage() { echo "== [$(($(date +%s) - t0))s] $*"; }
+
+stage "gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then
 	echo "gofmt would change:"; echo "$bad"; exit 1
 fi
-echo "== go vet"
+stage "go vet"
 go vet ./...
 
-echo "== go test -race"
+stage "go test -race"
 status=0
 go test -race -count=1 -timeout 15m -json ./... >"$log" || status=$?
 
@@ -144,7 +149,7 @@ if skipped and os.environ.get("CI"):
 EOF
 [ "$status" -eq 0 ] || { echo "go test failed"; exit 1; }
 
-echo "== etcd backend (tests/etcd, on its own: a starved cluster makes lease timing flaky)"
+stage "etcd backend (tests/etcd, on its own: a starved cluster makes lease timing flaky)"
 if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
 	bash .ci/etcd.sh
 else
@@ -157,7 +162,7 @@ fi
 # output is printed once both are done. The "ARM per call" ratios it
 # prints are measured beside the fuzzing, so they are noisier there than
 # in `bash .ci/pkg.sh` alone; nothing is asserted on them.
-echo "== packages, install, ARM under emulation (tests/pkg: .ci/pkg.sh, beside the fuzzing; its output follows it)"
+stage "packages, install, ARM under emulation (tests/pkg: .ci/pkg.sh, beside the fuzzing; its output follows it)"
 pkglog=$(mktemp)
 trap 'rm -f "$log" "$pkglog"; [ -z "${pkgpid:-}" ] || kill -- -"$pkgpid" 2>/dev/null || true' EXIT
 setsid bash .ci/pkg.sh >"$pkglog" 2>&1 & # a process group of its own, for the trap
@@ -165,7 +170,7 @@ pkgpid=$!
 
 fuzztime=${FUZZTIME:-5s}
 if [ "$fuzztime" != 0 ]; then
-	echo "== fuzz ($fuzztime per target)"
+	stage "fuzz ($fuzztime per target)"
 	# -fuzzminimizetime 1s: the fuzzer minimizes every new interesting
 	# input for up to 60 s by default, executing nothing new meanwhile; for
 	# a slow target (FuzzFastParse builds a kong parser per input) that
@@ -194,14 +199,14 @@ if [ "$fuzztime" != 0 ]; then
 		done
 	done
 fi
-echo "== packages, install, ARM under emulation: .ci/pkg.sh's output"
+stage "packages, install, ARM under emulation: .ci/pkg.sh's output"
 pkgstatus=0
 wait "$pkgpid" || pkgstatus=$?
 pkgpid=
 cat "$pkglog"
 [ "$pkgstatus" -eq 0 ] || { echo "the package tests failed (.ci/pkg.sh exit $pkgstatus)"; exit 1; }
 if [ -n "${MUTANTS:-}" ]; then
-	echo "== mutation check (go run ./tests/mutants)"
+	stage "mutation check (go run ./tests/mutants)"
 	go run ./tests/mutants
 fi
-echo "all tests passed"
+echo "all tests passed in $(($(date +%s) - t0))s"
