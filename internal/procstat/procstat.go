@@ -54,9 +54,11 @@ func Parse(data []byte) (Stat, error) {
 	if err != nil {
 		return st, errors.New("bad pid field")
 	}
-	// ") S 1 ...": the kernel separates fields with one space.
+	// ") S 1 ...": the kernel separates fields with one space. The state
+	// is a letter; qemu-user's emulated stat of its own process writes
+	// "0" there (and real values in the fields after it), taken as such.
 	rest := data[end+1:]
-	if len(rest) < 3 || rest[0] != ' ' || rest[2] != ' ' || rest[1] < 'A' || rest[1] > 'z' {
+	if len(rest) < 3 || rest[0] != ' ' || rest[2] != ' ' || !(rest[1] >= 'A' && rest[1] <= 'z' || rest[1] == '0') {
 		return st, errors.New("bad state field")
 	}
 	f := bytes.FieldsFunc(rest[3:], func(r rune) bool { return r == ' ' || r == '\n' })

@@ -22,8 +22,14 @@ func TestParse(t *testing.T) {
 			t.Errorf("comm %q: got %+v", comm, st)
 		}
 	}
+	// qemu-user's emulated stat of its own process: state "0", the start
+	// time in its place.
+	qemu := "8193 (p.test) 0 8136 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2048591 0 0 0 0 0 365080610800 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+	if st, err := Parse([]byte(qemu)); err != nil || st.Pid != 8193 || st.State != '0' || st.StartTicks != 2048591 {
+		t.Errorf("qemu-user's stat: %+v, %v", st, err)
+	}
 	for _, bad := range []string{
-		"", "4242", "4242 (x", "4242 x)", "(x)" + tail, "-1 (x)" + tail, "4242 (x)", "4242 (x) S 1 2",
+		"", "4242", "4242 (x", "4242 x)", "4242 (x) 1" + tail[2:], "(x)" + tail, "-1 (x)" + tail, "4242 (x)", "4242 (x) S 1 2",
 		"4242 (x)S" + tail[2:], "4242 (x) SS" + tail[2:], "4242 (x) S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 -5 1",
 		"99999999999999999999 (x)" + tail, "4242 (x)\x00 0 0", "4242 (x) \x00 0 0",
 	} {
