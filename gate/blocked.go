@@ -217,31 +217,14 @@ func LegacyNow(g *GateConfig) []LockState {
 func DescribePause(p *pauses.Pause) string { return describePause(p) }
 
 // String says who holds it: "pid 99 (python3 old.py), started 2026-11-29
-// 08:00:00 KST", times in local time.
+// 08:00:00 KST", times in local time: lockfile.Holder's words, and the
+// start time.
 func (h Holder) String() string {
-	var b strings.Builder
-	if h.Pid > 0 {
-		fmt.Fprintf(&b, "pid %d", h.Pid)
-	} else {
-		b.WriteString("a process not visible here")
-	}
-	var notes []string
-	if h.Command != "" {
-		notes = append(notes, h.Command)
-	}
-	if h.Shared {
-		notes = append(notes, "shared")
-	}
-	if h.InheritedFrom > 0 {
-		notes = append(notes, fmt.Sprintf("inherited from pid %d, which exited", h.InheritedFrom))
-	}
-	if len(notes) > 0 {
-		b.WriteString(" (" + strings.Join(notes, ", ") + ")")
-	}
+	s := lockfile.Holder{Pid: h.Pid, Command: h.Command, Shared: h.Shared, Exited: h.InheritedFrom > 0, PlacedBy: h.InheritedFrom}.String()
 	if !h.Started.IsZero() {
-		b.WriteString(", started " + h.Started.Local().Format("2006-01-02 15:04:05 MST"))
+		s += ", started " + h.Started.Local().Format("2006-01-02 15:04:05 MST")
 	}
-	return b.String()
+	return s
 }
 
 // String says what the lock is and its state, on one line: "legacy lock
