@@ -18,6 +18,7 @@ type Set struct {
 	names []string
 	files []*lockfile.Lock // opened lazily, kept open across retries
 	held  int              // number of leading paths whose lock is held
+	busy  int              // index of the path the last TryLock found busy, -1 if none
 }
 
 // NewSet prepares a set over canonical (already canonicalised, sorted,
@@ -27,7 +28,7 @@ func NewSet(dir *lockfile.Dir, canonical []string) *Set {
 	for i, p := range canonical {
 		names[i] = LockName(p)
 	}
-	return &Set{dir: dir, paths: canonical, names: names, files: make([]*lockfile.Lock, len(canonical))}
+	return &Set{dir: dir, paths: canonical, names: names, files: make([]*lockfile.Lock, len(canonical)), busy: -1}
 }
 
 // Paths returns the canonical paths of the set.
@@ -42,6 +43,7 @@ func (s *Set) Paths() []string { return s.paths }
 // were only opened stay open for the next attempt, so a waiter's own retries
 // wake nobody.
 func (s *Set) TryLock() error {
+	s.busy = -1
 	for i, p := range s.paths {
 		if s.files[i] == nil {
 			l, err := s.dir.Open(s.names[i])
@@ -58,11 +60,23 @@ func (s *Set) TryLock() error {
 			if err != nil {
 				return err
 			}
+			s.busy = i
 			return busy
 		}
 		s.held = i + 1
 	}
 	return nil
+}
+
+// Busy returns the lock file that the last TryLock found held by another
+// (it stays open), or nil. A waiter may block on it in flock(2) through a
+// duplicate of its descriptor: the lock it then gets is the set's own, and
+// the next TryLock finds it already held.
+func (s *Set) Busy() *lockfile.Lock {
+	if s.busy < 0 {
+		return nil
+	}
+	return s.files[s.busy]
 }
 
 // Files returns the held lock files, for a child to inherit.

@@ -79,12 +79,20 @@ type localClaim struct {
 	busyLock string // lock file path of the busy path
 	w        *watcher
 	q        *queue // the waiting queue (nil without paths)
+	// blocked receives the result of the flock(2) call waiting for
+	// blockedOn, the busy lock file (waitLock); nil if none is outstanding.
+	blocked   chan error
+	blockedOn *lockfile.Lock
+	noBlock   bool // flock(2) failed to wait once: inotify only
 }
 
 // TryAcquire yields to an earlier waiter whose set intersects ours (the
 // queue: QueuedError), then takes the slots first (as the Python
 // classifier does: a process without a slot touches no post), then the
-// paths in sorted order. Once it holds them it leaves the queue.
+// paths in sorted order. Once it holds them it leaves the queue: in
+// Started, after the command has started (a ticket left in place a moment
+// longer makes only sets that intersect ours yield, and those are busy
+// anyway), or in Release.
 func (c *localClaim) TryAcquire() (Held, error) {
 	if c.q != nil {
 		if err := c.q.ahead(); err != nil {
@@ -110,10 +118,14 @@ func (c *localClaim) TryAcquire() (Held, error) {
 			return nil, err
 		}
 	}
+	return c, nil
+}
+
+// Started leaves the queue (TryAcquire).
+func (c *localClaim) Started() {
 	if c.q != nil {
 		c.q.leave()
 	}
-	return c, nil
 }
 
 func (c *localClaim) releaseAll() {
@@ -157,7 +169,10 @@ func (c *localClaim) Files() []*os.File {
 
 func (c *localClaim) Lost() <-chan struct{} { return nil }
 
-func (c *localClaim) Release() { c.releaseAll() }
+func (c *localClaim) Release() {
+	c.Started()
+	c.releaseAll()
+}
 
 func (c *localClaim) Close() {
 	for _, p := range c.pools {

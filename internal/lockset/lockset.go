@@ -117,6 +117,14 @@ type Leased interface {
 	ReleaseErr() error
 }
 
+// Started is implemented by a Held that still has bookkeeping to finish
+// once it holds, work the caller does after the command has started, off
+// the path from a release to the command running (the local backend's
+// queue ticket: docs/withlock.md, "Fair waiting"). Release does it too.
+type Started interface {
+	Started()
+}
+
 // Poll is the longest a waiter sleeps between attempts when no release
 // event arrives. Releases by close (the Python rule, flock(1), process exit)
 // wake waiters at once; this only bounds the delay for holders that unlock

@@ -53,6 +53,13 @@ type queue struct {
 	names   map[string]bool
 	ticket  string   // our ticket's name, "" if we have none
 	f       *os.File // our ticket, flocked
+	// clear: a scan with our ticket in place found no earlier live
+	// ticket that intersects our set. None can appear later: a ticket's
+	// name is its arrival time, so a later waiter's sorts after ours (a
+	// wall clock stepped back breaks only this ordering: the two then
+	// contend as without a queue). So ahead is not read again on every
+	// wake-up, the path from a release to the command running.
+	clear bool
 }
 
 func newQueue(lockDir string, names []string) *queue {
@@ -96,7 +103,7 @@ func (e *QueuedError) FindHolders() {}
 // we have none) names one of our locks. A queue dir that does not exist
 // means no waiter. Dead tickets are removed on the way.
 func (q *queue) ahead() error {
-	if len(q.names) == 0 {
+	if len(q.names) == 0 || q.clear {
 		return nil
 	}
 	var busy error
@@ -114,6 +121,7 @@ func (q *queue) ahead() error {
 	if err != nil {
 		return err
 	}
+	q.clear = busy == nil && q.ticket != ""
 	return busy
 }
 
@@ -299,7 +307,7 @@ func (q *queue) leave() {
 	}
 	unix.Unlinkat(q.dir.Fd(), q.ticket, 0)
 	q.f.Close()
-	q.f, q.ticket = nil, ""
+	q.f, q.ticket, q.clear = nil, "", false
 }
 
 func (q *queue) close() {

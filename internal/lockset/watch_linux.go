@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/lockfile"
 )
 
 // watcher wakes a waiter when a lock file it wants is closed. A flock is
@@ -165,6 +167,68 @@ func (w *watcher) drain(buf []byte) bool {
 	}
 }
 
+// waitLock waits for the busy lock file l in flock(2) itself, as flock -w
+// does: the kernel wakes the waiter as the holder releases, by close, by
+// LOCK_UN (which inotify does not report) or by exiting. The blocking call
+// runs in a goroutine of its own, on a duplicate of the descriptor the set
+// tries (the lock it gets is the set's own: the next attempt finds it
+// held), so that ctx's end is not delayed by it. It returns when the lock
+// was taken (or the call failed: the next attempt says why) or ctx ends.
+//
+// A blocked flock cannot be interrupted (Go's signal handlers restart it),
+// so a call still blocked when ctx ends stays behind: withlock's wait is
+// over then and it exits (or runs the command, if the last attempt got the
+// lock, which ends the call at once); if the call gets the lock later, it
+// holds it only until its duplicate is closed, at once. So at most one call
+// is ever outstanding, and WaitChange waits for it again rather than start
+// another (blocked, blockedOn).
+func (c *localClaim) waitLock(ctx context.Context, l *lockfile.Lock) error {
+	if c.blocked == nil {
+		fd, err := unix.FcntlInt(l.File().Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		done := make(chan error, 1)
+		go func() {
+			err := unix.Flock(fd, unix.LOCK_EX)
+			for err == unix.EINTR {
+				err = unix.Flock(fd, unix.LOCK_EX)
+			}
+			// The lock stays with the set's descriptor.
+			unix.Close(fd)
+			done <- err
+		}()
+		c.blocked, c.blockedOn = done, l
+	}
+	select {
+	case err := <-c.blocked:
+		c.blocked, c.blockedOn = nil, nil
+		if err != nil {
+			// A file system that refuses to wait in flock (ENOLCK):
+			// inotify and the poll from now on, never a spin.
+			c.noBlock = true
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// busyFile returns the busy lock file to wait for in flock(2), or nil to
+// wait through inotify: the last attempt found no path lock busy, or a
+// blocked call is outstanding for another file (waitLock), or blocking
+// failed before.
+func (c *localClaim) busyFile() *lockfile.Lock {
+	if c.paths == nil || c.noBlock {
+		return nil
+	}
+	l := c.paths.Busy()
+	if l == nil || (c.blocked != nil && c.blockedOn != l) {
+		return nil
+	}
+	return l
+}
+
 // WaitChange implements Claim. The first call only sets up the watches and
 // returns at once, so that the retry that follows happens after the watches
 // exist and no release between the failed attempt and the watch is missed.
@@ -197,6 +261,9 @@ func (c *localClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 	case c.busyPool == -2:
 		c.w.want("", nil) // only the queue below
 	default:
+		if l := c.busyFile(); l != nil {
+			return c.waitLock(ctx, l)
+		}
 		c.w.want(filepath.Dir(c.busyLock), []string{filepath.Base(c.busyLock)})
 	}
 	if c.q != nil && c.q.dir != nil {

@@ -157,6 +157,18 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Unwrap() error { return e.Err }
 
+// Warm does, ahead of time, the one-off work of the first Start that
+// does not depend on the command: the os package's check that pidfds
+// work, which starts and reaps a process of its own. A caller that waits
+// before it starts the command (withlock --wait) calls it before waiting,
+// so that the check is not paid between a release and the command's
+// start. Later calls do nothing.
+func Warm() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		p.Release()
+	}
+}
+
 // Prepare resolves the command on PATH without running it, so that a missing
 // command is reported before any lock is taken.
 func Prepare(spec Spec) (*Child, error) {

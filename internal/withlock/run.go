@@ -137,6 +137,11 @@ func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
 		return r.fail(conn, err)
 	}
 	defer claim.Close()
+	if o.Wait > 0 {
+		// Paid once per process anyway, at the start; here it is paid
+		// before any wait rather than between a release and the start.
+		runner.Warm()
+	}
 	held, err := Acquire(claim, o.Wait)
 	for _, n := range conn.Notes() {
 		r.out.Infof("%s", n)
@@ -172,6 +177,9 @@ func (r *run) runHeld(child *runner.Child, conn Conn, held lockset.Held, sigs ch
 	if err := child.Start(); err != nil {
 		r.out.Errorf("%v", err)
 		return runner.ExitCode(err)
+	}
+	if st, ok := held.(lockset.Started); ok {
+		st.Started()
 	}
 	var res runner.Result
 	if leased == nil {

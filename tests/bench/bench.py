@@ -196,7 +196,10 @@ def trial(variant, tool, argv, lf, ino):
     if tool == "flock":
         wait_until(lambda: flock_blocked(w.pid, ino), w, "flock -w")
     else:
-        wait_until(lambda: withlock_blocked(w.pid), w, "withlock --wait")
+        # withlock waits for a busy lock in flock(2), as flock -w does (a
+        # blocked request in /proc/locks); the inotify-and-poll sleep is
+        # how it waits for slots and queued waiters.
+        wait_until(lambda: flock_blocked(w.pid, ino) or withlock_blocked(w.pid), w, "withlock --wait")
     # Release, with the instant taken immediately before.
     if variant == "close":
         t = time.time_ns()
