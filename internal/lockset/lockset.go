@@ -59,7 +59,9 @@ type Claim interface {
 	// *lockfile.BusyError for the local backend).
 	TryAcquire() (Held, error)
 	// WaitChange blocks until something that was busy in the last attempt
-	// may have been released, or ctx ends, or at most poll has passed.
+	// may have been released, or ctx ends, or at most poll has passed (a
+	// backend woken by the release itself, such as a local waiter blocked
+	// in flock(2), need not return at poll).
 	WaitChange(ctx context.Context, poll time.Duration) error
 	// Close releases everything the claim holds or keeps open.
 	Close()
@@ -126,9 +128,11 @@ type Started interface {
 }
 
 // Poll is the longest a waiter sleeps between attempts when no release
-// event arrives. Releases by close (the Python rule, flock(1), process exit)
-// wake waiters at once; this only bounds the delay for holders that unlock
-// without closing, or file systems without inotify.
+// event arrives. A local waiter for a busy path waits in flock(2) and is
+// woken by the release itself (close, exit or LOCK_UN); slot pools and
+// queued waiters are woken by inotify on a close, and this bounds the
+// delay for their holders that unlock without closing, or file systems
+// without inotify.
 const Poll = 250 * time.Millisecond
 
 // Acquire takes the claim, retrying the whole set until wait has passed (a
