@@ -264,11 +264,16 @@ class Scheme:
         # Posts withlock --first-of passed over because another worker held
         # one of their files: the worker's note when it got a later one,
         # withlock's count when every candidate was busy.
-        passed = 0
+        # Stale: the worker's queue was printed while an earlier run was
+        # finishing the post at its head; by the time withlock took it, it
+        # was done, and the worker (re-checking under the lock) did nothing.
+        passed = stale = 0
         for line in (self.dir / "cron.log").read_text(errors="replace").splitlines():
             m = re.search(r": the first (\d+) candidate\(s\) were busy$", line) or re.search(r"^withlock: skipped .*: (\d+) sets? busy", line)
             if m:
                 passed += int(m[1])
+            if re.search(r": post-\d+ no longer needs \w+; nothing to do$", line):
+                stale += 1
         end = queues(self.blog)
         per = {}
         for w in WORKERS:
@@ -294,6 +299,7 @@ class Scheme:
                       "minute": round(self.sim(o["write"]))} for o in lost],
             "per_worker": per,
             "passed_over": passed,
+            "stale": stale,
             "paused_ticks": len(extra), "paused_skipped": sum(t["rc"] == SKIP for t in extra),
             "error_ticks": [{"worker": t["worker"], "minute": t["t"], "rc": t["rc"]} for t in errors],
             "seconds": round(self.seconds, 1),
@@ -380,6 +386,9 @@ def main():
                 notes.append(f"{w} skipped {p['skipped']} of {p['ticks']} ticks ({why}), {p['wasted']} wasted")
         if r["passed_over"]:
             notes.append(f"withlock --first-of passed over a busy post {r['passed_over']} time(s)")
+        if r.get("stale"):
+            notes.append(f"{r['stale']} run(s) got a post that an earlier run finished after the queue was printed: "
+                         "the worker re-checked it under the lock and did nothing")
         if r["paused_ticks"]:
             notes.append(f"classifier-backlog (paused in the config): {r['paused_ticks']} ticks, "
                          f"{r['paused_skipped']} skipped by cron-gate")
