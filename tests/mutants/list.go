@@ -57,6 +57,23 @@ var Mutants = []Mutant{
 		},
 		Pkgs: []string{"./tests"}, Run: "TestWithlock/^slots$",
 	},
+	// ---- waiting: fair queue, woken by the release itself (issue 17) ----
+	{
+		Name:   "queue-not-read",
+		Breaks: "a newcomer whose set intersects an earlier waiter's does not yield to it",
+		Edits: []Edit{
+			{"internal/lockset/queue_linux.go", "	if len(q.names) == 0 || q.clear {\n", "	if true || len(q.names) == 0 || q.clear {\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestWithlock/^fairwait$",
+	},
+	{
+		Name:   "wait-not-in-flock",
+		Breaks: "a waiter for a busy path is woken by inotify and the poll, not by the release (a LOCK_UN reaches it 250 ms late)",
+		Edits: []Edit{
+			{"internal/lockset/watch_linux.go", "	if c.paths == nil || c.noBlock {\n", "	if true || c.paths == nil || c.noBlock {\n"},
+		},
+		Pkgs: []string{"./internal/lockset"}, Run: "TestWaiterBlocksInFlock", Timeout: 3 * time.Minute,
+	},
 	{
 		Name:   "sort-order-reversed",
 		Breaks: "the set is locked in another order than Python's sorted(key=str)",
