@@ -75,6 +75,14 @@ func OpenDir(path string, create bool) (*Dir, error) {
 // (a state dir). Closing the result leaves d open.
 func In(d *safeopen.Dir) *Dir { return &Dir{Path: d.Path, d: d} }
 
+// Sub opens the directory name inside d (creating it with DirMode if
+// create is set) from d's descriptor, without resolving d's path again and
+// without following a symlink at name. If d has been removed, Sub fails
+// with an error that wraps fs.ErrNotExist, even with create.
+func (d *Dir) Sub(name, what string, create bool) (*safeopen.Dir, error) {
+	return d.d.OpenDir(name, safeopen.DirOptions{What: what, Create: create, Mode: DirMode, NoFollowLast: true})
+}
+
 // Reserve grows this process's descriptor table to hold n more files at
 // once. The kernel doubles the table as files are opened, and in a
 // multi-threaded process (every Go program) each doubling waits for an RCU

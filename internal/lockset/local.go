@@ -44,7 +44,7 @@ func (b Local) Open(r Request) (Claim, error) {
 		dir.Reserve(len(canon) + len(r.Pools))
 		c.paths = pathlock.NewSet(dir, canon)
 		_, names := c.paths.Watch()
-		c.q = newQueue(b.LockDir, names)
+		c.q = newQueue(dir, names)
 	}
 	if c.pools, err = openPools(r.Pools); err != nil {
 		c.Close()

@@ -43,7 +43,7 @@ func (b Local) OpenFirstOf(pools []PoolSpec, sets [][]string) (FirstOfClaim, err
 	for _, cs := range canon {
 		c.sets = append(c.sets, pathlock.NewSet(dir, cs))
 	}
-	c.q = newQueue(b.LockDir, nil)
+	c.q = newQueue(dir, nil)
 	if c.pools, err = openPools(pools); err != nil {
 		c.Close()
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +47,7 @@ const ticketPrefix = "t-"
 
 // queue is one process's view of the waiting queue of a lock dir.
 type queue struct {
-	lockDir string
+	lockDir *lockfile.Dir
 	dir     *safeopen.Dir // nil until opened (or if the dir does not exist)
 	names   map[string]bool
 	ticket  string   // our ticket's name, "" if we have none
@@ -62,7 +61,7 @@ type queue struct {
 	clear bool
 }
 
-func newQueue(lockDir string, names []string) *queue {
+func newQueue(lockDir *lockfile.Dir, names []string) *queue {
 	q := &queue{lockDir: lockDir, names: make(map[string]bool, len(names))}
 	for _, n := range names {
 		q.names[n] = true
@@ -74,7 +73,9 @@ func (q *queue) open(create bool) error {
 	if q.dir != nil {
 		return nil
 	}
-	d, err := safeopen.OpenDir(filepath.Join(q.lockDir, QueueDir), safeopen.DirOptions{What: "queue dir", Create: create, Mode: lockfile.DirMode, NoFollowLast: true})
+	// From the lock dir's descriptor: the queue belongs to the dir our
+	// locks are in, even if that dir has since been removed or replaced.
+	d, err := q.lockDir.Sub(QueueDir, "queue dir", create)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ package lockset
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -118,4 +119,55 @@ func blockedOn(t *testing.T, ino uint64) bool {
 		}
 	}
 	return false
+}
+
+// The lock dir removed (rm -rf) between a waiter's failed attempt and its
+// first wait, before it has a ticket: there is no queue to join, and the
+// waiter goes on waiting without one (fairness is lost with the dir, as
+// exclusion is) instead of failing; it takes the lock, on the inode it
+// kept open, once the holder releases it.
+func TestWaiterLockDirRemovedBeforeTicket(t *testing.T) {
+	dir := t.TempDir()
+	lockDir := filepath.Join(dir, "locks")
+	b := Local{LockDir: lockDir}
+	target := filepath.Join(dir, "a")
+	holder, err := b.Open(Request{Paths: []string{target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	h, err := holder.TryAcquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.Open(Request{Paths: []string{target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.TryAcquire(); !errors.Is(err, ErrBusy) {
+		t.Fatalf("second claim while held: %v, want busy", err)
+	}
+	if err := os.RemoveAll(lockDir); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.WaitChange(ctx, Poll); err != nil {
+		t.Fatalf("first wait after the lock dir was removed: %v, want to go on waiting", err)
+	}
+	h.Release()
+	for {
+		h2, err := c.TryAcquire()
+		if err == nil {
+			h2.Release()
+			return
+		}
+		if !errors.Is(err, ErrBusy) {
+			t.Fatalf("attempt after the release: %v", err)
+		}
+		if err := c.WaitChange(ctx, Poll); err != nil {
+			t.Fatalf("waiting for the released lock in the removed dir: %v", err)
+		}
+	}
 }

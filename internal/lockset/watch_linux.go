@@ -4,6 +4,8 @@ package lockset
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"time"
 	"unsafe"
@@ -237,7 +239,12 @@ func (c *localClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 		// A waiter: take a ticket in the queue, so that later sets that
 		// intersect ours yield to us (queue_linux.go).
 		if c.q != nil {
-			if err := c.q.enter(); err != nil {
+			if err := c.q.enter(); errors.Is(err, fs.ErrNotExist) {
+				// The lock dir was removed (rm -rf) since the attempt:
+				// there is no queue to join. Fairness is lost with the
+				// dir, as exclusion is (docs/reliability.md); the wait
+				// goes on, on the descriptors the attempt kept.
+			} else if err != nil {
 				return err
 			}
 		}
