@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,11 @@ func TestLockDirRemoved(t *testing.T) {
 	// A waiter on b, whose holder is hb: it watches the lock dir.
 	hb, releaseHB := holder("hb", b, 0)
 	w := start(t, env, bin("withlock"), "--wait", "15s", "--paths", b, "--", "touch", filepath.Join(root, "w.ran"))
-	waitOpen(t, w, lockDir)
+	// Removed once the waiter waits (blocked in flock(2) on b's lock, with
+	// its queue ticket taken before): the case of a waiter that loses its
+	// dir while it waits. A dir removed before the waiter takes its
+	// ticket is internal/lockset's TestWaiterLockDirRemovedBeforeTicket.
+	waitBlocked(t, w)
 
 	if err := os.RemoveAll(lockDir); err != nil {
 		t.Fatal(err)
@@ -140,4 +145,28 @@ func openUnder(pid int, dir string) []string {
 		}
 	}
 	return out
+}
+
+// waitBlocked waits until p is blocked in flock(2): /proc/locks lists a
+// blocked request ("->") of its PID.
+func waitBlocked(t *testing.T, p *proc) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	for time.Now().Before(end) {
+		if p.exited() {
+			t.Fatalf("%v ended (%v) early; stderr: %s", p.cmd.Args, p.res, p.stderr())
+		}
+		data, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(l); len(f) > 5 && f[1] == "->" && f[5] == pid {
+				return
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("%v did not block in flock(2) within %v", p.cmd.Args, deadline)
 }
