@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/crongate/crongate/internal/lockset"
 )
 
@@ -51,12 +54,39 @@ type firstClaim struct {
 	// busyKey is what was busy in the last attempt, for WaitChange: a
 	// full pool's claim, or nil when the sets were.
 	busyPool bool
+
+	// Waiting while every set is busy (WaitChange): rev is the revision
+	// of the last attempt's first read; busy its answer; ours the leases
+	// this claim granted (their keys' deletes are its own revokes, not
+	// releases); watch a watch of every delete under the prefix from
+	// rev+1, kept for the whole wait; quiet: the last WaitChange ran out
+	// its poll with the watch healthy and no release seen.
+	rev   int64
+	busy  error
+	ours  map[clientv3.LeaseID]bool
+	watch *firstWatch
+	quiet bool
+}
+
+// firstWatch is the watch of a waiting first-of claim.
+type firstWatch struct {
+	ch     clientv3.WatchChan
+	cancel context.CancelFunc
 }
 
 func (f *firstClaim) TryAcquire() (lockset.Held, error) {
 	if f.held != nil && !f.held.released {
 		return nil, errors.New("etcdlock: first-of claim already held")
 	}
+	if f.quiet && f.stillAllBusy() {
+		// The watch saw no release since the last attempt and one read
+		// (no write; an attempt is a transaction per set) finds every
+		// set still busy: nothing to try. The read catches a release
+		// that a watch stuck on a frozen member has not reported.
+		f.quiet = false
+		return nil, f.busy
+	}
+	f.quiet = false
 	f.chosen, f.held, f.busyPool = -1, nil, false
 	var l *lease
 	var slots []int
@@ -81,7 +111,11 @@ func (f *firstClaim) TryAcquire() (lockset.Held, error) {
 	// A set that intersects a waiting set is left to its waiter (fair
 	// waiting, queue.go), as a plain claim's is; --first-of takes no
 	// place in the queue.
-	q := f.b.readQueue()
+	if f.ours == nil {
+		f.ours = map[clientv3.LeaseID]bool{}
+	}
+	f.ours[l.id] = true
+	q, rev := f.b.readQueue()
 	for i, c := range f.sets {
 		if be := c.ahead(q, 0); be != nil {
 			if first == nil {
@@ -110,29 +144,108 @@ func (f *firstClaim) TryAcquire() (lockset.Held, error) {
 		}
 	}
 	l.revoke(f.b)
-	return nil, &lockset.AllBusyError{Sets: len(f.sets), First: first}
+	f.rev = rev
+	f.busy = &lockset.AllBusyError{Sets: len(f.sets), First: first}
+	return nil, f.busy
+}
+
+// stillAllBusy reads, in one read of the path keys under the prefix (keys
+// only) and one of the queue, whether every set still has a key held or
+// is left to an earlier waiter. false if a read got no answer in time.
+func (f *firstClaim) stillAllBusy() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
+	defer cancel()
+	resp, err := f.b.cli.Get(ctx, f.b.cfg.Prefix+"/paths/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return false
+	}
+	q, rev := f.b.readQueue()
+	if rev == 0 {
+		return false
+	}
+	held := make(map[string]bool, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		held[string(kv.Key)] = true
+	}
+sets:
+	for _, c := range f.sets {
+		if c.ahead(q, 0) != nil {
+			continue
+		}
+		for _, k := range c.keys {
+			if held[k.key] {
+				continue sets
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // Candidate implements lockset.FirstOfClaim.
 func (f *firstClaim) Candidate() int { return f.chosen }
 
-// WaitChange waits as the slot claim does for a full pool; when every set
-// was busy it waits for poll (or ctx): any of the sets may come free.
+// WaitChange waits as the slot claim does for a full pool. When every set
+// was busy it watches every delete under the prefix (a path key released,
+// a lease ended, a waiter leaving the queue) from the revision of the last
+// attempt's first read, and returns at the first that is not its own:
+// any of the sets may then be free. A waiter sends nothing while nothing
+// is released (TryAcquire after a quiet poll only reads).
 func (f *firstClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 	if f.busyPool {
 		return f.slots.WaitChange(ctx, poll)
 	}
 	t := time.NewTimer(poll)
 	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
+	if f.rev == 0 {
+		// The attempt read nothing (no answer in time): no revision to
+		// watch from; try again after the poll.
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return ctx.Err()
 	}
-	return ctx.Err()
+	if f.watch == nil {
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+		f.watch = &firstWatch{cancel: cancel, ch: f.b.cli.Watch(wctx, f.b.cfg.Prefix+"/",
+			clientv3.WithPrefix(), clientv3.WithRev(f.rev+1), clientv3.WithFilterPut(), clientv3.WithPrevKV())}
+	}
+	for {
+		select {
+		case wr, ok := <-f.watch.ch:
+			if !ok || wr.Err() != nil {
+				f.stopWatch()
+				return ctx.Err()
+			}
+			for _, ev := range wr.Events {
+				if ev.Type != mvccpb.DELETE || ev.Kv.ModRevision <= f.rev {
+					continue // seen by the last attempt
+				}
+				if ev.PrevKv != nil && f.ours[clientv3.LeaseID(ev.PrevKv.Lease)] {
+					continue // our own lease revoked after a busy attempt
+				}
+				return ctx.Err()
+			}
+		case <-t.C:
+			f.quiet = ctx.Err() == nil && f.busy != nil
+			return ctx.Err()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (f *firstClaim) stopWatch() {
+	if f.watch != nil {
+		f.watch.cancel()
+		f.watch = nil
+	}
 }
 
 // Close releases what is held.
 func (f *firstClaim) Close() {
+	f.stopWatch()
 	if f.held != nil {
 		f.held.Release()
 	}

@@ -239,16 +239,16 @@ func (c *claim) dequeueOp() []clientv3.Op {
 }
 
 // readQueue reads the live waiters (for --first-of, which checks every
-// candidate set against them and takes no place in the queue); nil if the
-// read got no answer in time.
-func (b *Backend) readQueue() []*queueKV {
+// candidate set against them and takes no place in the queue) and the
+// revision of the read; nil and 0 if the read got no answer in time.
+func (b *Backend) readQueue() ([]*queueKV, int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
 	defer cancel()
 	resp, err := b.cli.Get(ctx, b.queuePrefix(), clientv3.WithPrefix())
 	if err != nil {
-		return nil
+		return nil, 0
 	}
-	return queueKVs(resp.Kvs)
+	return queueKVs(resp.Kvs), resp.Header.Revision
 }
 
 func describe(h Holder, since string) string {

@@ -308,6 +308,17 @@ func txnCalls(t *testing.T) int {
 	return n
 }
 
+// idleTxns waits until the etcd members count more watchers than before
+// (a waiter has started watching), then returns how many transactions
+// they received in the next 2 s.
+func idleTxns(t *testing.T, before int, what string) int {
+	t.Helper()
+	waitFor(t, 20*time.Second, what, func() bool { return watchers(t) > before })
+	start := txnCalls(t)
+	time.Sleep(2 * time.Second) // eight polls' worth of waiting, not a wait for anything
+	return txnCalls(t) - start
+}
+
 // A waiter sends nothing while nothing is released: its watch says when
 // to try, and its poll running out (every 250 ms) costs no lock
 // transaction (each is a write through the cluster's log, taken or not).
@@ -330,10 +341,7 @@ func TestWaiterIdleWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer waiter.Process.Kill()
-	waitFor(t, 20*time.Second, "the waiter to watch the busy key", func() bool { return watchers(t) > before })
-	start := txnCalls(t)
-	time.Sleep(2 * time.Second) // eight polls' worth of waiting, not a wait for anything
-	idle := txnCalls(t) - start
+	idle := idleTxns(t, before, "the waiter to watch the busy key")
 	os.WriteFile(release, nil, 0o644)
 	if err := holder.Wait(); err != nil {
 		t.Fatalf("holder: %v", err)

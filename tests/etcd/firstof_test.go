@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,5 +97,55 @@ func TestFirstOf(t *testing.T) {
 	r = run(t, nil, "withlock", append(noSlot, "--", "touch", filepath.Join(dir, "ran"))...)
 	if r.code != 125 || !strings.Contains(r.stderr, "candidate set 0 has 200 paths") {
 		t.Errorf("a 200-path set: exit %d, stderr %q; want 125 and the limit", r.code, r.stderr)
+	}
+}
+
+// A --first-of waiter whose sets are all busy sends no transaction while
+// nothing is released (it watches the prefix; before, it tried every set
+// every 250 ms), is not woken by its own slot lease's revoke, and takes
+// the set that is released.
+func TestFirstOfWaiterIdle(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	dir := t.TempDir()
+	base := []string{"--backend", "etcd", "--key-prefix", p}
+	hold := func(path, release string) *exec.Cmd {
+		cmd := command(nil, "withlock", append(append([]string{}, base...), "--paths", path, "--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.02; done`, "sh", release)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	relA, relB := filepath.Join(dir, "release-a"), filepath.Join(dir, "release-b")
+	hold("/srv/fa", relA)
+	holdB := hold("/srv/fb", relB)
+	waitFor(t, 10*time.Second, "both sets held", func() bool { return len(keys(t, p)) == 2 })
+	cands := filepath.Join(dir, "cands")
+	os.WriteFile(cands, []byte("/srv/fa\n\n/srv/fb\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	before := watchers(t)
+	waiter := command(nil, "withlock", append(append([]string{}, base...), "--first-of", "--candidates-from", cands,
+		"--slots", "1", "--slot-file", filepath.Join(dir, "slot-{i}"), "--wait", "60s",
+		"--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE" > "$1"`, "sh", out)...)
+	var stderr strings.Builder
+	waiter.Stderr = &stderr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { waiter.Process.Kill(); waiter.Wait() })
+	idle := idleTxns(t, before, "the first-of waiter to watch")
+	os.WriteFile(relB, nil, 0o644)
+	if err := holdB.Wait(); err != nil {
+		t.Fatalf("holder of /srv/fb: %v", err)
+	}
+	if err := waiter.Wait(); err != nil {
+		t.Fatalf("first-of waiter: %v (stderr %q)", err, stderr.String())
+	}
+	if b, _ := os.ReadFile(out); string(b) != "1\n" {
+		t.Errorf("the waiter's command got candidate %q; want 1 (/srv/fb, released)", b)
+	}
+	if idle != 0 {
+		t.Errorf("the first-of waiter sent %d transaction(s) in 2 s while nothing was released; want none", idle)
 	}
 }
