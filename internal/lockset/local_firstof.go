@@ -5,6 +5,7 @@ package lockset
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -43,7 +44,14 @@ func (b Local) OpenFirstOf(pools []PoolSpec, sets [][]string) (FirstOfClaim, err
 	for _, cs := range canon {
 		c.sets = append(c.sets, pathlock.NewSet(dir, cs))
 	}
-	c.q = newQueue(dir, nil)
+	// A waiter queues for its first set (the caller's first choice), so
+	// that later sets that intersect it yield to it; it still takes any
+	// other set the moment that one is free.
+	var first []string
+	if len(c.sets) > 0 {
+		_, first = c.sets[0].Watch()
+	}
+	c.q = newQueue(dir, first)
 	if c.pools, err = openPools(pools); err != nil {
 		c.Close()
 		return nil, err
@@ -61,7 +69,7 @@ type localFirst struct {
 	// sets were all busy.
 	busyPool int
 	w        *watcher
-	q        *queue // read only: --first-of takes no ticket
+	q        *queue // a waiter's ticket names its first set
 }
 
 func (c *localFirst) TryAcquire() (Held, error) {
@@ -155,7 +163,12 @@ func (c *localFirst) Files() []*os.File {
 
 func (c *localFirst) Lost() <-chan struct{} { return nil }
 
+// Started leaves the queue once the command has started (off the path
+// from a release to the command running, as a plain claim's Started).
+func (c *localFirst) Started() { c.q.leave() }
+
 func (c *localFirst) Release() {
+	c.q.leave()
 	c.releaseSlots()
 	if c.chosen >= 0 {
 		c.sets[c.chosen].Release()
@@ -186,6 +199,11 @@ func (c *localFirst) Close() {
 // poll passes.
 func (c *localFirst) WaitChange(ctx context.Context, poll time.Duration) error {
 	if c.w == nil {
+		// A waiter: a ticket for the first set (OpenFirstOf), taken
+		// and kept as a plain claim's (WaitChange in watch_linux.go).
+		if err := c.q.enter(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 		dirs := []string{c.dir.Path}
 		if c.q.dir != nil {
 			dirs = append(dirs, c.q.dir.Path)

@@ -126,12 +126,16 @@ func (q *queue) ahead() error {
 	return busy
 }
 
-// waiting returns the live tickets, each with the lock names it lists, in
-// arrival order (for --first-of, which checks every candidate set against
-// them; it takes no ticket).
+// waiting returns the live tickets that arrived before ours (every live
+// ticket, if we have none), each with the lock names it lists, in arrival
+// order (for --first-of, which checks every candidate set against them;
+// its own ticket names its first set only).
 func (q *queue) waiting() ([]waiter, error) {
 	var ws []waiter
 	err := q.scan(func(n string, data []byte) bool {
+		if q.ticket != "" && n >= q.ticket {
+			return false
+		}
 		w := waiter{name: n, names: map[string]bool{}}
 		for _, l := range bytes.Split(data, []byte{'\n'}) {
 			if len(l) > 0 {
