@@ -66,6 +66,15 @@ type firstClaim struct {
 	ours  map[clientv3.LeaseID]bool
 	watch *firstWatch
 	quiet bool
+
+	// The queue (queue.go): a waiter puts a queue key for its first set
+	// (the caller's first choice) under a lease of its own, kept while it
+	// waits, so that later sets that intersect that set yield to it; it
+	// still takes any other set the moment that one is free, and yields
+	// only to queue keys created before its own.
+	qlease *lease // nil: not queued
+	qkey   string
+	qrev   int64
 }
 
 // firstWatch is the watch of a waiting first-of claim.
@@ -116,6 +125,7 @@ func (f *firstClaim) TryAcquire() (lockset.Held, error) {
 	}
 	f.ours[l.id] = true
 	q, rev := f.b.readQueue()
+	q = f.before(q)
 	for i, c := range f.sets {
 		if be := c.ahead(q, 0); be != nil {
 			if first == nil {
@@ -128,6 +138,7 @@ func (f *firstClaim) TryAcquire() (lockset.Held, error) {
 		c.lease = nil // the lease is not the set claim's to revoke
 		if err == nil {
 			h.slots = slots
+			h.started = f.dequeue
 			f.chosen, f.held = i, h
 			return h, nil
 		}
@@ -163,6 +174,7 @@ func (f *firstClaim) stillAllBusy() bool {
 	if rev == 0 {
 		return false
 	}
+	q = f.before(q)
 	held := make(map[string]bool, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		held[string(kv.Key)] = true
@@ -195,6 +207,7 @@ func (f *firstClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 	if f.busyPool {
 		return f.slots.WaitChange(ctx, poll)
 	}
+	f.enqueue()
 	t := time.NewTimer(poll)
 	defer t.Stop()
 	if f.rev == 0 {
@@ -236,6 +249,60 @@ func (f *firstClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 	}
 }
 
+// before returns the queue keys of q created before the claim's own (all
+// of them if it is not queued), its own left out.
+func (f *firstClaim) before(q []*queueKV) []*queueKV {
+	if f.qlease == nil {
+		return q
+	}
+	var b []*queueKV
+	for _, kv := range q {
+		if kv.rev >= f.qrev {
+			break // q is in create revision order
+		}
+		if kv.key != f.qkey {
+			b = append(b, kv)
+		}
+	}
+	return b
+}
+
+// enqueue puts the claim's queue key for its first set, under a lease of
+// its own, unless it is queued already (a lost lease is replaced). A set
+// larger than maxQueued is not queued, and an enqueue that fails leaves
+// the claim waiting unqueued; the next WaitChange tries again.
+func (f *firstClaim) enqueue() {
+	if f.qlease != nil && !f.qlease.isLost() {
+		return
+	}
+	f.dequeue()
+	if len(f.sets) == 0 || len(f.sets[0].keys) > maxQueued {
+		return
+	}
+	l, err := f.b.newLease()
+	if err != nil {
+		return
+	}
+	key, rev, err := f.sets[0].putQueueKey(l)
+	if err != nil {
+		l.revoke(f.b)
+		return
+	}
+	if f.ours == nil {
+		f.ours = map[clientv3.LeaseID]bool{}
+	}
+	f.ours[l.id] = true
+	f.qlease, f.qkey, f.qrev = l, key, rev
+}
+
+// dequeue leaves the queue: its lease revoked, the key goes with it.
+func (f *firstClaim) dequeue() {
+	if f.qlease != nil {
+		f.qlease.revoke(f.b)
+		f.qlease, f.qkey, f.qrev = nil, "", 0
+	}
+}
+
 func (f *firstClaim) stopWatch() {
 	if f.watch != nil {
 		f.watch.cancel()
@@ -246,6 +313,7 @@ func (f *firstClaim) stopWatch() {
 // Close releases what is held.
 func (f *firstClaim) Close() {
 	f.stopWatch()
+	f.dequeue()
 	if f.held != nil {
 		f.held.Release()
 	}

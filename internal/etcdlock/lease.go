@@ -269,6 +269,7 @@ type held struct {
 	rev      int64
 	slots    []int
 	released bool
+	started  func() // Started's work, nil if none
 }
 
 func (h *held) Paths() []string { return h.c.canon }
@@ -299,10 +300,21 @@ func (h *held) Release() {
 	if h.released {
 		return
 	}
+	h.Started()
 	h.released = true
 	h.lease.revoke(h.c.b)
 	if h.c.lease == h.lease {
 		h.c.lease = nil
+	}
+}
+
+// Started implements lockset.Started: what is left to do once the command
+// has started (a --first-of waiter leaving the queue). Release does it
+// too.
+func (h *held) Started() {
+	if f := h.started; f != nil {
+		h.started = nil
+		f()
 	}
 }
 

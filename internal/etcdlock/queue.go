@@ -203,21 +203,31 @@ func (c *claim) enqueue() {
 		}
 		c.lease = l
 	}
+	key, rev, err := c.putQueueKey(c.lease)
+	if err != nil {
+		return
+	}
+	c.qkey, c.qrev, c.qlease, c.qchecked = key, rev, c.lease.id, false
+}
+
+// putQueueKey puts a queue key for the claim's set under lease l, and
+// returns it with its create revision.
+func (c *claim) putQueueKey(l *lease) (key string, rev int64, err error) {
 	v := queueValue{Holder: c.b.cfg.Holder, Since: time.Now().UTC().Format(time.RFC3339), Keys: make([]string, 0, len(c.keys))}
 	for _, k := range c.keys {
 		v.Keys = append(v.Keys, shortID(k.key))
 	}
 	data, _ := json.Marshal(v)
-	key := fmt.Sprintf("%s%016x", c.b.queuePrefix(), int64(c.lease.id))
+	key = fmt.Sprintf("%s%016x", c.b.queuePrefix(), int64(l.id))
 	var resp *clientv3.PutResponse
-	err := c.b.retry("enter the queue", func(ctx context.Context) (err error) {
-		resp, err = c.b.cli.Put(ctx, key, string(data), clientv3.WithLease(c.lease.id))
+	err = c.b.retry("enter the queue", func(ctx context.Context) (err error) {
+		resp, err = c.b.cli.Put(ctx, key, string(data), clientv3.WithLease(l.id))
 		return err
 	})
 	if err != nil {
-		return
+		return "", 0, err
 	}
-	c.qkey, c.qrev, c.qlease, c.qchecked = key, resp.Header.Revision, c.lease.id, false
+	return key, resp.Header.Revision, nil
 }
 
 // needsCheck reports whether the next attempt must read the queue first
@@ -239,8 +249,9 @@ func (c *claim) dequeueOp() []clientv3.Op {
 }
 
 // readQueue reads the live waiters (for --first-of, which checks every
-// candidate set against them and takes no place in the queue) and the
-// revision of the read; nil and 0 if the read got no answer in time.
+// candidate set against them; its own queue key names its first set only)
+// and the revision of the read; nil and 0 if the read got no answer in
+// time.
 func (b *Backend) readQueue() ([]*queueKV, int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
 	defer cancel()

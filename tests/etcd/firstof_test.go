@@ -100,6 +100,46 @@ func TestFirstOf(t *testing.T) {
 	}
 }
 
+// holdUntil starts a withlock holding path until the file release exists.
+func holdUntil(t *testing.T, base []string, path, release string) *exec.Cmd {
+	t.Helper()
+	cmd := command(nil, "withlock", append(append([]string{}, base...), "--paths", path, "--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.02; done`, "sh", release)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// startWaiter starts a waiting withlock, its stderr kept for messages.
+func startWaiter(t *testing.T, waiter *exec.Cmd) *strings.Builder {
+	t.Helper()
+	var stderr strings.Builder
+	waiter.Stderr = &stderr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { waiter.Process.Kill(); waiter.Wait() })
+	return &stderr
+}
+
+// releaseTo ends holder (by creating its release file) and checks that
+// waiter then ran its command with the candidate want (its first word),
+// which the command wrote to out.
+func releaseTo(t *testing.T, release string, holder, waiter *exec.Cmd, stderr *strings.Builder, out, want string) {
+	t.Helper()
+	os.WriteFile(release, nil, 0o644)
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	if err := waiter.Wait(); err != nil {
+		t.Fatalf("first-of waiter: %v (stderr %q)", err, stderr.String())
+	}
+	if b, _ := os.ReadFile(out); string(b) != strings.Fields(want)[0]+"\n" {
+		t.Errorf("the waiter's command got candidate %q; want %s", b, want)
+	}
+}
+
 // A --first-of waiter whose sets are all busy sends no transaction while
 // nothing is released (it watches the prefix; before, it tried every set
 // every 250 ms), is not woken by its own slot lease's revoke, and takes
@@ -109,17 +149,9 @@ func TestFirstOfWaiterIdle(t *testing.T) {
 	p := prefix(t)
 	dir := t.TempDir()
 	base := []string{"--backend", "etcd", "--key-prefix", p}
-	hold := func(path, release string) *exec.Cmd {
-		cmd := command(nil, "withlock", append(append([]string{}, base...), "--paths", path, "--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.02; done`, "sh", release)...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd
-	}
 	relA, relB := filepath.Join(dir, "release-a"), filepath.Join(dir, "release-b")
-	hold("/srv/fa", relA)
-	holdB := hold("/srv/fb", relB)
+	holdUntil(t, base, "/srv/fa", relA)
+	holdB := holdUntil(t, base, "/srv/fb", relB)
 	waitFor(t, 10*time.Second, "both sets held", func() bool { return len(keys(t, p)) == 2 })
 	cands := filepath.Join(dir, "cands")
 	os.WriteFile(cands, []byte("/srv/fa\n\n/srv/fb\n"), 0o644)
@@ -128,24 +160,55 @@ func TestFirstOfWaiterIdle(t *testing.T) {
 	waiter := command(nil, "withlock", append(append([]string{}, base...), "--first-of", "--candidates-from", cands,
 		"--slots", "1", "--slot-file", filepath.Join(dir, "slot-{i}"), "--wait", "60s",
 		"--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE" > "$1"`, "sh", out)...)
-	var stderr strings.Builder
-	waiter.Stderr = &stderr
-	if err := waiter.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { waiter.Process.Kill(); waiter.Wait() })
+	stderr := startWaiter(t, waiter)
 	idle := idleTxns(t, before, "the first-of waiter to watch")
-	os.WriteFile(relB, nil, 0o644)
-	if err := holdB.Wait(); err != nil {
-		t.Fatalf("holder of /srv/fb: %v", err)
-	}
-	if err := waiter.Wait(); err != nil {
-		t.Fatalf("first-of waiter: %v (stderr %q)", err, stderr.String())
-	}
-	if b, _ := os.ReadFile(out); string(b) != "1\n" {
-		t.Errorf("the waiter's command got candidate %q; want 1 (/srv/fb, released)", b)
-	}
+	releaseTo(t, relB, holdB, waiter, stderr, out, "1 (/srv/fb, released)")
 	if idle != 0 {
 		t.Errorf("the first-of waiter sent %d transaction(s) in 2 s while nothing was released; want none", idle)
 	}
+}
+
+// A --first-of waiter queues for its first set: with every candidate busy
+// it puts a queue key naming that set, a newcomer on a free path of the set
+// yields to it while a disjoint set runs, and when the set is released the
+// waiter takes it and its queue key goes.
+func TestFirstOfQueued(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	dir := t.TempDir()
+	base := []string{"--backend", "etcd", "--key-prefix", p}
+	queued := func() int {
+		n := 0
+		for k := range keys(t, p) {
+			if strings.HasPrefix(k, p+"/queue/") {
+				n++
+			}
+		}
+		return n
+	}
+	relA, relX := filepath.Join(dir, "release-a"), filepath.Join(dir, "release-x")
+	holdA := holdUntil(t, base, "/srv/qa", relA)
+	holdUntil(t, base, "/srv/qx", relX)
+	waitFor(t, 10*time.Second, "both sets held", func() bool { return len(keys(t, p)) == 2 })
+	cands := filepath.Join(dir, "cands")
+	os.WriteFile(cands, []byte("/srv/qa\n/srv/qd\n\n/srv/qx\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	waiter := command(nil, "withlock", append(append([]string{}, base...), "--first-of", "--candidates-from", cands, "--wait", "60s",
+		"--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE" > "$1"`, "sh", out)...)
+	stderr := startWaiter(t, waiter)
+	waitFor(t, 20*time.Second, "the first-of waiter's queue key", func() bool { return queued() == 1 })
+
+	r := run(t, nil, "withlock", append(append([]string{"-v"}, base...), "--paths", "/srv/qd", "--", "true")...)
+	if r.code != 75 || !strings.Contains(r.stderr, "an earlier waiter") {
+		t.Errorf("a newcomer on /srv/qd, in the waiter's first set: exit %d, stderr %q; want 75, yielding to an earlier waiter", r.code, r.stderr)
+	}
+	if r := run(t, nil, "withlock", append(append([]string{}, base...), "--paths", "/srv/qy", "--", "true")...); r.code != 0 {
+		t.Errorf("a newcomer on /srv/qy, disjoint: exit %d, stderr %q; want 0", r.code, r.stderr)
+	}
+
+	releaseTo(t, relA, holdA, waiter, stderr, out, "0 (its first set, released)")
+	if n := queued(); n != 0 {
+		t.Errorf("%d queue key(s) left after the waiter ran; want none", n)
+	}
+	os.WriteFile(relX, nil, 0o644)
 }
