@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -177,15 +178,6 @@ func TestFirstOfQueued(t *testing.T) {
 	p := prefix(t)
 	dir := t.TempDir()
 	base := []string{"--backend", "etcd", "--key-prefix", p}
-	queued := func() int {
-		n := 0
-		for k := range keys(t, p) {
-			if strings.HasPrefix(k, p+"/queue/") {
-				n++
-			}
-		}
-		return n
-	}
 	relA, relX := filepath.Join(dir, "release-a"), filepath.Join(dir, "release-x")
 	holdA := holdUntil(t, base, "/srv/qa", relA)
 	holdUntil(t, base, "/srv/qx", relX)
@@ -196,7 +188,7 @@ func TestFirstOfQueued(t *testing.T) {
 	waiter := command(nil, "withlock", append(append([]string{}, base...), "--first-of", "--candidates-from", cands, "--wait", "60s",
 		"--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE" > "$1"`, "sh", out)...)
 	stderr := startWaiter(t, waiter)
-	waitFor(t, 20*time.Second, "the first-of waiter's queue key", func() bool { return queued() == 1 })
+	waitFor(t, 20*time.Second, "the first-of waiter's queue key", func() bool { return queueKeys(t, p) == 1 })
 
 	r := run(t, nil, "withlock", append(append([]string{"-v"}, base...), "--paths", "/srv/qd", "--", "true")...)
 	if r.code != 75 || !strings.Contains(r.stderr, "an earlier waiter") {
@@ -207,8 +199,27 @@ func TestFirstOfQueued(t *testing.T) {
 	}
 
 	releaseTo(t, relA, holdA, waiter, stderr, out, "0 (its first set, released)")
-	if n := queued(); n != 0 {
+	if n := queueKeys(t, p); n != 0 {
 		t.Errorf("%d queue key(s) left after the waiter ran; want none", n)
 	}
+
+	// A first-of waiter killed with SIGKILL while queued: its key goes
+	// with its lease (TTL 2 s, no lock delay here), then nobody yields.
+	holdUntil(t, base, "/srv/qa", relA+"2")
+	waitFor(t, 10*time.Second, "/srv/qa held again", func() bool { return keys(t, p)[pathKey(p, "srv/qa")] != 0 })
+	dead := command(nil, "withlock", append(append([]string{}, base...), "--ttl", "2s", "--lock-delay", "0s", "--first-of", "--candidates-from", cands, "--wait", "60s", "--", "true")...)
+	startWaiter(t, dead)
+	waitFor(t, 20*time.Second, "the doomed waiter's queue key", func() bool { return queueKeys(t, p) == 1 })
+	if r := run(t, nil, "withlock", append(append([]string{}, base...), "--paths", "/srv/qd", "--", "true")...); r.code != 75 {
+		t.Errorf("a newcomer behind a live first-of waiter: exit %d, stderr %q; want 75", r.code, r.stderr)
+	}
+	// withlock execs withlock-etcd, which keeps the pid: the waiter itself.
+	dead.Process.Signal(syscall.SIGKILL)
+	dead.Wait()
+	waitFor(t, 30*time.Second, "the killed waiter's queue key to go with its lease", func() bool { return queueKeys(t, p) == 0 })
+	if r := run(t, nil, "withlock", append(append([]string{}, base...), "--paths", "/srv/qd", "--", "true")...); r.code != 0 {
+		t.Errorf("a newcomer after the killed waiter's lease ended: exit %d, stderr %q; want 0", r.code, r.stderr)
+	}
+	os.WriteFile(relA+"2", nil, 0o644)
 	os.WriteFile(relX, nil, 0o644)
 }
