@@ -10,7 +10,10 @@ Subcommands:
   hold LOCKFILE              (internal) the "exit" handoff holder
   busy [SECONDS]             CPU busy % over SECONDS (what else is running)
   handoff --withlock B --stamp B --lock-dir D --target P --out JSON [-n N]
+          [--handoffwait B --bare floor|park ...]
                              measure --wait handoff latency vs flock -w
+                             (and bare Go waiters, tests/bench/handoffwait)
+  handoffratio JSON          a handoff run's table, p50 against flock -w's
   report --percall J... --tenk J --tenk-first J --handoff J
                              print the markdown tables
 """
@@ -171,6 +174,17 @@ def flock_blocked(pid, ino):
     return False
 
 
+def children(pid):
+    kids = []
+    for f in glob.glob("/proc/%d/task/*/children" % pid):
+        try:
+            with open(f) as fh:
+                kids += [int(c) for c in fh.read().split()]
+        except OSError:
+            pass
+    return kids
+
+
 def wait_until(pred, proc, what, deadline=10.0):
     end = time.monotonic() + deadline
     while not pred():
@@ -195,6 +209,9 @@ def trial(variant, tool, argv, lf, ino):
     w = subprocess.Popen(argv, stdout=subprocess.PIPE)
     if tool == "flock":
         wait_until(lambda: flock_blocked(w.pid, ino), w, "flock -w")
+    elif tool in ("floor", "park"):
+        # handoffwait: blocked itself (floor) or through its parked child.
+        wait_until(lambda: any(flock_blocked(p, ino) for p in [w.pid] + children(w.pid)), w, tool)
     else:
         # withlock waits for a busy lock in flock(2), as flock -w does (a
         # blocked request in /proc/locks); the inotify-and-poll sleep is
@@ -235,12 +252,17 @@ def cmd_handoff(a):
                      "--paths", a.target, "--", a.stamp],
         "flock": [flock, "-w", "30", lf, a.stamp],
     }
+    # Bare Go waiters (tests/bench/handoffwait), for what is Go's floor.
+    for mode in a.bare:
+        argv[mode] = [a.handoffwait, "-mode", mode, "--lock-dir", a.lock_dir, "--wait", "30s",
+                      "--paths", os.path.realpath(a.target), "--", a.stamp]
+    tools = list(argv)
     plan = [("close", a.n), ("exit", max(1, a.n * 2 // 5)), ("unlock", max(1, a.n // 5))]
     res = {}
     for variant, count in plan:
         for i in range(count):
-            # Alternate which tool goes first, so drift hits both alike.
-            order = ("withlock", "flock") if i % 2 == 0 else ("flock", "withlock")
+            # Rotate which tool goes first, so drift hits all alike.
+            order = tools[i % len(tools):] + tools[:i % len(tools)]
             for tool in order:
                 res.setdefault(variant, {}).setdefault(tool, []).append(
                     trial(variant, tool, argv[tool], lf, ino))
@@ -363,6 +385,25 @@ def report_handoff(fn):
                 what[variant], name, len(t), statistics.median(t), pct(t, 90), max(t), statistics.fmean(t)))
 
 
+def cmd_handoffratio(a):
+    """The handoff table with every waiter of the run, p50 as a ratio to
+    flock -w's p50 in the same run."""
+    with open(a.json) as f:
+        res = json.load(f)["results"]
+    names = {"withlock": "withlock --wait", "flock": "flock -w",
+             "floor": "bare Go: flock(2) + os/exec", "park": "bare Go: parked child, exec in place"}
+    print("| release | waiter | n | p50 ms | p90 ms | p50 / flock -w |")
+    print("|---|---|---:|---:|---:|---:|")
+    for variant in ("close", "exit", "unlock"):
+        if variant not in res:
+            continue
+        f50 = statistics.median(res[variant]["flock"])
+        for tool, t in res[variant].items():
+            print("| %s | %s | %d | %.3f | %.3f | %.2f× |" % (
+                variant, names.get(tool, tool), len(t), statistics.median(t), pct(t, 90),
+                statistics.median(t) / f50))
+
+
 def cmd_report(a):
     print("### 1. Per call: `withlock --lock-dir D --paths a,b --slots 4 -- true`\n")
     report_percall(a.percall)
@@ -385,6 +426,10 @@ def main():
     s.add_argument("--withlock", required=True); s.add_argument("--stamp", required=True)
     s.add_argument("--lock-dir", required=True); s.add_argument("--target", required=True)
     s.add_argument("--out", required=True); s.add_argument("-n", type=int, default=50)
+    s.add_argument("--handoffwait", help="tests/bench/handoffwait, for --bare")
+    s.add_argument("--bare", action="append", default=[], choices=["floor", "park"],
+                   help="also time a bare Go waiter (repeatable)")
+    s = sub.add_parser("handoffratio"); s.add_argument("json")
     s = sub.add_parser("report")
     s.add_argument("--percall", nargs="+", required=True)
     s.add_argument("--tenk", nargs="+", required=True); s.add_argument("--tenk-first", required=True)
