@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -96,6 +97,18 @@ func (f *firstClaim) TryAcquire() (lockset.Held, error) {
 		return nil, f.busy
 	}
 	f.quiet = false
+	h, err := f.attempt()
+	if _, ok := errors.AsType[*lockset.AllBusyError](err); !ok {
+		// Taken, a full pool, or an error: no wait on the sets follows
+		// (a watch left open would buffer every delete under the
+		// prefix while the command runs).
+		f.stopWatch()
+	}
+	return h, err
+}
+
+// attempt is one try of TryAcquire: the slots, then every set in turn.
+func (f *firstClaim) attempt() (lockset.Held, error) {
 	f.chosen, f.held, f.busyPool = -1, nil, false
 	var l *lease
 	var slots []int
@@ -117,13 +130,15 @@ func (f *firstClaim) TryAcquire() (lockset.Held, error) {
 		}
 	}
 	var first lockset.BusyError
-	// A set that intersects a waiting set is left to its waiter (fair
-	// waiting, queue.go), as a plain claim's is; --first-of takes no
-	// place in the queue.
-	if f.ours == nil {
-		f.ours = map[clientv3.LeaseID]bool{}
+	// Our leases, whose keys' deletes are not releases: this attempt's
+	// (revoked below if every set is busy) and the queue key's. Those of
+	// earlier attempts were revoked before this attempt's read.
+	f.ours = map[clientv3.LeaseID]bool{l.id: true}
+	if f.qlease != nil {
+		f.ours[f.qlease.id] = true
 	}
-	f.ours[l.id] = true
+	// A set that intersects a waiting set is left to its waiter (fair
+	// waiting, queue.go), as a plain claim's is.
 	q, rev := f.b.readQueue()
 	q = f.before(q)
 	for i, c := range f.sets {
@@ -160,25 +175,28 @@ func (f *firstClaim) TryAcquire() (lockset.Held, error) {
 	return nil, f.busy
 }
 
-// stillAllBusy reads, in one read of the path keys under the prefix (keys
-// only) and one of the queue, whether every set still has a key held or
-// is left to an earlier waiter. false if a read got no answer in time.
+// stillAllBusy reads, in one read of the held path keys and the queue
+// (the range from PREFIX/paths/ to the end of PREFIX/queue/), whether every
+// set still has a key held or is left to an earlier waiter. false if the
+// read got no answer in time.
 func (f *firstClaim) stillAllBusy() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
 	defer cancel()
-	resp, err := f.b.cli.Get(ctx, f.b.cfg.Prefix+"/paths/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	from, to := f.b.waitRange()
+	resp, err := f.b.cli.Get(ctx, from, clientv3.WithRange(to))
 	if err != nil {
 		return false
 	}
-	q, rev := f.b.readQueue()
-	if rev == 0 {
-		return false
-	}
-	q = f.before(q)
 	held := make(map[string]bool, len(resp.Kvs))
+	var queued []*mvccpb.KeyValue
 	for _, kv := range resp.Kvs {
-		held[string(kv.Key)] = true
+		if strings.HasPrefix(string(kv.Key), f.b.queuePrefix()) {
+			queued = append(queued, kv)
+		} else {
+			held[string(kv.Key)] = true
+		}
 	}
+	q := f.before(queueKVs(queued))
 sets:
 	for _, c := range f.sets {
 		if c.ahead(q, 0) != nil {
@@ -194,14 +212,22 @@ sets:
 	return true
 }
 
+// waitRange is the key range a first-of waiter watches and reads: the path
+// keys and the queue (PREFIX/paths/ sorts before PREFIX/queue/, and the
+// slots' keys after both), [from, to).
+func (b *Backend) waitRange() (from, to string) {
+	return b.cfg.Prefix + "/paths/", clientv3.GetPrefixRangeEnd(b.queuePrefix())
+}
+
 // Candidate implements lockset.FirstOfClaim.
 func (f *firstClaim) Candidate() int { return f.chosen }
 
 // WaitChange waits as the slot claim does for a full pool. When every set
-// was busy it watches every delete under the prefix (a path key released,
-// a lease ended, a waiter leaving the queue) from the revision of the last
-// attempt's first read, and returns at the first that is not its own:
-// any of the sets may then be free. A waiter sends nothing while nothing
+// was busy it watches the deletes of path keys and queue keys (a path
+// released, a holder's lease ended, a waiter leaving the queue; not the
+// slots, which every attempt takes and gives back) from the revision of
+// the last attempt's first read, and returns at the first that is not its
+// own: any of the sets may then be free. A waiter sends nothing while nothing
 // is released (TryAcquire after a quiet poll only reads).
 func (f *firstClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 	if f.busyPool {
@@ -219,10 +245,11 @@ func (f *firstClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 		}
 		return ctx.Err()
 	}
+	from, to := f.b.waitRange()
 	if f.watch == nil {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-		f.watch = &firstWatch{cancel: cancel, ch: f.b.cli.Watch(wctx, f.b.cfg.Prefix+"/",
-			clientv3.WithPrefix(), clientv3.WithRev(f.rev+1), clientv3.WithFilterPut(), clientv3.WithPrevKV())}
+		f.watch = &firstWatch{cancel: cancel, ch: f.b.cli.Watch(wctx, from,
+			clientv3.WithRange(to), clientv3.WithRev(f.rev+1), clientv3.WithFilterPut(), clientv3.WithPrevKV())}
 	}
 	for {
 		select {
@@ -234,6 +261,9 @@ func (f *firstClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 			for _, ev := range wr.Events {
 				if ev.Type != mvccpb.DELETE || ev.Kv.ModRevision <= f.rev {
 					continue // seen by the last attempt
+				}
+				if k := string(ev.Kv.Key); !strings.HasPrefix(k, from) && !strings.HasPrefix(k, f.b.queuePrefix()) {
+					continue // another key in the range, not ours to wait for
 				}
 				if ev.PrevKv != nil && f.ours[clientv3.LeaseID(ev.PrevKv.Lease)] {
 					continue // our own lease revoked after a busy attempt

@@ -219,15 +219,30 @@ func (c *claim) putQueueKey(l *lease) (key string, rev int64, err error) {
 	}
 	data, _ := json.Marshal(v)
 	key = fmt.Sprintf("%s%016x", c.b.queuePrefix(), int64(l.id))
-	var resp *clientv3.PutResponse
-	err = c.b.retry("enter the queue", func(ctx context.Context) (err error) {
-		resp, err = c.b.cli.Put(ctx, key, string(data), clientv3.WithLease(l.id))
-		return err
+	// Put only if absent, else read it: a put that timed out may have
+	// been applied, and a second put would leave the key at its first
+	// create revision while the answer gave the second, misplacing us in
+	// the queue. The key is ours alone (named by our lease).
+	err = c.b.retry("enter the queue", func(ctx context.Context) error {
+		r, err := c.b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, string(data), clientv3.WithLease(l.id))).
+			Else(clientv3.OpGet(key)).Commit()
+		switch {
+		case err != nil:
+			return err
+		case r.Succeeded:
+			rev = r.Header.Revision
+		case len(r.Responses) == 1 && len(r.Responses[0].GetResponseRange().Kvs) == 1:
+			rev = r.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+		default:
+			return fmt.Errorf("queue key %s neither absent nor readable", key)
+		}
+		return nil
 	})
 	if err != nil {
 		return "", 0, err
 	}
-	return key, resp.Header.Revision, nil
+	return key, rev, nil
 }
 
 // needsCheck reports whether the next attempt must read the queue first

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -141,31 +142,61 @@ func releaseTo(t *testing.T, release string, holder, waiter *exec.Cmd, stderr *s
 	}
 }
 
-// A --first-of waiter whose sets are all busy sends no transaction while
-// nothing is released (it watches the prefix; before, it tried every set
-// every 250 ms), is not woken by its own slot lease's revoke, and takes
-// the set that is released.
+// Two --first-of waiters whose sets are all busy send no transaction while
+// nothing is released (they watch the path and queue keys; before, each
+// tried every set every 250 ms), although every attempt of each takes a
+// slot and gives it back; a waiter that takes a set stops watching while
+// its command runs; each takes the set that is released.
 func TestFirstOfWaiterIdle(t *testing.T) {
 	need(t)
 	p := prefix(t)
 	dir := t.TempDir()
 	base := []string{"--backend", "etcd", "--key-prefix", p}
 	relA, relB := filepath.Join(dir, "release-a"), filepath.Join(dir, "release-b")
-	holdUntil(t, base, "/srv/fa", relA)
+	holdA := holdUntil(t, base, "/srv/fa", relA)
 	holdB := holdUntil(t, base, "/srv/fb", relB)
 	waitFor(t, 10*time.Second, "both sets held", func() bool { return len(keys(t, p)) == 2 })
 	cands := filepath.Join(dir, "cands")
 	os.WriteFile(cands, []byte("/srv/fa\n\n/srv/fb\n"), 0o644)
-	out := filepath.Join(dir, "out")
+	done := filepath.Join(dir, "done")
 	before := watchers(t)
-	waiter := command(nil, "withlock", append(append([]string{}, base...), "--first-of", "--candidates-from", cands,
-		"--slots", "1", "--slot-file", filepath.Join(dir, "slot-{i}"), "--wait", "60s",
-		"--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE" > "$1"`, "sh", out)...)
-	stderr := startWaiter(t, waiter)
-	idle := idleTxns(t, before, "the first-of waiter to watch")
-	releaseTo(t, relB, holdB, waiter, stderr, out, "1 (/srv/fb, released)")
-	if idle != 0 {
-		t.Errorf("the first-of waiter sent %d transaction(s) in 2 s while nothing was released; want none", idle)
+	var waiters []*exec.Cmd
+	var stderrs []*strings.Builder
+	for i := range 2 {
+		w := command(nil, "withlock", append(append([]string{}, base...), "--first-of", "--candidates-from", cands,
+			"--slots", "2", "--slot-file", filepath.Join(dir, "slot-{i}"), "--wait", "60s",
+			"--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE" > "$1.tmp"; mv "$1.tmp" "$1"; while [ ! -e "$2" ]; do sleep 0.02; done`,
+			"sh", filepath.Join(dir, fmt.Sprintf("out%d", i)), done)...)
+		stderrs = append(stderrs, startWaiter(t, w))
+		waiters = append(waiters, w)
+	}
+	if idle := idleTxns(t, before+1, "both first-of waiters to watch"); idle != 0 {
+		t.Errorf("the first-of waiters sent %d transaction(s) in 2 s while nothing was released; want none", idle)
+	}
+	outs := func() (got []string) {
+		for i := range 2 {
+			if b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out%d", i))); err == nil {
+				got = append(got, strings.TrimSpace(string(b)))
+			}
+		}
+		slices.Sort(got)
+		return got
+	}
+	os.WriteFile(relB, nil, 0o644)
+	holdB.Wait()
+	waitFor(t, 20*time.Second, "a waiter to take /srv/fb", func() bool { return len(outs()) == 1 })
+	waitFor(t, 10*time.Second, "the running waiter's watch to end", func() bool { return watchers(t) == before+1 })
+	os.WriteFile(relA, nil, 0o644)
+	holdA.Wait()
+	waitFor(t, 20*time.Second, "the other waiter to take /srv/fa", func() bool { return len(outs()) == 2 })
+	os.WriteFile(done, nil, 0o644)
+	for i, w := range waiters {
+		if err := w.Wait(); err != nil {
+			t.Errorf("first-of waiter %d: %v (stderr %q)", i, err, stderrs[i].String())
+		}
+	}
+	if got := outs(); !slices.Equal(got, []string{"0", "1"}) {
+		t.Errorf("the waiters' commands got candidates %q; want 0 and 1", got)
 	}
 }
 
