@@ -70,6 +70,16 @@ type localFirst struct {
 	busyPool int
 	w        *watcher
 	q        *queue // a waiter's ticket names its first set
+	// While waiting (keep), a set's busy lock file stays open between
+	// attempts and blockers names them: closing it would wake every
+	// first-of waiter that watches it, this one included, and they
+	// would wake each other without end. A waiter is woken by the close
+	// of a blocker only (a release), not of files it took and gave back
+	// in an attempt. keep is false until the first WaitChange, and when
+	// the descriptors needed would pass the open-file limit (the waiter
+	// then wakes at each Poll only).
+	keep     bool
+	blockers []string
 }
 
 func (c *localFirst) TryAcquire() (Held, error) {
@@ -92,6 +102,7 @@ func (c *localFirst) TryAcquire() (Held, error) {
 		return nil, err
 	}
 	var first BusyError
+	c.blockers = c.blockers[:0]
 	for i, s := range c.sets {
 		var err error
 		if len(waiting) > 0 {
@@ -107,8 +118,13 @@ func (c *localFirst) TryAcquire() (Held, error) {
 		}
 		// Nothing of s is held now (TryLock's rule); close the files it
 		// opened too, so that a long queue costs the descriptors of one
-		// set, not of all of them.
-		s.Close()
+		// set, not of all of them; but a waiter keeps a busy file open.
+		var lbe *lockfile.BusyError
+		if c.keep && errors.As(err, &lbe) {
+			c.blockers = append(c.blockers, filepath.Base(lbe.LockPath))
+		} else {
+			s.Close()
+		}
 		be, ok := errors.AsType[BusyError](err)
 		if !ok {
 			c.releaseSlots()
@@ -194,9 +210,9 @@ func (c *localFirst) Close() {
 }
 
 // WaitChange implements Claim: a full pool is watched as by a plain
-// claim; when every set was busy, the close of any lock file in the lock
-// dir wakes the waiter (any of the sets may then be free), or at most
-// poll passes.
+// claim; when every set was busy, the close of a file that made a set busy
+// (a release: the waiter keeps its own descriptors of those open) wakes
+// the waiter, or a waiter leaving the queue, or at most poll passes.
 func (c *localFirst) WaitChange(ctx context.Context, poll time.Duration) error {
 	if c.w == nil {
 		// A waiter: a ticket for the first set (OpenFirstOf), taken
@@ -213,17 +229,22 @@ func (c *localFirst) WaitChange(ctx context.Context, poll time.Duration) error {
 			dirs = append(dirs, d)
 		}
 		c.w = newWatcher(dirs)
+		// One busy file per set kept open, besides the largest set and
+		// the slots being tried.
+		biggest := 0
+		for _, s := range c.sets {
+			_, n := s.Watch()
+			biggest = max(biggest, len(n))
+		}
+		c.keep = checkFileLimit(len(c.sets)+biggest+len(c.pools)) == nil
 		return ctx.Err()
 	}
 	if c.busyPool >= 0 && c.busyPool < len(c.pools) {
 		c.w.want(c.pools[c.busyPool].Watch())
 	} else {
-		var names []string
-		for _, s := range c.sets {
-			_, n := s.Watch()
-			names = append(names, n...)
-		}
-		c.w.want(filepath.Clean(c.dir.Path), names)
+		// The blockers of the last attempt (none when not keeping: its
+		// own closes would wake it; Poll then).
+		c.w.want(filepath.Clean(c.dir.Path), c.blockers)
 	}
 	if c.q.dir != nil {
 		// A waiter leaving the queue may leave a set to us.

@@ -147,3 +147,83 @@ func TestQueuedWaiterSleeps(t *testing.T) {
 	c.Close()
 	hold.Close()
 }
+
+// Two --first-of waiters whose sets are all busy sleep until a set is
+// released. Before, every attempt closed the files it had tried, each
+// close woke every first-of waiter watching the lock dir, itself
+// included, and two waiters (or one) retried without pause. The bound is
+// the one of TestQueuedWaiterSleeps; then the release of b wakes one of
+// them, which takes set 1.
+func TestFirstOfWaitersSleep(t *testing.T) {
+	dir := t.TempDir()
+	lockDir := filepath.Join(dir, "locks")
+	b := Local{LockDir: lockDir}
+	a, bb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	holdA, err := b.Open(Request{Paths: []string{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holdA.Close()
+	holdB, err := b.Open(Request{Paths: []string{bb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holdB.Close()
+	for _, h := range []Claim{holdA, holdB} {
+		if _, err := h.TryAcquire(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		c   FirstOfClaim
+		h   Held
+		err error
+	}
+	done := make(chan result, 2)
+	var counted []*countClaim
+	for range 2 {
+		c, err := b.OpenFirstOf(nil, [][]string{{a}, {bb}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cc := &countClaim{Claim: c}
+		counted = append(counted, cc)
+		go func() {
+			h, err := Acquire(ctx, cc, time.Hour)
+			done <- result{c, h, err}
+		}()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if ents, _ := os.ReadDir(filepath.Join(lockDir, QueueDir)); len(ents) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the two waiters took no tickets within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	before := []int64{counted[0].n.Load(), counted[1].n.Load()}
+	time.Sleep(600 * time.Millisecond) // a window for a spinning waiter to show, not a wait for anything
+	for i, cc := range counted {
+		attempts := cc.n.Load() - before[i]
+		if max := 2 + int64(time.Since(start)/Poll); attempts > max {
+			t.Errorf("first-of waiter %d made %d attempts in %v with every set busy; want at most %d (it must sleep)", i, attempts, time.Since(start), max)
+		}
+	}
+	holdB.Close()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("a waiter after b's release: %v", r.err)
+	}
+	if r.c.Candidate() != 1 {
+		t.Errorf("the waiter woken by b's release took set %d; want 1", r.c.Candidate())
+	}
+	r.h.Release()
+	cancel()
+	<-done
+}
