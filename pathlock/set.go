@@ -79,6 +79,23 @@ func (s *Set) Busy() *lockfile.Lock {
 	return s.files[s.busy]
 }
 
+// Drop closes l, a lock file of the set that is open but not held by
+// TryLock's count (one a waiter locked through a duplicate of its
+// descriptor, then could not use because another path was busy), so that
+// its lock is released. Nothing happens if l is not such a file.
+func (s *Set) Drop(l *lockfile.Lock) {
+	for i := s.held; i < len(s.files); i++ {
+		if s.files[i] == l && l != nil {
+			l.Close()
+			s.files[i] = nil
+			if s.busy == i {
+				s.busy = -1
+			}
+			return
+		}
+	}
+}
+
 // Files returns the held lock files, for a child to inherit.
 func (s *Set) Files() []*lockfile.Lock { return s.files[:s.held] }
 

@@ -83,7 +83,11 @@ type localClaim struct {
 	// blockedOn, the busy lock file (waitLock); nil if none is outstanding.
 	blocked   chan error
 	blockedOn *lockfile.Lock
-	noBlock   bool // flock(2) failed to wait once: inotify only
+	// got is the file a completed flock(2) wait locked (the set's own
+	// descriptor): if the attempt after it fails, on another path, it
+	// is closed, so that nothing is held while waiting.
+	got     *lockfile.Lock
+	noBlock bool // flock(2) failed to wait once: inotify only
 }
 
 // TryAcquire yields to an earlier waiter whose set intersects ours (the
@@ -94,6 +98,19 @@ type localClaim struct {
 // longer makes only sets that intersect ours yield, and those are busy
 // anyway), or in Release.
 func (c *localClaim) TryAcquire() (Held, error) {
+	h, err := c.tryAcquire()
+	if err != nil && c.got != nil {
+		// The path a flock(2) wait got, locked on the set's own
+		// descriptor, is not ours to keep while another part of the set
+		// is busy (a holder outside the queue, such as a Python worker,
+		// took an earlier path meanwhile).
+		c.paths.Drop(c.got)
+	}
+	c.got = nil
+	return h, err
+}
+
+func (c *localClaim) tryAcquire() (Held, error) {
 	if c.q != nil {
 		if err := c.q.ahead(); err != nil {
 			c.busyPool = -2

@@ -204,6 +204,9 @@ func (c *localClaim) waitLock(ctx context.Context, l *lockfile.Lock) error {
 	}
 	select {
 	case err := <-c.blocked:
+		if err == nil {
+			c.got = c.blockedOn
+		}
 		c.blocked, c.blockedOn = nil, nil
 		if err != nil {
 			// A file system that refuses to wait in flock (ENOLCK):
