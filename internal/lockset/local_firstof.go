@@ -80,12 +80,59 @@ type localFirst struct {
 	// then wakes at each Poll only).
 	keep     bool
 	blockers []string
+	// The waiter also waits in flock(2) on one blocker, the first
+	// set's that has one (through a duplicate of the set's descriptor,
+	// as a plain claim does: waitLock), so that a release by LOCK_UN,
+	// which inotify does not report, wakes it too. block is that file
+	// (blockSet its set) after an attempt; blocked the outstanding call
+	// (blockedOn, blockedSet); got, gotSet the file a completed call
+	// locked, which the next attempt uses or lets go.
+	block, blockedOn, got        *lockfile.Lock
+	blockSet, blockedSet, gotSet int
+	blocked                      chan error
+	noBlock                      bool // flock(2) could not wait: inotify and Poll only
 }
 
 func (c *localFirst) TryAcquire() (Held, error) {
 	if c.chosen >= 0 {
 		return nil, errors.New("lockset: first-of claim already held")
 	}
+	h, err := c.tryAcquire()
+	c.collect()
+	if c.got != nil && c.gotSet != c.chosen {
+		// A path a flock(2) wait got is not ours to keep unless its set
+		// was taken: nothing is held while waiting, or beside the set
+		// that runs.
+		c.sets[c.gotSet].Drop(c.got)
+	}
+	c.got = nil
+	if c.chosen >= 0 && c.blocked != nil && c.blockedSet != c.chosen {
+		// A call still blocked for another set: closing that set's
+		// descriptor leaves the call's duplicate the last one, so a
+		// lock it gets later goes at once when the call closes it.
+		c.sets[c.blockedSet].Drop(c.blockedOn)
+	}
+	return h, err
+}
+
+// collect takes the result of a completed flock(2) wait, if any.
+func (c *localFirst) collect() {
+	if c.blocked == nil {
+		return
+	}
+	select {
+	case err := <-c.blocked:
+		if err == nil {
+			c.got, c.gotSet = c.blockedOn, c.blockedSet
+		} else {
+			c.noBlock = true // a file system that refuses to wait in flock(2)
+		}
+		c.blocked, c.blockedOn = nil, nil
+	default:
+	}
+}
+
+func (c *localFirst) tryAcquire() (Held, error) {
 	for i, p := range c.pools {
 		if _, err := p.TryLock(); err != nil {
 			c.releaseSlots()
@@ -103,6 +150,7 @@ func (c *localFirst) TryAcquire() (Held, error) {
 	}
 	var first BusyError
 	c.blockers = c.blockers[:0]
+	c.block = nil
 	for i, s := range c.sets {
 		var err error
 		if len(waiting) > 0 {
@@ -122,6 +170,9 @@ func (c *localFirst) TryAcquire() (Held, error) {
 		var lbe *lockfile.BusyError
 		if c.keep && errors.As(err, &lbe) {
 			c.blockers = append(c.blockers, filepath.Base(lbe.LockPath))
+			if c.block == nil {
+				c.block, c.blockSet = s.Busy(), i
+			}
 		} else {
 			s.Close()
 		}
@@ -245,12 +296,29 @@ func (c *localFirst) WaitChange(ctx context.Context, poll time.Duration) error {
 		// The blockers of the last attempt (none when not keeping: its
 		// own closes would wake it; Poll then).
 		c.w.want(filepath.Clean(c.dir.Path), c.blockers)
+		if c.blocked == nil && c.block != nil && !c.noBlock {
+			c.startBlock()
+		}
 	}
 	if c.q.dir != nil {
 		// A waiter leaving the queue may leave a set to us.
 		c.w.alsoAny(c.q.dir.Path)
 	}
-	return c.w.wait(ctx, poll)
+	err := c.w.wait(ctx, poll)
+	c.collect()
+	return err
+}
+
+// startBlock starts a flock(2) wait on c.block, on a duplicate of its
+// descriptor, which wakes the watcher's wait when it returns. A call that
+// fails (a file system that refuses to wait in flock) is not tried again.
+func (c *localFirst) startBlock() {
+	done, err := flockWait(c.block, c.w.kick)
+	if err != nil {
+		c.noBlock = true
+		return
+	}
+	c.blocked, c.blockedOn, c.blockedSet = done, c.block, c.blockSet
 }
 
 var _ FirstOfBackend = Local{}

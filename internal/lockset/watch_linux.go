@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -29,6 +30,20 @@ type watcher struct {
 	// anyWrite is a watch (the queue dir) where a write-close or a
 	// removal of any file wakes the wait; -1 if none.
 	anyWrite int
+	// mu guards ev against a kick after close.
+	mu     sync.Mutex
+	closed bool
+}
+
+// kick wakes the current or next wait (from another goroutine: a flock(2)
+// wait that returned).
+func (w *watcher) kick() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed && w.ev >= 0 {
+		var one = [8]byte{1}
+		unix.Write(w.ev, one[:])
+	}
 }
 
 func newWatcher(dirs []string) *watcher {
@@ -54,6 +69,9 @@ func newWatcher(dirs []string) *watcher {
 }
 
 func (w *watcher) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
 	if w.fd >= 0 {
 		unix.Close(w.fd)
 	}
@@ -94,10 +112,7 @@ func (w *watcher) wait(ctx context.Context, poll time.Duration) error {
 		return err
 	}
 	if w.ev >= 0 {
-		stop := context.AfterFunc(ctx, func() {
-			var one = [8]byte{1}
-			unix.Write(w.ev, one[:])
-		})
+		stop := context.AfterFunc(ctx, w.kick)
 		defer stop()
 	}
 	end := time.Now().Add(poll)
@@ -131,6 +146,13 @@ func (w *watcher) wait(ctx context.Context, poll time.Duration) error {
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if w.ev >= 0 && fds[len(fds)-1].Revents&unix.POLLIN != 0 {
+			// Kicked (ctx's end is handled above): reset the
+			// counter and return.
+			var b [8]byte
+			unix.Read(w.ev, b[:])
+			return nil
 		}
 		if w.fd >= 0 && w.drain(buf) {
 			return nil
@@ -186,20 +208,10 @@ func (w *watcher) drain(buf []byte) bool {
 // another (blocked, blockedOn).
 func (c *localClaim) waitLock(ctx context.Context, l *lockfile.Lock) error {
 	if c.blocked == nil {
-		fd, err := unix.FcntlInt(l.File().Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		done, err := flockWait(l, nil)
 		if err != nil {
 			return err
 		}
-		done := make(chan error, 1)
-		go func() {
-			err := unix.Flock(fd, unix.LOCK_EX)
-			for err == unix.EINTR {
-				err = unix.Flock(fd, unix.LOCK_EX)
-			}
-			// The lock stays with the set's descriptor.
-			unix.Close(fd)
-			done <- err
-		}()
 		c.blocked, c.blockedOn = done, l
 	}
 	select {
@@ -217,6 +229,31 @@ func (c *localClaim) waitLock(ctx context.Context, l *lockfile.Lock) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// flockWait starts a blocking flock(2) call on a duplicate of l's
+// descriptor, in a goroutine of its own: the lock it gets is l's open file
+// description's, so l holds it once the call returns (the duplicate is
+// closed then). The call's result arrives on the channel returned, after
+// which then (if not nil) runs.
+func flockWait(l *lockfile.Lock, then func()) (chan error, error) {
+	fd, err := unix.FcntlInt(l.File().Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := unix.Flock(fd, unix.LOCK_EX)
+		for err == unix.EINTR {
+			err = unix.Flock(fd, unix.LOCK_EX)
+		}
+		unix.Close(fd)
+		done <- err
+		if then != nil {
+			then()
+		}
+	}()
+	return done, nil
 }
 
 // busyFile returns the busy lock file to wait for in flock(2), or nil to
