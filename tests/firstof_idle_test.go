@@ -46,7 +46,9 @@ func TestFirstOfWaitersIdle(t *testing.T) {
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	started := filepath.Join(dir, "started")
 	release, releaseB := filepath.Join(dir, "release"), filepath.Join(dir, "release-b")
-	hold := `touch "$1"; while [ ! -e "$2" ]; do sleep 0.02; done`
+	// Each loop also ends once the test's dir is gone, so that a failed
+	// run leaves no process behind.
+	hold := `touch "$1"; while [ ! -e "$2" ] && [ -d "${2%/*}" ]; do sleep 0.02; done`
 	start("--paths", a, "--", "sh", "-c", hold, "sh", filepath.Join(dir, "started-a"), release)
 	start("--paths", b, "--", "sh", "-c", hold, "sh", started, releaseB)
 	waitUntil(t, 10*time.Second, "the holders", func() bool {

@@ -49,7 +49,7 @@ func TestWaiterHoldsNothingWhileWaiting(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		return cmd
 	}
-	holder := start("--paths", b, "--", "sh", "-c", `: > "$1.started"; while [ ! -e "$1" ]; do sleep 0.02; done`, "sh", relB)
+	holder := start("--paths", b, "--", "sh", "-c", `: > "$1.started"; while [ ! -e "$1" ] && [ -d "${1%/*}" ]; do sleep 0.02; done`, "sh", relB)
 	t.Cleanup(func() { os.WriteFile(relB, nil, 0o644) })
 	waitUntil(t, 10*time.Second, "b's holder", func() bool { _, err := os.Stat(relB + ".started"); return err == nil })
 	waiter := start("--wait", "60s", "--paths", a+","+b, "--", "touch", ran)

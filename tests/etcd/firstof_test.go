@@ -102,10 +102,11 @@ func TestFirstOf(t *testing.T) {
 	}
 }
 
-// holdUntil starts a withlock holding path until the file release exists.
+// holdUntil starts a withlock holding path until the file release exists
+// (or its dir is gone: a failed test leaves no process behind).
 func holdUntil(t *testing.T, base []string, path, release string) *exec.Cmd {
 	t.Helper()
-	cmd := command(nil, "withlock", append(append([]string{}, base...), "--paths", path, "--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.02; done`, "sh", release)...)
+	cmd := command(nil, "withlock", append(append([]string{}, base...), "--paths", path, "--", "sh", "-c", `while [ ! -e "$1" ] && [ -d "${1%/*}" ]; do sleep 0.02; done`, "sh", release)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestFirstOfWaiterIdle(t *testing.T) {
 	for i := range 2 {
 		w := command(nil, "withlock", append(append([]string{}, base...), "--first-of", "--candidates-from", cands,
 			"--slots", "2", "--slot-file", filepath.Join(dir, "slot-{i}"), "--wait", "60s",
-			"--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE" > "$1.tmp"; mv "$1.tmp" "$1"; while [ ! -e "$2" ]; do sleep 0.02; done`,
+			"--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE" > "$1.tmp"; mv "$1.tmp" "$1"; while [ ! -e "$2" ] && [ -d "${2%/*}" ]; do sleep 0.02; done`,
 			"sh", filepath.Join(dir, fmt.Sprintf("out%d", i)), done)...)
 		stderrs = append(stderrs, startWaiter(t, w))
 		waiters = append(waiters, w)
