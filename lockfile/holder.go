@@ -266,6 +266,20 @@ func ReadLockTable() *LockTable {
 // not, "no holder" means "not known".
 func (t *LockTable) Readable() bool { return t.readable }
 
+// Locked reports whether the table shows a flock held (not merely
+// waited for) on the file with the given device and inode. An entry with
+// the inode on another device counts too: stat's st_dev is not always the
+// s_dev that /proc/locks prints (btrfs subvolumes, stacked file systems),
+// and a caller that counts free files errs on the side of too few.
+func (t *LockTable) Locked(dev, ino uint64) bool {
+	for _, pl := range t.locks {
+		if pl.Kind == "FLOCK" && !pl.Waiter && pl.Inode == ino {
+			return true
+		}
+	}
+	return false
+}
+
 // Holders returns the processes holding a flock on the file with the
 // given device and inode (as Holders, from the table).
 func (t *LockTable) Holders(dev, ino uint64) []Holder {

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/crongate/crongate/lockfile"
 )
@@ -103,6 +104,54 @@ func (p *Pool) TryLock() (int, error) {
 	}
 	b := lockfile.Busy(fmt.Sprintf("slot pool %s (%d %s)", p.Template, p.Size, unit), last)
 	return -1, b
+}
+
+// Free counts the pool's slots that no process holds, as the lock table
+// t (lockfile.ReadLockTable) shows them, without taking any: a probe
+// with flock(2) would make another process's try see a free slot busy
+// for a moment. ok is false when the table could not be read. The count
+// can be stale by the time it is used; it never decides exclusion.
+func (p *Pool) Free(t *lockfile.LockTable) (n int, ok bool) {
+	if !t.Readable() {
+		return 0, false
+	}
+	for i := range p.names {
+		st, err := p.stat(i)
+		if err != nil {
+			return 0, false
+		}
+		if !t.Locked(uint64(st.Dev), st.Ino) {
+			n++
+		}
+	}
+	return n, true
+}
+
+// Key names the pool's files for the waiting queue of withlock: the
+// device and inode of its first slot file, which every process using the
+// pool shares, whatever path or size it gives.
+func (p *Pool) Key() (string, error) {
+	st, err := p.stat(0)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), nil
+}
+
+// stat opens slot i (kept open, as TryLock keeps it) and stats it.
+func (p *Pool) stat(i int) (*syscall.Stat_t, error) {
+	if p.files[i] == nil {
+		l, err := p.dir.Open(p.names[i])
+		if err != nil {
+			return nil, err
+		}
+		p.files[i] = l
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(p.files[i].File().Fd()), &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // Held returns the held slot's lock, or nil.

@@ -50,6 +50,17 @@ func (b Local) Open(r Request) (Claim, error) {
 		c.Close()
 		return nil, err
 	}
+	if len(c.pools) > 0 && c.q == nil && b.LockDir != "" {
+		// Slots alone: the queue is still the lock dir's. If it cannot
+		// be opened, the pools wait unqueued, as before fair waiting.
+		if dir, err := lockfile.OpenDir(b.LockDir, true); err == nil {
+			c.qdir = dir
+			c.q = newQueue(dir, nil)
+		}
+	}
+	if c.q != nil {
+		c.q.pools = c.pools
+	}
 	return c, nil
 }
 
@@ -78,7 +89,8 @@ type localClaim struct {
 	busyPool int
 	busyLock string // lock file path of the busy path
 	w        *watcher
-	q        *queue // the waiting queue (nil without paths)
+	q        *queue        // the waiting queue (nil without paths or pools)
+	qdir     *lockfile.Dir // the lock dir of a claim with pools only, for q
 	// blocked receives the result of the flock(2) call waiting for
 	// blockedOn, the busy lock file (waitLock); nil if none is outstanding.
 	blocked   chan error
@@ -99,6 +111,10 @@ type localClaim struct {
 // anyway), or in Release.
 func (c *localClaim) TryAcquire() (Held, error) {
 	h, err := c.tryAcquire()
+	if err != nil && c.q != nil {
+		// A waiter reserves a slot of the pool it waits for, if any.
+		c.q.setReserve(c.busyPool)
+	}
 	if err != nil && c.got != nil {
 		// The path a flock(2) wait got, locked on the set's own
 		// descriptor, is not ours to keep while another part of the set
@@ -113,7 +129,12 @@ func (c *localClaim) TryAcquire() (Held, error) {
 func (c *localClaim) tryAcquire() (Held, error) {
 	if c.q != nil {
 		if err := c.q.ahead(); err != nil {
+			// Queued for paths (-2: WaitChange watches the queue), or
+			// for a pool's slots (the pool and the queue).
 			c.busyPool = -2
+			if qe, ok := errors.AsType[*QueuedError](err); ok {
+				c.busyPool = qe.pool
+			}
 			return nil, err
 		}
 	}
@@ -206,6 +227,9 @@ func (c *localClaim) Close() {
 	}
 	if c.q != nil {
 		c.q.close()
+	}
+	if c.qdir != nil {
+		c.qdir.Close()
 	}
 }
 

@@ -56,6 +56,7 @@ func (b Local) OpenFirstOf(pools []PoolSpec, sets [][]string) (FirstOfClaim, err
 		c.Close()
 		return nil, err
 	}
+	c.q.pools = c.pools
 	return c, nil
 }
 
@@ -98,6 +99,10 @@ func (c *localFirst) TryAcquire() (Held, error) {
 		return nil, errors.New("lockset: first-of claim already held")
 	}
 	h, err := c.tryAcquire()
+	if err != nil {
+		// A waiter reserves a slot of the pool it waits for, if any.
+		c.q.setReserve(c.busyPool)
+	}
 	c.collect()
 	if c.got != nil && c.gotSet != c.chosen {
 		// A path a flock(2) wait got is not ours to keep unless its set
@@ -133,6 +138,17 @@ func (c *localFirst) collect() {
 }
 
 func (c *localFirst) tryAcquire() (Held, error) {
+	// A set that intersects a waiting set is left to its waiter (fair
+	// waiting), as a plain claim's is, and so are the slots that earlier
+	// waiters reserve.
+	waiting, err := c.q.waiting()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.q.poolBusy(waiting); err != nil {
+		c.busyPool = err.(*QueuedError).pool // WaitChange watches it
+		return nil, err
+	}
 	for i, p := range c.pools {
 		if _, err := p.TryLock(); err != nil {
 			c.releaseSlots()
@@ -141,13 +157,6 @@ func (c *localFirst) tryAcquire() (Held, error) {
 		}
 	}
 	c.busyPool = -1
-	// A set that intersects a waiting set is left to its waiter (fair
-	// waiting), as a plain claim's is.
-	waiting, err := c.q.waiting()
-	if err != nil {
-		c.releaseSlots()
-		return nil, err
-	}
 	var first BusyError
 	c.blockers = c.blockers[:0]
 	c.block = nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/lockfile"
+	"github.com/crongate/crongate/slots"
 )
 
 // The waiting queue of the local backend (docs/withlock.md, "Fair
@@ -28,6 +29,16 @@ import (
 // ticket, for one that has none) and names a lock of its set makes the
 // set busy, so a newcomer whose set intersects an earlier waiter's yields
 // to it, while sets that intersect no waiter's proceed at once.
+//
+// Slot pools are queued too: a ticket also lists, one line "slots:KEY F"
+// per pool its waiter takes (KEY: slots.Pool.Key), where the flag F is
+// "+" while the waiter reserves a slot of that pool — its last attempt
+// found that pool full, or an earlier waiter queued for it — and "-"
+// otherwise (it waits for a path or another pool); the waiter flips it
+// in place, one byte, after each attempt. A withlock yields when a pool
+// of its request has no more free slots than earlier live tickets reserve
+// (the free slots counted in /proc/locks, never probed with flock(2): a
+// probe would make another process's try see a free slot busy).
 //
 // A ticket is live exactly while its flock is held: it is locked before it
 // is renamed into place, and its owner removes it once it holds its locks
@@ -50,6 +61,15 @@ type queue struct {
 	lockDir *lockfile.Dir
 	dir     *safeopen.Dir // nil until opened (or if the dir does not exist)
 	names   map[string]bool
+	// pools are the claim's slot pools, keys their queue names (""
+	// where a pool's first file could not be opened: that pool is not
+	// queued), filled by poolKeys. reserve[i]: pool i's flag as it
+	// should be; flagAt[i]: the offset of its flag in our ticket (0: no
+	// line).
+	pools   []*slots.Pool
+	keys    []string
+	reserve []bool
+	flagAt  []int64
 	ticket  string   // our ticket's name, "" if we have none
 	f       *os.File // our ticket, flocked
 	// clear: a scan with our ticket in place found no earlier live
@@ -57,9 +77,31 @@ type queue struct {
 	// name is its arrival time, so a later waiter's sorts after ours (a
 	// wall clock stepped back breaks only this ordering: the two then
 	// contend as without a queue). So ahead is not read again on every
-	// wake-up, the path from a release to the command running.
+	// wake-up, the path from a release to the command running. A
+	// scan that found an earlier ticket reserving one of our pools
+	// does not clear: the free slots change without the queue.
 	clear bool
 }
+
+// poolLine is how a ticket lists a pool: a line that no lock file name
+// can be (those are hex digits and ".lock").
+const poolLine = "slots:"
+
+// poolKeys returns the queue names of the claim's pools.
+func (q *queue) poolKeys() []string {
+	if q.keys == nil && len(q.pools) > 0 {
+		q.keys = make([]string, len(q.pools))
+		for i, p := range q.pools {
+			if k, err := p.Key(); err == nil {
+				q.keys[i] = poolLine + k
+			}
+		}
+	}
+	return q.keys
+}
+
+// queues reports whether the claim has anything to queue for.
+func (q *queue) queues() bool { return len(q.names) > 0 || len(q.pools) > 0 }
 
 func newQueue(lockDir *lockfile.Dir, names []string) *queue {
 	q := &queue{lockDir: lockDir, names: make(map[string]bool, len(names))}
@@ -89,9 +131,16 @@ func (q *queue) open(create bool) error {
 type QueuedError struct {
 	Path string // the waiter's ticket
 	PID  int
+	// Pool is the template of the pool whose free slots the earlier
+	// waiters reserve; "" when the waiter is queued for paths.
+	Pool string
+	pool int // its index in the claim's pools
 }
 
 func (e *QueuedError) Error() string {
+	if e.Pool != "" {
+		return fmt.Sprintf("an earlier waiter (pid %d, ticket %s) is queued for a slot of pool %s, and no other slot is free", e.PID, e.Path, e.Pool)
+	}
 	return fmt.Sprintf("an earlier waiter (pid %d, ticket %s) is queued for some of these paths", e.PID, e.Path)
 }
 
@@ -101,12 +150,14 @@ func (e *QueuedError) Unwrap() error { return ErrBusy }
 func (e *QueuedError) FindHolders() {}
 
 // ahead returns a QueuedError if a live ticket earlier than ours (any, if
-// we have none) names one of our locks. A queue dir that does not exist
-// means no waiter. Dead tickets are removed on the way.
+// we have none) names one of our locks, or if the earlier tickets reserve
+// as many slots of one of our pools as are free, or more. A queue dir that
+// does not exist means no waiter. Dead tickets are removed on the way.
 func (q *queue) ahead() error {
-	if len(q.names) == 0 || q.clear {
+	if !q.queues() || q.clear {
 		return nil
 	}
+	var ws []waiter
 	var busy error
 	err := q.scan(func(n string, data []byte) bool {
 		if q.ticket != "" && n >= q.ticket {
@@ -114,16 +165,60 @@ func (q *queue) ahead() error {
 		}
 		if ticketIntersects(data, q.names) {
 			pid, _ := ticketPID(n)
-			busy = &QueuedError{Path: q.dir.Join(n), PID: pid}
+			busy = &QueuedError{Path: q.dir.Join(n), PID: pid, pool: -2}
 			return false
+		}
+		if len(q.pools) > 0 {
+			if w := q.parse(n, data, false); len(w.pools) > 0 {
+				ws = append(ws, w)
+			}
 		}
 		return true
 	})
 	if err != nil {
 		return err
 	}
-	q.clear = busy == nil && q.ticket != ""
+	if busy == nil {
+		busy = q.poolBusy(ws)
+	}
+	q.clear = busy == nil && q.ticket != "" && len(ws) == 0
 	return busy
+}
+
+// poolBusy returns a QueuedError if the waiters ws reserve as many slots
+// of one of our pools as are free, or more (one slot per line naming the
+// pool with the flag "+" in a ticket); nil if not, or if the free slots
+// cannot be counted (no /proc/locks: the pools are then not queued).
+func (q *queue) poolBusy(ws []waiter) error {
+	keys := q.poolKeys()
+	var table *lockfile.LockTable
+	for i, p := range q.pools {
+		if keys[i] == "" {
+			continue
+		}
+		reserved, first := 0, ""
+		for _, w := range ws {
+			n := w.pools[keys[i]]
+			if n == 0 {
+				continue
+			}
+			reserved += n
+			if first == "" {
+				first = w.name
+			}
+		}
+		if reserved == 0 {
+			continue
+		}
+		if table == nil {
+			table = lockfile.ReadLockTable()
+		}
+		if free, ok := p.Free(table); ok && free <= reserved {
+			pid, _ := ticketPID(first)
+			return &QueuedError{Path: q.dir.Join(first), PID: pid, Pool: p.Template, pool: i}
+		}
+	}
+	return nil
 }
 
 // waiting returns the live tickets that arrived before ours (every live
@@ -136,22 +231,73 @@ func (q *queue) waiting() ([]waiter, error) {
 		if q.ticket != "" && n >= q.ticket {
 			return false
 		}
-		w := waiter{name: n, names: map[string]bool{}}
-		for _, l := range bytes.Split(data, []byte{'\n'}) {
-			if len(l) > 0 {
-				w.names[string(l)] = true
-			}
-		}
-		ws = append(ws, w)
+		ws = append(ws, q.parse(n, data, true))
 		return true
 	})
 	return ws, err
 }
 
-// waiter is a live ticket as waiting returns it.
+// waiter is a live ticket as waiting returns it: the lock names it lists,
+// and how many slots of each pool it reserves.
 type waiter struct {
 	name  string
 	names map[string]bool
+	pools map[string]int
+}
+
+// parse reads ticket n's lines: the pools it reserves a slot of (lines
+// "slots:KEY +"; "-" reserves nothing), and the lock names if names is
+// set.
+func (q *queue) parse(n string, data []byte, names bool) waiter {
+	w := waiter{name: n}
+	if names {
+		w.names = map[string]bool{}
+	}
+	for _, l := range bytes.Split(data, []byte{'\n'}) {
+		switch {
+		case bytes.HasPrefix(l, []byte(poolLine)):
+			if key, ok := bytes.CutSuffix(l, []byte(" +")); ok {
+				if w.pools == nil {
+					w.pools = map[string]int{}
+				}
+				w.pools[string(key)]++
+			}
+		case names && len(l) > 0:
+			w.names[string(l)] = true
+		}
+	}
+	return w
+}
+
+// setReserve sets the pool flags after a failed attempt: the pool at
+// index busy reserves a slot (it was full, or an earlier waiter is
+// queued for it), no other does (busy < 0: a path, or a waiter queued
+// for one). With a ticket in place, a flag that changes is rewritten in
+// place: one byte, which a reader sees either before or after.
+func (q *queue) setReserve(busy int) {
+	if len(q.pools) == 0 {
+		return
+	}
+	if q.reserve == nil {
+		q.reserve = make([]bool, len(q.pools))
+	}
+	for i := range q.reserve {
+		want := i == busy
+		if want == q.reserve[i] {
+			continue
+		}
+		q.reserve[i] = want
+		if q.f != nil && q.flagAt[i] > 0 {
+			q.f.WriteAt([]byte{flag(want)}, q.flagAt[i])
+		}
+	}
+}
+
+func flag(reserve bool) byte {
+	if reserve {
+		return '+'
+	}
+	return '-'
 }
 
 // busyFor returns a QueuedError if one of ws lists one of names.
@@ -160,7 +306,7 @@ func (q *queue) busyFor(ws []waiter, names []string) error {
 		for _, n := range names {
 			if w.names[n] {
 				pid, _ := ticketPID(w.name)
-				return &QueuedError{Path: q.dir.Join(w.name), PID: pid}
+				return &QueuedError{Path: q.dir.Join(w.name), PID: pid, pool: -2}
 			}
 		}
 	}
@@ -268,7 +414,7 @@ func ticketPID(name string) (int, bool) {
 // temporary name, then renamed into place, so that a ticket is never
 // visible unlocked while its waiter lives.
 func (q *queue) enter() error {
-	if q.f != nil || len(q.names) == 0 {
+	if q.f != nil || !q.queues() {
 		return nil
 	}
 	if err := q.open(true); err != nil {
@@ -290,6 +436,16 @@ func (q *queue) enter() error {
 	for n := range q.names {
 		b.WriteString(n)
 		b.WriteByte('\n')
+	}
+	q.flagAt = make([]int64, len(q.pools))
+	for i, k := range q.poolKeys() {
+		if k != "" {
+			b.WriteString(k)
+			b.WriteByte(' ')
+			q.flagAt[i] = int64(b.Len())
+			b.WriteByte(flag(q.reserve != nil && q.reserve[i]))
+			b.WriteByte('\n')
+		}
 	}
 	name := fmt.Sprintf("%s%020d-%d", ticketPrefix, now, pid)
 	if _, err := f.Write(b.Bytes()); err == nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,10 +50,12 @@ func TestTicketIntersects(t *testing.T) {
 // FuzzTicket holds the ticket reader (a ticket is outside input: any user
 // who can write the queue dir can plant one) to a plain reference: a line
 // equal to one of our (non-empty) names intersects, nothing else does;
-// no name panics the PID reader or gives a PID below 1.
+// no name panics the PID reader or gives a PID below 1; a pool is
+// reserved once per line naming it.
 func FuzzTicket(f *testing.F) {
 	f.Add([]byte("a.lock\nb.lock\n"), "b.lock", "t-01-7")
 	f.Add([]byte("\x00\n\n"), "", "t--")
+	f.Add([]byte("a.lock\nslots:1:2 +\nslots:1:2 -\nslots:1:2 +\n"), "1:2", "t-01-7")
 	f.Fuzz(func(t *testing.T, data []byte, name, ticket string) {
 		if name == "" {
 			return // lock file names are never empty
@@ -65,6 +68,23 @@ func FuzzTicket(f *testing.F) {
 		}
 		if got := ticketIntersects(data, map[string]bool{name: true}); got != want {
 			t.Fatalf("ticketIntersects(%q, %q) = %v, want %v", data, name, got, want)
+		}
+		// A pool reserves one slot per line naming it with the flag
+		// "+"; a pool line is never a lock name.
+		pool, reserved := poolLine+name, 0
+		for _, l := range bytes.Split(data, []byte{'\n'}) {
+			if string(l) == pool+" +" {
+				reserved++
+			}
+		}
+		w := (&queue{}).parse("t-1-1", data, true)
+		if w.pools[pool] != reserved {
+			t.Fatalf("parse(%q) reserves %d slots of %q, want %d", data, w.pools[pool], pool, reserved)
+		}
+		for n := range w.names {
+			if strings.HasPrefix(n, poolLine) {
+				t.Fatalf("parse(%q) reads pool line %q as a lock name", data, n)
+			}
 		}
 		if pid, ok := ticketPID(ticket); ok && pid <= 0 {
 			t.Fatalf("ticketPID(%q) = %d, ok", ticket, pid)

@@ -1,0 +1,286 @@
+//go:build linux
+
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/pathlock"
+)
+
+// poolQueue is a lock dir with the default slot pool, whose slots the test
+// holds itself (as a Python worker would, outside the queue), and withlock
+// waiters and newcomers on it.
+type poolQueue struct {
+	t     *testing.T
+	dir   string
+	locks string
+	env   []string
+	held  map[int]*os.File
+}
+
+func newPoolQueue(t *testing.T) *poolQueue {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks := filepath.Join(dir, "locks")
+	if err := os.Mkdir(locks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	q := &poolQueue{t: t, dir: dir, locks: locks, env: append(os.Environ(), "WITHLOCK_LOCK_DIR="+locks), held: map[int]*os.File{}}
+	t.Cleanup(func() {
+		for _, f := range q.held {
+			f.Close()
+		}
+	})
+	return q
+}
+
+// hold takes slot i of the default pool, as a process outside the queue.
+func (q *poolQueue) hold(i int) {
+	f, err := os.OpenFile(filepath.Join(q.locks, fmt.Sprintf("withlock-slot-%d.lock", i)), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		q.t.Fatalf("holding slot %d: %v", i, err)
+	}
+	q.held[i] = f
+}
+
+func (q *poolQueue) release(i int) {
+	q.held[i].Close()
+	delete(q.held, i)
+}
+
+// waiter starts a --wait withlock with args that creates file ran when
+// its command runs, and returns once it has a ticket that reserves a slot
+// (a pool line flagged "+").
+func (q *poolQueue) waiter(ran string, args ...string) *exec.Cmd {
+	before := q.tickets()
+	cmd := exec.Command(filepath.Join(binDir, "withlock"), append(append([]string{"--wait", "60s"}, args...), "--", "touch", ran)...)
+	cmd.Env = q.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		q.t.Fatal(err)
+	}
+	q.t.Cleanup(func() { cmd.Process.Signal(syscall.SIGCONT); cmd.Process.Kill(); cmd.Wait() })
+	waitUntil(q.t, 20*time.Second, "the waiter's ticket", func() bool {
+		for n := range q.tickets() {
+			if !before[n] && strings.HasSuffix(n, "-"+strconv.Itoa(cmd.Process.Pid)) {
+				data, _ := os.ReadFile(filepath.Join(q.locks, "withlock-queue", n))
+				return bytes.Contains(data, []byte(" +\n"))
+			}
+		}
+		return false
+	})
+	return cmd
+}
+
+func (q *poolQueue) tickets() map[string]bool {
+	m := map[string]bool{}
+	names, _ := filepath.Glob(filepath.Join(q.locks, "withlock-queue", "t-*"))
+	for _, n := range names {
+		m[filepath.Base(n)] = true
+	}
+	return m
+}
+
+// run runs a newcomer withlock (no --wait) with args, verbose, and returns
+// its exit code and stderr.
+func (q *poolQueue) run(args ...string) (int, string) {
+	cmd := exec.Command(filepath.Join(binDir, "withlock"), append([]string{"-v"}, args...)...)
+	cmd.Env = q.env
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+func (q *poolQueue) wantSkip(why string, pid int, args ...string) {
+	q.t.Helper()
+	code, out := q.run(append(args, "--", "true")...)
+	if code != 75 || !strings.Contains(out, "queued for a slot of pool") || !strings.Contains(out, "pid "+strconv.Itoa(pid)) {
+		q.t.Fatalf("%s: withlock %s exited %d, want 75 naming the queued waiter (pid %d); output:\n%s", why, strings.Join(args, " "), code, pid, out)
+	}
+}
+
+func (q *poolQueue) wantRun(why string, args ...string) {
+	q.t.Helper()
+	if code, out := q.run(append(args, "--", "true")...); code != 0 {
+		q.t.Fatalf("%s: withlock %s exited %d, want 0; output:\n%s", why, strings.Join(args, " "), code, out)
+	}
+}
+
+// freeze stops the waiter with SIGSTOP and returns once it is stopped
+// (the signal is delivered asynchronously; a waiter woken meanwhile could
+// otherwise still take a slot).
+func freeze(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	cmd.Process.Signal(syscall.SIGSTOP)
+	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
+	waitUntil(t, 20*time.Second, "the waiter to stop", func() bool {
+		data, err := os.ReadFile(stat)
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		return len(f) > 0 && f[0] == "T"
+	})
+}
+
+func wantRan(t *testing.T, cmd *exec.Cmd, ran string) {
+	t.Helper()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the waiter: %v; stderr:\n%s", err, cmd.Stderr)
+	}
+	if _, err := os.Stat(ran); err != nil {
+		t.Fatalf("the waiter exited 0 but its command did not run: %v", err)
+	}
+}
+
+// A --wait waiter for a full pool reserves the next free slot: a newcomer
+// (plain or --first-of, with or without paths) that arrives when a slot
+// frees yields to it instead of taking the slot, however often newcomers
+// come. Frozen with SIGSTOP, the waiter keeps its ticket and cannot take
+// the slot itself, which makes the newcomer's arrival deterministic.
+// Before slot pools were queued, the newcomer took the slot (exit 0).
+func TestPoolWaiterReservesSlot(t *testing.T) {
+	q := newPoolQueue(t)
+	q.hold(0)
+	ran := filepath.Join(q.dir, "ran")
+	w := q.waiter(ran, "--slots", "1")
+	freeze(t, w)
+	q.release(0)
+	pid := w.Process.Pid
+	q.wantSkip("slot free, waiter queued", pid, "--slots", "1")
+	q.wantSkip("a newcomer with a path", pid, "--slots", "1", "--paths", filepath.Join(q.dir, "p"))
+	cands := filepath.Join(q.dir, "cands")
+	os.WriteFile(cands, []byte(filepath.Join(q.dir, "c1")+"\n\n"+filepath.Join(q.dir, "c2")+"\n"), 0o644)
+	q.wantSkip("a --first-of newcomer", pid, "--slots", "1", "--first-of", "--candidates-from", cands)
+	q.wantRun("a newcomer without slots", "--paths", filepath.Join(q.dir, "p"))
+	w.Process.Signal(syscall.SIGCONT)
+	wantRan(t, w, ran)
+	q.wantRun("the waiter gone", "--slots", "1")
+}
+
+// A waiter reserves one slot, not the pool: with two slots free and one
+// waiter queued, a newcomer takes one; with one free, it yields. Paths
+// and pool together: the ticket reserves both.
+func TestPoolWaiterReservesOneSlot(t *testing.T) {
+	q := newPoolQueue(t)
+	q.hold(0)
+	q.hold(1)
+	ran := filepath.Join(q.dir, "ran")
+	w := q.waiter(ran, "--slots", "2", "--paths", filepath.Join(q.dir, "a"))
+	freeze(t, w)
+	pid := w.Process.Pid
+	q.release(0)
+	q.wantSkip("one slot free, reserved by the waiter", pid, "--slots", "2")
+	q.release(1)
+	// Two free, one reserved: a newcomer gets one and, while it runs,
+	// the next yields again.
+	hold := filepath.Join(q.dir, "hold")
+	started := hold + ".started"
+	nc := exec.Command(filepath.Join(binDir, "withlock"), "--slots", "2", "--", "sh", "-c",
+		`: > "$1.started"; while [ ! -e "$1" ] && [ -d "${1%/*}" ]; do sleep 0.02; done`, "sh", hold)
+	nc.Env = q.env
+	var ncErr bytes.Buffer
+	nc.Stderr = &ncErr
+	nc.Args = append(nc.Args[:1], append([]string{"-v"}, nc.Args[1:]...)...)
+	if err := nc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(hold, nil, 0o644); nc.Process.Kill() })
+	exited := make(chan error, 1)
+	go func() { exited <- nc.Wait() }()
+	waitUntil(t, 20*time.Second, "a newcomer to take one of two free slots", func() bool {
+		select {
+		case err := <-exited:
+			t.Fatalf("the newcomer for two free slots, one reserved, exited (%v), want it to run; stderr:\n%s", err, ncErr.String())
+		default:
+		}
+		_, err := os.Stat(started)
+		return err == nil
+	})
+	q.wantSkip("the last free slot reserved", pid, "--slots", "2")
+	os.WriteFile(hold, nil, 0o644)
+	if err := <-exited; err != nil {
+		t.Fatalf("the newcomer that ran: %v", err)
+	}
+	w.Process.Signal(syscall.SIGCONT)
+	wantRan(t, w, ran)
+}
+
+// A waiter killed with SIGKILL while queued for a pool reserves nothing:
+// its ticket is dead (no flock on it) and ignored, then removed.
+func TestPoolWaiterKilledReservesNothing(t *testing.T) {
+	q := newPoolQueue(t)
+	q.hold(0)
+	w := q.waiter(filepath.Join(q.dir, "ran"), "--slots", "1")
+	freeze(t, w)
+	q.release(0)
+	q.wantSkip("waiter queued", w.Process.Pid, "--slots", "1")
+	w.Process.Kill()
+	w.Wait()
+	q.wantRun("waiter killed", "--slots", "1")
+	if n := len(q.tickets()); n != 0 {
+		t.Fatalf("%d tickets left after the killed waiter's was read", n)
+	}
+}
+
+// A waiter reserves a slot only while a pool is what it waits for: once
+// its pool has a free slot and it waits for a path held by another (a
+// Python worker: here this test), it flips its ticket's flag to "-" and
+// newcomers take the slot meanwhile; it gets in when the path frees.
+func TestPoolWaiterReservesOnlyWhatItWaitsFor(t *testing.T) {
+	q := newPoolQueue(t)
+	q.hold(0)
+	a := filepath.Join(q.dir, "a")
+	cs, err := pathlock.CanonicalSet([]string{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := os.OpenFile(filepath.Join(q.locks, pathlock.LockName(cs[0])), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Close()
+	if err := unix.Flock(int(la.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(q.dir, "ran")
+	w := q.waiter(ran, "--slots", "1", "--paths", a)
+	q.wantSkip("the pool full, the waiter reserves it", w.Process.Pid, "--slots", "1")
+	q.release(0) // the waiter now takes the slot, meets a busy, lets the slot go
+	waitUntil(t, 20*time.Second, "the waiter to stop reserving", func() bool {
+		for n := range q.tickets() {
+			if strings.HasSuffix(n, "-"+strconv.Itoa(w.Process.Pid)) {
+				data, _ := os.ReadFile(filepath.Join(q.locks, "withlock-queue", n))
+				return bytes.Contains(data, []byte(" -\n")) && !bytes.Contains(data, []byte(" +\n"))
+			}
+		}
+		return false
+	})
+	q.wantRun("the waiter waits for a path, not for the slot", "--slots", "1")
+	la.Close()
+	wantRan(t, w, ran)
+}
