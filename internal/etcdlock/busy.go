@@ -18,9 +18,15 @@ type BusyError struct {
 	partial bool // keys may have been put in this attempt: revoke them
 	dealt   bool // a shared pool's dealt slots were taken meanwhile: deal again
 	queued  bool // an earlier waiter is queued for some of the paths (Key is its queue key)
+	// slotPool: the earlier waiter is queued for slots of this pool
+	// (its template), which the free slots would not cover.
+	slotPool string
 }
 
 func (e *BusyError) Error() string {
+	if e.queued && e.slotPool != "" {
+		return "an earlier waiter (" + strings.Join(e.Holders, ", ") + ", etcd key " + e.Key + ") is queued for slots of pool " + e.slotPool
+	}
 	if e.queued {
 		return "an earlier waiter (" + strings.Join(e.Holders, ", ") + ", etcd key " + e.Key + ") is queued for some of these paths"
 	}

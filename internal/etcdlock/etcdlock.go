@@ -390,9 +390,12 @@ type claim struct {
 	held  *held
 
 	// what was busy in the last attempt, for WaitChange (a path key, a
-	// pool's prefix, or an earlier waiter's queue key)
+	// pool's prefix, or an earlier waiter's queue key); busyEnd, if set,
+	// makes it the range [busyKey, busyEnd) (waiting behind earlier
+	// waiters for a pool: the queue and the slots)
 	busyKey    string
 	busyPrefix bool
+	busyEnd    string
 	busyRev    int64
 	// woke: the last WaitChange saw the busy key (or a slot) freed;
 	// raced: an attempt after such a wake still found it busy, so other
@@ -415,8 +418,14 @@ type claim struct {
 	qkey      string
 	qrev      int64
 	qlease    clientv3.LeaseID
-	qchecked  bool // a precheck read the queue since the claim entered it
+	qchecked  bool // a precheck read the queue since the claim entered it, and found no earlier waiter for its pools
 	idset     map[string]bool
+	// The pools in the queue: wants, the claim's pools by prefix;
+	// poolsAhead, the last read of the queue found earlier waiters for
+	// them; poolWake, their queue keys (whose deletes wake the claim).
+	wants      map[string]poolWant
+	poolsAhead bool
+	poolWake   map[string]bool
 }
 
 // TryAcquire takes every path key and one slot of every pool, or nothing.
@@ -451,7 +460,7 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 			// cluster's log, taken or not), at no cost in time when
 			// they are free.
 			var peeked chan *BusyError
-			if c.b.early != nil && !c.tried && !checked && len(c.keys) > 0 {
+			if c.b.early != nil && !c.tried && !checked && c.prechecks() {
 				peeked = make(chan *BusyError, 1)
 				checked = true
 				go func() { peeked <- c.precheck() }()
@@ -468,7 +477,7 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 				}
 			}
 		}
-		if !checked && len(c.keys) > 0 && c.needsCheck() {
+		if !checked && c.prechecks() && c.needsCheck() {
 			// Every other try reads the queue and the keys first too
 			// (one read): a set that intersects an earlier waiter's is
 			// left to it (fair waiting), and a waiter woken by a
@@ -532,8 +541,12 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 }
 
 // stillBusy reports whether a linearizable read finds the busy path key
-// still held since the busy attempt (a pool is left to the attempt).
+// still held since the busy attempt (a pool is left to the attempt), or
+// the claim still behind earlier waiters for a pool.
 func (c *claim) stillBusy() bool {
+	if c.busyEnd != "" {
+		return c.stillBehindPool()
+	}
 	if c.busyPrefix || c.busyKey == "" {
 		return false
 	}
@@ -543,13 +556,27 @@ func (c *claim) stillBusy() bool {
 	return err == nil && len(r.Kvs) > 0 && r.Kvs[0].CreateRevision <= c.busyRev
 }
 
+// stillBehindPool reads the queue and the pools again (precheck) for a
+// claim that waits behind earlier waiters for one of its pools: true if
+// it still does. The watch then goes on from the revision it started at
+// (its events since are still to come).
+func (c *claim) stillBehindPool() bool {
+	rev := c.busyRev
+	be := c.precheck()
+	if be == nil || c.busyEnd == "" {
+		return false
+	}
+	c.busyRev, c.busy = rev, be
+	return true
+}
+
 // errResend marks a transaction whose outcome was unknown and that was not
 // found applied when read back; TryAcquire fences it and tries again.
 var errResend = errors.New("lock transaction timed out and was not applied when read back")
 
 // attempt runs the transactions of one try.
 func (c *claim) attempt(deadline time.Time) (*held, error) {
-	c.busyKey, c.busyPrefix, c.busyRev, c.busyQueue = "", false, 0, false
+	c.busyKey, c.busyPrefix, c.busyEnd, c.busyRev, c.busyQueue = "", false, "", 0, false
 	slots := make([]int, len(c.pools))
 	cands := make([][]int, len(c.pools))
 	chainLen := 0
@@ -984,8 +1011,10 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 				// Waiting behind an earlier waiter: its key deleted
 				// (it took its set, stopped waiting, or its lease
 				// ended) may let this one in.
+				// Behind waiters for a pool: one of them leaving
+				// or a slot of the pool freed.
 				for _, ev := range wr.Events {
-					if ev.Type == mvccpb.DELETE {
+					if ev.Type == mvccpb.DELETE && (c.busyEnd == "" || c.poolWakes(string(ev.Kv.Key))) {
 						return ctx.Err()
 					}
 				}
@@ -1030,6 +1059,7 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 type busyWatch struct {
 	key    string
 	prefix bool
+	end    string // a range [key, end)
 	rev    int64
 	ch     clientv3.WatchChan
 	cancel context.CancelFunc
@@ -1040,11 +1070,11 @@ type busyWatch struct {
 
 // watchBusy returns the watch of what is busy now, started if need be.
 func (c *claim) watchBusy() *busyWatch {
-	if w := c.watch; w != nil && w.key == c.busyKey && w.prefix == c.busyPrefix && w.rev == c.busyRev {
+	if w := c.watch; w != nil && w.key == c.busyKey && w.prefix == c.busyPrefix && w.end == c.busyEnd && w.rev == c.busyRev {
 		return w
 	}
 	c.stopWatch()
-	if !c.busyPrefix && c.busyRev > 0 {
+	if !c.busyPrefix && c.busyEnd == "" && c.busyRev > 0 {
 		if w := c.watchFromNow(); w != nil {
 			c.watch = w
 			return w
@@ -1054,11 +1084,14 @@ func (c *claim) watchBusy() *busyWatch {
 	if c.busyRev > 0 {
 		opts = append(opts, clientv3.WithRev(c.busyRev+1))
 	}
-	if c.busyPrefix {
+	switch {
+	case c.busyPrefix:
 		opts = append(opts, clientv3.WithPrefix())
+	case c.busyEnd != "":
+		opts = append(opts, clientv3.WithRange(c.busyEnd))
 	}
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-	c.watch = &busyWatch{key: c.busyKey, prefix: c.busyPrefix, rev: c.busyRev, cancel: cancel,
+	c.watch = &busyWatch{key: c.busyKey, prefix: c.busyPrefix, end: c.busyEnd, rev: c.busyRev, cancel: cancel,
 		ch: c.b.cli.Watch(ctx, c.busyKey, opts...)}
 	return c.watch
 }

@@ -142,7 +142,7 @@ func (f *firstClaim) attempt() (lockset.Held, error) {
 	q, rev := f.b.readQueue()
 	q = f.before(q)
 	for i, c := range f.sets {
-		if be := c.ahead(q, 0); be != nil {
+		if be := c.ahead(q, 0, nil); be != nil {
 			if first == nil {
 				first = be
 			}
@@ -199,7 +199,7 @@ func (f *firstClaim) stillAllBusy() bool {
 	q := f.before(queueKVs(queued))
 sets:
 	for _, c := range f.sets {
-		if c.ahead(q, 0) != nil {
+		if c.ahead(q, 0, nil) != nil {
 			continue
 		}
 		for _, k := range c.keys {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,18 @@ import (
 // no waiter's proceeds at once. A waiter's key goes when it takes its set
 // (deleted in the same transaction) or stops waiting (its lease revoked);
 // a waiter that dies (SIGKILL) leaves the queue when its lease expires,
-// TTL + lock delay after its last renewal. Slot pools are not queued.
+// TTL + lock delay after its last renewal.
+//
+// Slot pools: a waiter reserves one slot of each pool it waits for (the
+// value lists the pool's key prefix once per slot wanted, queueValue.Pools,
+// and a waiter with pools but no paths queues too). For each pool P of a
+// claim, k earlier waiters' listings of P make the set busy while P's free
+// slots (the claim's size for P minus the slot keys held below it, read in
+// the same read) are no more than k: newcomers yield when the free slots
+// would not cover the earlier waiters' reservations, so the earliest
+// waiter for a pool takes the next slot freed. A --first-of waiter's key
+// for its first set lists no pool; while its pool is full it is queued
+// for the pool as a plain claim is.
 
 // maxQueued bounds the set a waiter queues: its key's value lists 17 bytes
 // per path, and etcd refuses a request above 1.5 MiB. A larger set waits
@@ -41,10 +53,16 @@ const maxQueued = 50000
 // queueValue is a queue key's value: who waits, and for which paths, each
 // named by the first 16 hex digits of its path key's hash (a collision
 // only makes a set yield when it need not).
+//
+// Pools lists the key prefix (PoolPrefix) of every pool the waiter takes a
+// slot of, once per slot: a template given k times in one request is
+// listed k times. Each entry reserves one slot of that pool (ahead).
+// Older binaries ignore the field.
 type queueValue struct {
 	Holder
 	Since string   `json:"since"`
 	Keys  []string `json:"keys"`
+	Pools []string `json:"pools,omitempty"`
 }
 
 // QueuePrefix is the key prefix of the waiting queue under prefix.
@@ -102,9 +120,20 @@ func (c *claim) queued() bool {
 // revision of the read. What WaitChange then watches is the last such key,
 // the claim's nearest predecessor among the waiters it yields to: each
 // waiter is woken by one leaving, not every waiter by the head leaving.
-func (c *claim) ahead(kvs []*queueKV, rev int64) *BusyError {
+//
+// Then the pools: taken is the number of slot keys held in each of the
+// claim's pools (by prefix, indices below the claim's size for it), read
+// with the queue; nil skips the pool rule. For a pool P, k earlier waiters
+// whose keys list P (counting repeats) reserve k of its slots: if the free
+// slots are no more than k, the set is busy, left to the earliest of them.
+// WaitChange then watches those waiters' keys and P's slots (poolWake).
+func (c *claim) ahead(kvs []*queueKV, rev int64, taken map[string]int) *BusyError {
 	ids := c.ids()
+	wants := c.poolWants()
 	var first, last *queueKV
+	var k map[string]int
+	var pfirst map[string]*queueKV
+	c.poolsAhead, c.poolWake = false, nil
 	for _, kv := range kvs {
 		if kv.key == c.qkey && c.queued() {
 			continue
@@ -118,12 +147,89 @@ func (c *claim) ahead(kvs []*queueKV, rev int64) *BusyError {
 			}
 			last = kv
 		}
+		for _, p := range kv.v.Pools {
+			if _, ok := wants[p]; !ok {
+				continue
+			}
+			if k == nil {
+				k, pfirst, c.poolWake = map[string]int{}, map[string]*queueKV{}, map[string]bool{}
+			}
+			k[p]++
+			if pfirst[p] == nil {
+				pfirst[p] = kv
+			}
+			c.poolWake[kv.key] = true
+		}
 	}
-	if first == nil {
+	c.poolsAhead = k != nil
+	if first != nil {
+		c.busyKey, c.busyPrefix, c.busyEnd, c.busyRev, c.busyQueue = last.key, false, "", rev, true
+		return &BusyError{What: "an earlier waiter", Key: first.key, Holders: []string{describe(first.v.Holder, first.v.Since)}, queued: true}
+	}
+	if k == nil || taken == nil {
 		return nil
 	}
-	c.busyKey, c.busyPrefix, c.busyRev, c.busyQueue = last.key, false, rev, true
-	return &BusyError{What: "an earlier waiter", Key: first.key, Holders: []string{describe(first.v.Holder, first.v.Since)}, queued: true}
+	for i := range c.pools {
+		p := &c.pools[i]
+		w := wants[p.prefix]
+		if k[p.prefix] == 0 || w.size-taken[p.prefix] > k[p.prefix] {
+			continue
+		}
+		// Woken by a slot of the claim's pools freed or by an earlier
+		// waiter for one of them leaving: the range from the queue to
+		// the end of the slots holds both.
+		c.busyKey, c.busyPrefix, c.busyEnd, c.busyRev, c.busyQueue = c.b.queuePrefix(), false, clientv3.GetPrefixRangeEnd(c.b.cfg.Prefix+"/slots/"), rev, true
+		kv := pfirst[p.prefix]
+		return &BusyError{What: "an earlier waiter for slot pool " + p.template, Key: kv.key, Holders: []string{describe(kv.v.Holder, kv.v.Since)}, queued: true, slotPool: p.template}
+	}
+	return nil
+}
+
+// poolWant is what a claim wants of one pool: its template, its size
+// (the largest given for the template) and how many slots.
+type poolWant struct {
+	template string
+	size, n  int
+}
+
+// poolWants returns the claim's pools by key prefix.
+func (c *claim) poolWants() map[string]poolWant {
+	if c.wants == nil && len(c.pools) > 0 {
+		c.wants = make(map[string]poolWant, len(c.pools))
+		for _, p := range c.pools {
+			w := c.wants[p.prefix]
+			w.template, w.size, w.n = p.template, max(w.size, p.size), w.n+1
+			c.wants[p.prefix] = w
+		}
+	}
+	return c.wants
+}
+
+// poolWakes reports whether the delete of key may let the claim in when
+// it waits behind earlier waiters for its pools: a slot of one of its
+// pools, or the queue key of one of those waiters.
+func (c *claim) poolWakes(key string) bool {
+	if c.poolWake[key] {
+		return true
+	}
+	for _, p := range c.pools {
+		if strings.HasPrefix(key, p.prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// countTaken counts the slot keys of pool prefix among kvs whose index is
+// below size.
+func countTaken(prefix string, size int, kvs []*mvccpb.KeyValue) int {
+	n := 0
+	for _, kv := range kvs {
+		if i, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), prefix)); err == nil && i >= 0 && i < size {
+			n++
+		}
+	}
+	return n
 }
 
 // queueKV is a queue key as read: its name, create revision and value.
@@ -146,16 +252,27 @@ func queueKVs(kvs []*mvccpb.KeyValue) []*queueKV {
 	return q
 }
 
-// precheck reads the queue and the claim's path keys (the first
-// MaxTxnOps-1 of them) in one linearizable read, and returns the busy
-// answer for an earlier waiter whose set intersects the claim's (first)
-// or for a path key held; nil if neither (or the read got no answer in
-// time: the lock transaction decides then). It puts nothing: a set found
-// busy this way costs the cluster no write.
+// precheck reads the queue, the claim's pools (their slot keys, keys
+// only) and its path keys (the first MaxTxnOps-1 ops' worth) in one
+// linearizable read, and returns the busy answer for an earlier waiter
+// whose set intersects the claim's or who reserves the free slots of one
+// of its pools (first), or for a path key held; nil if none (or the read
+// got no answer in time: the lock transaction decides then). It puts
+// nothing: a set found busy this way costs the cluster no write. A claim
+// without pools reads no pool.
 func (c *claim) precheck() *BusyError {
-	keys := c.keys[:min(len(c.keys), MaxTxnOps-1)]
-	ops := make([]clientv3.Op, 0, len(keys)+1)
+	var pools []string
+	for _, p := range c.pools {
+		if len(pools) < MaxTxnOps-1 && !slices.Contains(pools, p.prefix) {
+			pools = append(pools, p.prefix)
+		}
+	}
+	keys := c.keys[:min(len(c.keys), MaxTxnOps-1-len(pools))]
+	ops := make([]clientv3.Op, 0, 1+len(pools)+len(keys))
 	ops = append(ops, clientv3.OpGet(c.b.queuePrefix(), clientv3.WithPrefix()))
+	for _, p := range pools {
+		ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+	}
 	for _, k := range keys {
 		ops = append(ops, clientv3.OpGet(k.key))
 	}
@@ -166,30 +283,47 @@ func (c *claim) precheck() *BusyError {
 		return nil
 	}
 	rev := resp.Header.Revision
-	if c.queued() && rev >= c.qrev {
-		c.qchecked = true
+	var taken map[string]int
+	if len(pools) > 0 {
+		wants := c.poolWants()
+		taken = make(map[string]int, len(pools))
+		for i, p := range pools {
+			taken[p] = countTaken(p, wants[p].size, resp.Responses[1+i].GetResponseRange().GetKvs())
+		}
 	}
-	if be := c.ahead(queueKVs(resp.Responses[0].GetResponseRange().Kvs), rev); be != nil {
+	be := c.ahead(queueKVs(resp.Responses[0].GetResponseRange().Kvs), rev, taken)
+	if c.queued() && rev >= c.qrev {
+		// Read since the claim entered the queue: no waiter can come
+		// ahead of it any more. Earlier waiters for its pools still
+		// count at every try (their reservations depend on the free
+		// slots), so with one of them it reads the queue every time.
+		c.qchecked = !c.poolsAhead
+	}
+	if be != nil {
 		return be
 	}
-	for i, r := range resp.Responses[1:] {
+	for i, r := range resp.Responses[1+len(pools):] {
 		if rr := r.GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
 			if c.lease != nil && rr.Kvs[0].Lease == int64(c.lease.id) {
 				return nil // ours: the transaction sorts it out
 			}
-			c.busyKey, c.busyPrefix, c.busyRev, c.busyQueue = keys[i].key, false, rev, false
+			c.busyKey, c.busyPrefix, c.busyEnd, c.busyRev, c.busyQueue = keys[i].key, false, "", rev, false
 			return &BusyError{What: keys[i].canon, Key: keys[i].key, Holders: holders(rr.Kvs)}
 		}
 	}
 	return nil
 }
 
+// prechecks reports whether the claim reads the queue before an attempt:
+// it has paths or pools.
+func (c *claim) prechecks() bool { return len(c.keys) > 0 || len(c.pools) > 0 }
+
 // enqueue puts the claim's queue key under its lease (granting one if the
-// last was revoked), once per lease. A set without paths, or larger than
-// maxQueued, is not queued. An enqueue that fails leaves the claim
+// last was revoked), once per lease. A set without paths or pools, or with
+// more than maxQueued paths, is not queued. An enqueue that fails leaves the claim
 // waiting unqueued; the next WaitChange tries again.
 func (c *claim) enqueue() {
-	if c.queued() || len(c.keys) == 0 || len(c.keys) > maxQueued {
+	if c.queued() || !c.prechecks() || len(c.keys) > maxQueued {
 		return
 	}
 	if c.lease == nil || c.lease.isLost() {
@@ -216,6 +350,9 @@ func (c *claim) putQueueKey(l *lease) (key string, rev int64, err error) {
 	v := queueValue{Holder: c.b.cfg.Holder, Since: time.Now().UTC().Format(time.RFC3339), Keys: make([]string, 0, len(c.keys))}
 	for _, k := range c.keys {
 		v.Keys = append(v.Keys, shortID(k.key))
+	}
+	for _, p := range c.pools {
+		v.Pools = append(v.Pools, p.prefix)
 	}
 	data, _ := json.Marshal(v)
 	key = fmt.Sprintf("%s%016x", c.b.queuePrefix(), int64(l.id))
