@@ -16,8 +16,11 @@ type BusyError struct {
 	Holders []string // "pid P on HOST (CMD) since T"
 	pool    bool
 	partial bool // keys may have been put in this attempt: revoke them
-	dealt   bool // a shared pool's dealt slots were taken meanwhile: deal again
-	queued  bool // an earlier waiter is queued for some of the paths (Key is its queue key)
+	// undo: the keys a single transaction put before a pool was found
+	// full (partial), known from its answer; nil if not known exactly.
+	undo   []string
+	dealt  bool // a shared pool's dealt slots were taken meanwhile: deal again
+	queued bool // an earlier waiter is queued for some of the paths (Key is its queue key)
 	// slotPool: the earlier waiter is queued for slots of this pool
 	// (its template), which the free slots would not cover.
 	slotPool string

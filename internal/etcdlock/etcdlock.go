@@ -524,10 +524,15 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 		// busy, a pool full after the paths were put, an error) may have
 		// put keys: revoking the lease deletes exactly the keys put
 		// under it.
+		// A queued claim whose transaction found a pool full gives
+		// back what it put by deleting the keys instead, when that is
+		// known exactly: its lease carries its queue key.
 		var be *BusyError
 		if !errors.As(err, &be) || be.partial {
-			c.lease.revoke(c.b)
-			c.lease = nil
+			if be == nil || be.undo == nil || !c.queued() || !c.undo(be.undo) {
+				c.lease.revoke(c.b)
+				c.lease = nil
+			}
 		}
 		if be != nil && be.dealt && redeals < maxRedeals {
 			// Another holder took the slots dealt to one occurrence of
@@ -643,6 +648,9 @@ func (c *claim) attempt(deadline time.Time) (*held, error) {
 		}
 		if r.busy != nil {
 			r.busy.partial = r.busy.partial || ci > 0 || (r.busy.pool && len(c.keys)+len(c.pools) > 1)
+			if ci > 0 || !r.busy.partial {
+				r.busy.undo = nil // earlier transactions put keys too, or nothing was put
+			}
 			return nil, r.busy
 		}
 		if ci == 0 {
@@ -841,10 +849,57 @@ func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, extra []clientv
 			r = next.GetResponseTxn()
 		}
 		if res.busy != nil {
+			res.busy.undo = putKeys(keys, pools, cands, resp)
 			return res, nil
 		}
 	}
 	return res, nil
+}
+
+// putKeys lists the keys a transaction that found a pool full put: its
+// path keys and the slot of every pool whose chain succeeded.
+func putKeys(keys []pathKey, pools []pool, cands [][]int, resp *clientv3.TxnResponse) []string {
+	put := make([]string, 0, len(keys)+len(pools))
+	for _, k := range keys {
+		put = append(put, k.key)
+	}
+	for i := range pools {
+		r := resp.Responses[len(keys)+i].GetResponseTxn()
+		for j := 0; r != nil && j < len(cands[i]); j++ {
+			if r.Succeeded {
+				put = append(put, pools[i].slotKey(cands[i][j]))
+				break
+			}
+			r = r.Responses[0].GetResponseTxn()
+		}
+	}
+	return put
+}
+
+// undo deletes the keys a busy transaction put under the claim's lease
+// (BusyError.undo), in one transaction that requires each still under it,
+// so that a queued claim keeps its lease and with it its queue key and
+// place. false if that was not done: the caller then revokes the lease.
+func (c *claim) undo(put []string) bool {
+	cmps := make([]clientv3.Cmp, 0, len(put))
+	ops := make([]clientv3.Op, 0, len(put))
+	for _, k := range put {
+		cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(k), "=", c.lease.id))
+		ops = append(ops, clientv3.OpDelete(k))
+	}
+	var resp *clientv3.TxnResponse
+	err := c.b.do("give back a busy attempt's keys", func(ctx context.Context) (err error) {
+		resp, err = c.b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		return err
+	})
+	if err != nil || !resp.Succeeded {
+		return false
+	}
+	if c.busyPrefix {
+		// Our own deletes are no release to wake for.
+		c.busyRev = max(c.busyRev, resp.Header.Revision)
+	}
+	return true
 }
 
 func (c *claim) chain(p *pool, cands []int, j int) clientv3.Op {
