@@ -426,10 +426,27 @@ type claim struct {
 	wants      map[string]poolWant
 	poolsAhead bool
 	poolWake   map[string]bool
+	// busyPool: the pool prefix of the earlier waiters the last attempt
+	// yielded to (with busyEnd). reserve: the pool the claim waits for
+	// (setReserve), qreserve: the one its queue value names, qsince:
+	// when it entered the queue.
+	busyPool          string
+	reserve, qreserve string
+	qsince            string
 }
 
 // TryAcquire takes every path key and one slot of every pool, or nothing.
+// A claim that fails reserves a slot of the pool it waits for, if any
+// (setReserve).
 func (c *claim) TryAcquire() (lockset.Held, error) {
+	h, err := c.tryAcquire()
+	if err != nil && len(c.pools) > 0 {
+		c.setReserve()
+	}
+	return h, err
+}
+
+func (c *claim) tryAcquire() (lockset.Held, error) {
 	if c.held != nil && !c.held.released {
 		return nil, errors.New("etcdlock: claim already held")
 	}

@@ -179,6 +179,7 @@ func (c *claim) ahead(kvs []*queueKV, rev int64, taken map[string]int) *BusyErro
 		// waiter for one of them leaving: the range from the queue to
 		// the end of the slots holds both.
 		c.busyKey, c.busyPrefix, c.busyEnd, c.busyRev, c.busyQueue = c.b.queuePrefix(), false, clientv3.GetPrefixRangeEnd(c.b.cfg.Prefix+"/slots/"), rev, true
+		c.busyPool = p.prefix
 		kv := pfirst[p.prefix]
 		return &BusyError{What: "an earlier waiter for slot pool " + p.template, Key: kv.key, Holders: []string{describe(kv.v.Holder, kv.v.Since)}, queued: true, slotPool: p.template}
 	}
@@ -347,14 +348,8 @@ func (c *claim) enqueue() {
 // putQueueKey puts a queue key for the claim's set under lease l, and
 // returns it with its create revision.
 func (c *claim) putQueueKey(l *lease) (key string, rev int64, err error) {
-	v := queueValue{Holder: c.b.cfg.Holder, Since: time.Now().UTC().Format(time.RFC3339), Keys: make([]string, 0, len(c.keys))}
-	for _, k := range c.keys {
-		v.Keys = append(v.Keys, shortID(k.key))
-	}
-	for _, p := range c.pools {
-		v.Pools = append(v.Pools, p.prefix)
-	}
-	data, _ := json.Marshal(v)
+	c.qsince = time.Now().UTC().Format(time.RFC3339)
+	data := c.queueData()
 	key = fmt.Sprintf("%s%016x", c.b.queuePrefix(), int64(l.id))
 	// Put only if absent, else read it: a put that timed out may have
 	// been applied, and a second put would leave the key at its first
@@ -379,7 +374,52 @@ func (c *claim) putQueueKey(l *lease) (key string, rev int64, err error) {
 	if err != nil {
 		return "", 0, err
 	}
+	c.qreserve = c.reserve
 	return key, rev, nil
+}
+
+// queueData is the claim's queue value: its paths, and the pool it
+// reserves a slot of, if any.
+func (c *claim) queueData() []byte {
+	v := queueValue{Holder: c.b.cfg.Holder, Since: c.qsince, Keys: make([]string, 0, len(c.keys))}
+	for _, k := range c.keys {
+		v.Keys = append(v.Keys, shortID(k.key))
+	}
+	if c.reserve != "" {
+		v.Pools = []string{c.reserve}
+	}
+	data, _ := json.Marshal(v)
+	return data
+}
+
+// setReserve records, after a failed attempt, the pool the claim waits
+// for (reserving): a pool found full, or one that earlier waiters are
+// queued for; none when it waits for a path or for a waiter on its paths.
+// A queued claim whose queue value says otherwise rewrites it (one put,
+// its lease and create revision kept, so its place too); a put that fails
+// is tried again after the next attempt.
+func (c *claim) setReserve() {
+	switch {
+	case c.busyEnd != "":
+		c.reserve = c.busyPool
+	case c.busyPrefix:
+		c.reserve = c.busyKey
+	default:
+		c.reserve = ""
+	}
+	if !c.queued() || c.reserve == c.qreserve {
+		return
+	}
+	data := c.queueData()
+	err := c.b.do("update the queue", func(ctx context.Context) error {
+		r, err := c.b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(c.qkey), "=", c.qrev)).
+			Then(clientv3.OpPut(c.qkey, string(data), clientv3.WithIgnoreLease())).Commit()
+		if err == nil && r.Succeeded {
+			c.qreserve = c.reserve
+		}
+		return err
+	})
+	_ = err // the next attempt tries again
 }
 
 // needsCheck reports whether the next attempt must read the queue first

@@ -3,6 +3,8 @@
 package etcd
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // slotKeys counts the slot keys held under prefix p.
@@ -25,12 +29,23 @@ func slotKeys(t *testing.T, p string) int {
 }
 
 // freeze stops a waiter (SIGSTOP: its lease lives on until TTL + lock
-// delay) and returns what thaws it; the test's end thaws it too.
+// delay) and returns what thaws it, once it is stopped (the signal is
+// delivered asynchronously: a waiter woken meanwhile could still take a
+// slot); the test's end thaws it too.
 func freeze(t *testing.T, cmd *exec.Cmd) func() {
 	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatalf("SIGSTOP the waiter: %v", err)
 	}
+	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
+	waitFor(t, 10*time.Second, "the waiter to stop", func() bool {
+		data, err := os.ReadFile(stat)
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		return len(f) > 0 && f[0] == "T"
+	})
 	thaw := func() { cmd.Process.Signal(syscall.SIGCONT) }
 	t.Cleanup(thaw)
 	return thaw
@@ -180,4 +195,83 @@ func TestPoolQueueWaiterKilled(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the killed waiter's queue key to go with its lease", func() bool { return queueKeys(t, p) == 0 })
 	proceeds(t, pool, "a newcomer after the killed waiter's lease ended")
+}
+
+// queuedPools returns the pools that the queue values under prefix p
+// reserve a slot of.
+func queuedPools(t *testing.T, p string) []string {
+	t.Helper()
+	cli, err := cl.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := cli.Get(ctx, p+"/queue/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pools []string
+	for _, kv := range r.Kvs {
+		var v struct {
+			Pools []string `json:"pools"`
+		}
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			t.Fatalf("queue value %q: %v", kv.Value, err)
+		}
+		pools = append(pools, v.Pools...)
+	}
+	return pools
+}
+
+// A waiter reserves a slot only of the pool it waits for: one whose path
+// is held by another, its pool free, keeps no slot from newcomers (its
+// queue value lists no pool), and gets in when the path frees. With the
+// pool full, a waiter on a free path reserves it.
+func TestPoolQueueReservesOnlyWhatItWaitsFor(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	dir := t.TempDir()
+	tmpl := filepath.Join(dir, "slot-{i}.lock")
+	base := []string{"--backend", "etcd", "--key-prefix", p}
+	pool := append(append([]string{}, base...), "--slots", "1", "--slot-file", tmpl)
+	relPath := filepath.Join(dir, "release-path")
+	hp := holdUntil(t, base, "/srv/pqr-x", relPath)
+	waitFor(t, 10*time.Second, "the path's holder", func() bool { return len(keys(t, p)) == 1 })
+
+	w := command(nil, "withlock", append(append([]string{}, pool...), "--paths", "/srv/pqr-x", "--ttl", "10s", "--wait", "60s", "--", "true")...)
+	stderr := startWaiter(t, w)
+	waitFor(t, 20*time.Second, "the waiter's queue key", func() bool { return queueKeys(t, p) == 1 })
+	if qp := queuedPools(t, p); len(qp) != 0 {
+		t.Errorf("a waiter for a held path reserves %v; want no pool", qp)
+	}
+	proceeds(t, pool, "a newcomer on the pool while the waiter waits for its path")
+
+	os.WriteFile(relPath, nil, 0o644)
+	if err := hp.Wait(); err != nil {
+		t.Fatalf("the path's holder: %v", err)
+	}
+	if err := w.Wait(); err != nil {
+		t.Fatalf("the waiter: %v (stderr %q)", err, stderr.String())
+	}
+
+	// The pool full, the path free: the waiter reserves the pool.
+	relSlot := filepath.Join(dir, "release-slot")
+	hs := holdUntil(t, pool, "/srv/pqr-h", relSlot)
+	waitFor(t, 10*time.Second, "the slot's holder", func() bool { return slotKeys(t, p) == 1 })
+	w2 := command(nil, "withlock", append(append([]string{}, pool...), "--paths", "/srv/pqr-y", "--ttl", "10s", "--wait", "60s", "--", "true")...)
+	stderr2 := startWaiter(t, w2)
+	waitFor(t, 20*time.Second, "the second waiter to reserve the pool", func() bool { return len(queuedPools(t, p)) == 1 })
+	thaw := freeze(t, w2)
+	os.WriteFile(relSlot, nil, 0o644)
+	if err := hs.Wait(); err != nil {
+		t.Fatalf("the slot's holder: %v", err)
+	}
+	waitFor(t, 10*time.Second, "the slot to go", func() bool { return slotKeys(t, p) == 0 })
+	yields(t, pool, w2, tmpl, "a newcomer on the pool the frozen waiter reserves")
+	thaw()
+	if err := w2.Wait(); err != nil {
+		t.Fatalf("the second waiter: %v (stderr %q)", err, stderr2.String())
+	}
 }
