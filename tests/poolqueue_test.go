@@ -284,3 +284,74 @@ func TestPoolWaiterReservesOnlyWhatItWaitsFor(t *testing.T) {
 	la.Close()
 	wantRan(t, w, ran)
 }
+
+// Pool waiters are served in arrival order even when the earlier one
+// reserved nothing when the later one arrived (it waited for a path then)
+// and reserves the pool only afterwards: the later waiter keeps reading
+// the queue instead of taking the first slot that frees. Frozen, the
+// earlier waiter cannot run; the later one must not take the slot meanwhile.
+func TestPoolWaitersInArrivalOrder(t *testing.T) {
+	q := newPoolQueue(t)
+	a := filepath.Join(q.dir, "a")
+	cs, err := pathlock.CanonicalSet([]string{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := os.OpenFile(filepath.Join(q.locks, pathlock.LockName(cs[0])), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Close()
+	if err := unix.Flock(int(la.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	order := filepath.Join(q.dir, "order")
+	start := func(tag string, args ...string) *exec.Cmd {
+		cmd := exec.Command(filepath.Join(binDir, "withlock"), append(append([]string{"--wait", "60s"}, args...), "--", "sh", "-c", `echo `+tag+` >> "$1"`, "sh", order)...)
+		cmd.Env = q.env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGCONT); cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	ticket := func(cmd *exec.Cmd) []byte {
+		for n := range q.tickets() {
+			if strings.HasSuffix(n, "-"+strconv.Itoa(cmd.Process.Pid)) {
+				data, _ := os.ReadFile(filepath.Join(q.locks, "withlock-queue", n))
+				return data
+			}
+		}
+		return nil
+	}
+	// The first waiter waits for a (held), its pool free: it reserves nothing.
+	w1 := start("1", "--paths", a, "--slots", "1")
+	waitUntil(t, 20*time.Second, "the first waiter's ticket, reserving nothing", func() bool {
+		return bytes.Contains(ticket(w1), []byte(" -\n"))
+	})
+	q.hold(0)
+	w2 := start("2", "--slots", "1")
+	waitUntil(t, 20*time.Second, "the second waiter to reserve the pool", func() bool {
+		return bytes.Contains(ticket(w2), []byte(" +\n"))
+	})
+	// a frees: the first waiter gets it, finds the pool full, lets a go
+	// and now reserves the pool.
+	la.Close()
+	waitUntil(t, 20*time.Second, "the first waiter to reserve the pool", func() bool {
+		return bytes.Contains(ticket(w1), []byte(" +\n"))
+	})
+	freeze(t, w1)
+	q.release(0)
+	q.wantSkip("a newcomer behind both", w1.Process.Pid, "--slots", "1")
+	w1.Process.Signal(syscall.SIGCONT)
+	for _, w := range []*exec.Cmd{w1, w2} {
+		if err := w.Wait(); err != nil {
+			t.Fatalf("a waiter: %v; stderr:\n%s", err, w.Stderr)
+		}
+	}
+	if got, _ := os.ReadFile(order); string(got) != "1\n2\n" {
+		t.Fatalf("the waiters ran in the order %q; want 1 then 2", got)
+	}
+}

@@ -147,6 +147,11 @@ func (c *claim) ahead(kvs []*queueKV, rev int64, taken map[string]int) *BusyErro
 			}
 			last = kv
 		}
+		if len(wants) > 0 {
+			// An earlier waiter that reserves no pool of ours now may
+			// reserve one after its next attempt: keep reading.
+			c.poolsAhead = true
+		}
 		for _, p := range kv.v.Pools {
 			if _, ok := wants[p]; !ok {
 				continue
@@ -161,7 +166,6 @@ func (c *claim) ahead(kvs []*queueKV, rev int64, taken map[string]int) *BusyErro
 			c.poolWake[kv.key] = true
 		}
 	}
-	c.poolsAhead = k != nil
 	if first != nil {
 		c.busyKey, c.busyPrefix, c.busyEnd, c.busyRev, c.busyQueue = last.key, false, "", rev, true
 		return &BusyError{What: "an earlier waiter", Key: first.key, Holders: []string{describe(first.v.Holder, first.v.Since)}, queued: true}

@@ -169,7 +169,9 @@ func (q *queue) ahead() error {
 			return false
 		}
 		if len(q.pools) > 0 {
-			if w := q.parse(n, data, false); len(w.pools) > 0 {
+			// A ticket with pool lines, even none reserved now ("-"),
+			// may reserve one of ours after its waiter's next attempt.
+			if w := q.parse(n, data, false); w.listsPools {
 				ws = append(ws, w)
 			}
 		}
@@ -240,9 +242,10 @@ func (q *queue) waiting() ([]waiter, error) {
 // waiter is a live ticket as waiting returns it: the lock names it lists,
 // and how many slots of each pool it reserves.
 type waiter struct {
-	name  string
-	names map[string]bool
-	pools map[string]int
+	name       string
+	names      map[string]bool
+	pools      map[string]int
+	listsPools bool // a pool line, reserved or not
 }
 
 // parse reads ticket n's lines: the pools it reserves a slot of (lines
@@ -256,6 +259,7 @@ func (q *queue) parse(n string, data []byte, names bool) waiter {
 	for _, l := range bytes.Split(data, []byte{'\n'}) {
 		switch {
 		case bytes.HasPrefix(l, []byte(poolLine)):
+			w.listsPools = true
 			if key, ok := bytes.CutSuffix(l, []byte(" +")); ok {
 				if w.pools == nil {
 					w.pools = map[string]int{}
