@@ -85,6 +85,13 @@ func TestQueueAheadPools(t *testing.T) {
 	if be := c.ahead(q, 9, map[string]int{P: 2}); be != nil || c.poolsAhead {
 		t.Errorf("queued first: %v (pools ahead %v); want nil", be, c.poolsAhead)
 	}
+	// Queued behind a waiter that reserves no pool now: it may after its
+	// next attempt, so the queue is read again (poolsAhead).
+	c.qkey, c.qrev = "/p/queue/3", 8
+	unreserved := []*queueKV{{key: "/p/queue/1", rev: 5, v: queueValue{}}, {key: "/p/queue/3", rev: 8}}
+	if be := c.ahead(unreserved, 9, map[string]int{P: 0}); be != nil || !c.poolsAhead {
+		t.Errorf("behind a waiter reserving nothing: %v (pools ahead %v); want nil, pools ahead", be, c.poolsAhead)
+	}
 }
 
 // FuzzQueueValue: any bytes in a queue key's value (anyone who can write
