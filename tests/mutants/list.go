@@ -62,9 +62,33 @@ var Mutants = []Mutant{
 		Name:   "queue-not-read",
 		Breaks: "a newcomer whose set intersects an earlier waiter's does not yield to it",
 		Edits: []Edit{
-			{"internal/lockset/queue_linux.go", "	if len(q.names) == 0 || q.clear {\n", "	if true || len(q.names) == 0 || q.clear {\n"},
+			{"internal/lockset/queue_linux.go", "	if !q.queues() || q.clear {\n", "	if true || !q.queues() || q.clear {\n"},
 		},
 		Pkgs: []string{"./tests"}, Run: "TestWithlock/^fairwait$",
+	},
+	{
+		Name:   "pool-queue-ignored",
+		Breaks: "a newcomer takes the slot that an earlier waiter for the full pool reserves",
+		Edits: []Edit{
+			{"internal/lockset/queue_linux.go", "func (q *queue) poolBusy(ws []waiter) error {\n", "func (q *queue) poolBusy(ws []waiter) error {\n\tif true {\n\t\treturn nil\n\t}\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestPoolWaiter",
+	},
+	{
+		Name:   "pool-reserve-sticks",
+		Breaks: "a waiter that now waits for a path keeps reserving a slot, so newcomers on its pool wait for nothing",
+		Edits: []Edit{
+			{"internal/lockset/queue_linux.go", "		want := i == busy\n", "		want := i == busy || q.reserve[i]\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestPoolWaiterReservesOnlyWhatItWaitsFor",
+	},
+	{
+		Name:   "etcd-pool-queue-all",
+		Breaks: "on etcd a waiter stuck on a path reserves a slot of every pool it takes",
+		Edits: []Edit{
+			{"internal/etcdlock/queue.go", "	if c.reserve != \"\" {\n\t\tv.Pools = []string{c.reserve}\n\t}\n", "	for _, p := range c.pools {\n\t\tv.Pools = append(v.Pools, p.prefix)\n\t}\n"},
+		},
+		Pkgs: []string{"./tests/etcd"}, Run: "TestPoolQueueReservesOnlyWhatItWaitsFor", Tags: "etcd",
 	},
 	{
 		Name:   "wait-not-in-flock",
