@@ -60,6 +60,24 @@ func (q *poolQueue) hold(i int) {
 	q.held[i] = f
 }
 
+// holdPath locks path p's lock file (the Python rule's name) as a
+// process outside the queue; closing the file releases it.
+func (q *poolQueue) holdPath(p string) *os.File {
+	cs, err := pathlock.CanonicalSet([]string{p})
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(q.locks, pathlock.LockName(cs[0])), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	q.t.Cleanup(func() { f.Close() })
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		q.t.Fatalf("holding %s: %v", p, err)
+	}
+	return f
+}
+
 func (q *poolQueue) release(i int) {
 	q.held[i].Close()
 	delete(q.held, i)
@@ -255,18 +273,7 @@ func TestPoolWaiterReservesOnlyWhatItWaitsFor(t *testing.T) {
 	q := newPoolQueue(t)
 	q.hold(0)
 	a := filepath.Join(q.dir, "a")
-	cs, err := pathlock.CanonicalSet([]string{a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	la, err := os.OpenFile(filepath.Join(q.locks, pathlock.LockName(cs[0])), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer la.Close()
-	if err := unix.Flock(int(la.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
+	la := q.holdPath(a)
 	ran := filepath.Join(q.dir, "ran")
 	w := q.waiter(ran, "--slots", "1", "--paths", a)
 	q.wantSkip("the pool full, the waiter reserves it", w.Process.Pid, "--slots", "1")
@@ -293,18 +300,7 @@ func TestPoolWaiterReservesOnlyWhatItWaitsFor(t *testing.T) {
 func TestPoolWaitersInArrivalOrder(t *testing.T) {
 	q := newPoolQueue(t)
 	a := filepath.Join(q.dir, "a")
-	cs, err := pathlock.CanonicalSet([]string{a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	la, err := os.OpenFile(filepath.Join(q.locks, pathlock.LockName(cs[0])), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer la.Close()
-	if err := unix.Flock(int(la.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
+	la := q.holdPath(a)
 	order := filepath.Join(q.dir, "order")
 	start := func(tag string, args ...string) *exec.Cmd {
 		cmd := exec.Command(filepath.Join(binDir, "withlock"), append(append([]string{"--wait", "60s"}, args...), "--", "sh", "-c", `echo `+tag+` >> "$1"`, "sh", order)...)

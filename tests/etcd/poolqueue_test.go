@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,14 +19,16 @@ import (
 )
 
 // slotKeys counts the slot keys held under prefix p.
-func slotKeys(t *testing.T, p string) int {
-	n := 0
-	for k := range keys(t, p) {
-		if strings.HasPrefix(k, p+"/slots/") {
-			n++
-		}
-	}
-	return n
+func slotKeys(t *testing.T, p string) int { return keysUnder(t, p, "/slots/") }
+
+// poolCase sets up a pool test: its key prefix, a temp dir, a slot
+// template in it, and withlock's arguments for a pool of size slots.
+func poolCase(t *testing.T, size int) (p, dir, tmpl string, pool []string) {
+	t.Helper()
+	need(t)
+	p, dir = prefix(t), t.TempDir()
+	tmpl = filepath.Join(dir, "slot-{i}.lock")
+	return p, dir, tmpl, []string{"--backend", "etcd", "--key-prefix", p, "--slots", strconv.Itoa(size), "--slot-file", tmpl}
 }
 
 // freeze stops a waiter (SIGSTOP: its lease lives on until TTL + lock
@@ -77,11 +80,7 @@ func proceeds(t *testing.T, args []string, what string) {
 // waiter takes it, and after it the newcomer gets in. Before, a pool-only
 // waiter was not queued at all and a newcomer took the freed slot.
 func TestPoolQueue(t *testing.T) {
-	need(t)
-	p := prefix(t)
-	dir := t.TempDir()
-	tmpl := filepath.Join(dir, "slot-{i}.lock")
-	pool := []string{"--backend", "etcd", "--key-prefix", p, "--slots", "1", "--slot-file", tmpl}
+	p, dir, tmpl, pool := poolCase(t, 1)
 	release := filepath.Join(dir, "release")
 	holder := holdUntil(t, pool, "/srv/pq-holder", release)
 	waitFor(t, 10*time.Second, "the holder's slot", func() bool { return slotKeys(t, p) == 1 })
@@ -123,11 +122,7 @@ func TestPoolQueue(t *testing.T) {
 // waiter then takes the other slot. Before, the waiter's queue key named
 // its paths only and the newcomer took the first freed slot.
 func TestPoolQueueWithPaths(t *testing.T) {
-	need(t)
-	p := prefix(t)
-	dir := t.TempDir()
-	tmpl := filepath.Join(dir, "slot-{i}.lock")
-	pool := []string{"--backend", "etcd", "--key-prefix", p, "--slots", "2", "--slot-file", tmpl}
+	p, dir, tmpl, pool := poolCase(t, 2)
 	rel1, rel2 := filepath.Join(dir, "release-1"), filepath.Join(dir, "release-2")
 	h1 := holdUntil(t, pool, "/srv/pqp-h1", rel1)
 	h2 := holdUntil(t, pool, "/srv/pqp-h2", rel2)
@@ -169,11 +164,7 @@ func TestPoolQueueWithPaths(t *testing.T) {
 // its lease ends (TTL 2 s + lock delay 4 s: long enough for the newcomer
 // to see it), then nobody yields to it.
 func TestPoolQueueWaiterKilled(t *testing.T) {
-	need(t)
-	p := prefix(t)
-	dir := t.TempDir()
-	tmpl := filepath.Join(dir, "slot-{i}.lock")
-	pool := []string{"--backend", "etcd", "--key-prefix", p, "--slots", "1", "--slot-file", tmpl}
+	p, dir, tmpl, pool := poolCase(t, 1)
 	release := filepath.Join(dir, "release")
 	holder := holdUntil(t, pool, "/srv/pqk-holder", release)
 	waitFor(t, 10*time.Second, "the holder's slot", func() bool { return slotKeys(t, p) == 1 })
@@ -230,12 +221,8 @@ func queuedPools(t *testing.T, p string) []string {
 // queue value lists no pool), and gets in when the path frees. With the
 // pool full, a waiter on a free path reserves it.
 func TestPoolQueueReservesOnlyWhatItWaitsFor(t *testing.T) {
-	need(t)
-	p := prefix(t)
-	dir := t.TempDir()
-	tmpl := filepath.Join(dir, "slot-{i}.lock")
-	base := []string{"--backend", "etcd", "--key-prefix", p}
-	pool := append(append([]string{}, base...), "--slots", "1", "--slot-file", tmpl)
+	p, dir, tmpl, pool := poolCase(t, 1)
+	base := pool[:4] // --backend etcd --key-prefix p
 	relPath := filepath.Join(dir, "release-path")
 	hp := holdUntil(t, base, "/srv/pqr-x", relPath)
 	waitFor(t, 10*time.Second, "the path's holder", func() bool { return len(keys(t, p)) == 1 })

@@ -13,10 +13,13 @@ import (
 )
 
 // queueKeys counts the waiting queue's keys under prefix p.
-func queueKeys(t *testing.T, p string) int {
+func queueKeys(t *testing.T, p string) int { return keysUnder(t, p, "/queue/") }
+
+// keysUnder counts the keys under prefix p+sub.
+func keysUnder(t *testing.T, p, sub string) int {
 	n := 0
 	for k := range keys(t, p) {
-		if strings.HasPrefix(k, p+"/queue/") {
+		if strings.HasPrefix(k, p+sub) {
 			n++
 		}
 	}
