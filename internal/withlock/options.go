@@ -125,6 +125,21 @@ func (o *Options) Validate(found bool) error {
 			return UsageError{fmt.Sprintf("--slots %d: a pool needs at least 1 slot", n)}
 		}
 	}
+	// The same --slot-file given k times takes k slots of one pool: more
+	// than the pool has can never be held, and a waiter would wait for
+	// nothing (and keep a slot reserved meanwhile).
+	want, size := map[string]int{}, map[string]int{}
+	for i, t := range o.SlotFile {
+		want[t]++
+		size[t] = max(size[t], o.Slots[i])
+		if want[t] > size[t] {
+			unit := "slots"
+			if size[t] == 1 {
+				unit = "slot"
+			}
+			return UsageError{fmt.Sprintf("--slot-file %s is given %d times, but its pool has %d %s: it can never take that many", t, want[t], size[t], unit)}
+		}
+	}
 	// --paths values are split here, not by kong, so that the fast parser
 	// and kong split alike (kong would also unescape "\,").
 	var paths []string
