@@ -351,3 +351,43 @@ func TestPoolWaitersInArrivalOrder(t *testing.T) {
 		t.Fatalf("the waiters ran in the order %q; want 1 then 2", got)
 	}
 }
+
+// A waiter for two slots of one pool (the same --slot-file twice) with
+// one slot free sleeps: the slot it takes and gives back in each attempt
+// does not wake it (before, every give-back woke it at once: thousands of
+// attempts a second, a core, and the free slot taken and dropped over and
+// over under other processes' tries). Its CPU time over a second, from
+// /proc: a spinning waiter shows about 100 ticks (a whole core), one that
+// sleeps a few at most (an attempt per 250 ms poll). Then the other slot
+// frees and the waiter runs.
+func TestPoolTwiceWaiterSleeps(t *testing.T) {
+	q := newPoolQueue(t)
+	q.hold(1)
+	ran := filepath.Join(q.dir, "ran")
+	tmpl := filepath.Join(q.locks, "withlock-slot-{i}.lock")
+	w := q.waiter(ran, "--slots", "2", "--slot-file", tmpl, "--slots", "2", "--slot-file", tmpl)
+	before := cpuTicks(t, w.Process.Pid)
+	time.Sleep(time.Second) // a window for a spinning waiter to show, not a wait for anything
+	if n := cpuTicks(t, w.Process.Pid) - before; n > 20 {
+		t.Errorf("the waiter used %d ticks of CPU in 1 s while it waited; want at most 20 (it must sleep)", n)
+	}
+	q.release(1)
+	wantRan(t, w, ran)
+}
+
+// cpuTicks returns the user and system time process pid has used, in
+// clock ticks (/proc/PID/stat).
+func cpuTicks(t *testing.T, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		t.Fatalf("/proc/%d/stat: %q", pid, data)
+	}
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s
+}

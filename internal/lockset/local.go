@@ -85,12 +85,14 @@ type localClaim struct {
 	dir   *lockfile.Dir
 	paths *pathlock.Set
 	pools []*slots.Pool
-	// busy names what failed last: a pool index, or -1 for the paths.
-	busyPool int
-	busyLock string // lock file path of the busy path
-	w        *watcher
-	q        *queue        // the waiting queue (nil without paths or pools)
-	qdir     *lockfile.Dir // the lock dir of a claim with pools only, for q
+	// busy names what failed last: a pool index, or -1 for the paths;
+	// busyNames, for a pool, its slot files that others hold (othersHold).
+	busyPool  int
+	busyNames []string
+	busyLock  string // lock file path of the busy path
+	w         *watcher
+	q         *queue        // the waiting queue (nil without paths or pools)
+	qdir      *lockfile.Dir // the lock dir of a claim with pools only, for q
 	// blocked receives the result of the flock(2) call waiting for
 	// blockedOn, the busy lock file (waitLock); nil if none is outstanding.
 	blocked   chan error
@@ -134,12 +136,16 @@ func (c *localClaim) tryAcquire() (Held, error) {
 			c.busyPool = -2
 			if qe, ok := errors.AsType[*QueuedError](err); ok {
 				c.busyPool = qe.pool
+				if qe.pool >= 0 {
+					_, c.busyNames = c.pools[qe.pool].Watch()
+				}
 			}
 			return nil, err
 		}
 	}
 	for i, p := range c.pools {
 		if _, err := p.TryLock(); err != nil {
+			c.busyNames = othersHold(c.pools, i)
 			c.releaseAll()
 			c.busyPool = i
 			return nil, err
@@ -246,4 +252,30 @@ func checkFileLimit(n int) error {
 		return fmt.Errorf("%d locks need %d open files, but the limit is %d; raise it (ulimit -Hn) or split the set", n, need, rl.Cur)
 	}
 	return nil
+}
+
+// othersHold returns the slot files of pools[i], which was found full,
+// that other processes hold: all of them but those that pools before it
+// in the request, naming the same files (one --slot-file given twice),
+// took in this very attempt. A waiter watches only those: the release of
+// the slots it takes and gives back itself must not wake it (it would try
+// again at once, and again: a spin).
+func othersHold(pools []*slots.Pool, i int) []string {
+	dir, names := pools[i].Watch()
+	mine := map[string]bool{}
+	for _, p := range pools[:i] {
+		if d, n := p.Watch(); d == dir && p.Index() >= 0 {
+			mine[n[p.Index()]] = true
+		}
+	}
+	if len(mine) == 0 {
+		return names
+	}
+	var others []string
+	for _, n := range names {
+		if !mine[n] {
+			others = append(others, n)
+		}
+	}
+	return others
 }

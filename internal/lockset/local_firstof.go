@@ -67,10 +67,11 @@ type localFirst struct {
 	pools  []*slots.Pool
 	chosen int // the set held, -1 if none
 	// busyPool is the pool that was full in the last attempt, -1 if the
-	// sets were all busy.
-	busyPool int
-	w        *watcher
-	q        *queue // a waiter's ticket names its first set
+	// sets were all busy; busyNames its slot files that others hold.
+	busyPool  int
+	busyNames []string
+	w         *watcher
+	q         *queue // a waiter's ticket names its first set
 	// While waiting (keep), a set's busy lock file stays open between
 	// attempts and blockers names them: closing it would wake every
 	// first-of waiter that watches it, this one included, and they
@@ -147,10 +148,12 @@ func (c *localFirst) tryAcquire() (Held, error) {
 	}
 	if err := c.q.poolBusy(waiting); err != nil {
 		c.busyPool = err.(*QueuedError).pool // WaitChange watches it
+		_, c.busyNames = c.pools[c.busyPool].Watch()
 		return nil, err
 	}
 	for i, p := range c.pools {
 		if _, err := p.TryLock(); err != nil {
+			c.busyNames = othersHold(c.pools, i)
 			c.releaseSlots()
 			c.busyPool = i
 			return nil, err
@@ -300,7 +303,8 @@ func (c *localFirst) WaitChange(ctx context.Context, poll time.Duration) error {
 		return ctx.Err()
 	}
 	if c.busyPool >= 0 && c.busyPool < len(c.pools) {
-		c.w.want(c.pools[c.busyPool].Watch())
+		dir, _ := c.pools[c.busyPool].Watch()
+		c.w.want(dir, c.busyNames)
 	} else {
 		// The blockers of the last attempt (none when not keeping: its
 		// own closes would wake it; Poll then).

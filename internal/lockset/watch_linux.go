@@ -304,7 +304,8 @@ func (c *localClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 	}
 	switch {
 	case c.busyPool >= 0 && c.busyPool < len(c.pools):
-		c.w.want(c.pools[c.busyPool].Watch())
+		dir, _ := c.pools[c.busyPool].Watch()
+		c.w.want(dir, c.busyNames)
 	case c.busyPool == -2:
 		c.w.want("", nil) // only the queue below
 	default:
