@@ -391,3 +391,44 @@ func cpuTicks(t *testing.T, pid int) int {
 	s, _ := strconv.Atoi(f[12])
 	return u + s
 }
+
+// A waiter for two pools keeps the slot of the first reserved while it
+// waits for the second: without that, each pool that comes free while the
+// other is full goes to a newcomer, and two pools that come free in turn
+// starve the waiter (found by an attack session). Pools P and Q of one
+// slot, both held; the waiter reserves P, then P frees and Q is still
+// held: it reserves both. Frozen, it cannot take P; a newcomer on P must
+// yield all the same.
+func TestPoolWaiterReservesEveryFullPool(t *testing.T) {
+	q := newPoolQueue(t)
+	p, pq := filepath.Join(q.locks, "p-{i}.lock"), filepath.Join(q.locks, "q-{i}.lock")
+	holdFile := func(name string) *os.File {
+		f, err := os.OpenFile(filepath.Join(q.locks, name), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	hp, hq := holdFile("p-0.lock"), holdFile("q-0.lock")
+	ran := filepath.Join(q.dir, "ran")
+	w := q.waiter(ran, "--slots", "1", "--slot-file", p, "--slots", "1", "--slot-file", pq)
+	hp.Close() // P frees: the waiter takes it, finds Q full, gives P back
+	waitUntil(t, 20*time.Second, "the waiter to reserve both pools", func() bool {
+		for n := range q.tickets() {
+			if strings.HasSuffix(n, "-"+strconv.Itoa(w.Process.Pid)) {
+				data, _ := os.ReadFile(filepath.Join(q.locks, "withlock-queue", n))
+				return bytes.Count(data, []byte(" +\n")) == 2
+			}
+		}
+		return false
+	})
+	freeze(t, w)
+	q.wantSkip("P free, reserved by the waiter for P and Q", w.Process.Pid, "--slots", "1", "--slot-file", p)
+	w.Process.Signal(syscall.SIGCONT)
+	hq.Close()
+	wantRan(t, w, ran)
+}

@@ -427,11 +427,11 @@ type claim struct {
 	poolsAhead bool
 	poolWake   map[string]bool
 	// busyPool: the pool prefix of the earlier waiters the last attempt
-	// yielded to (with busyEnd). reserve: the pool the claim waits for
-	// (setReserve), qreserve: the one its queue value names, qsince:
+	// yielded to (with busyEnd). reserve: the pools the claim reserves a
+	// slot of (setReserve), qreserve: those its queue value names, qsince:
 	// when it entered the queue.
 	busyPool          string
-	reserve, qreserve string
+	reserve, qreserve []string
 	qsince            string
 }
 
@@ -511,7 +511,10 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 		h, err := c.attempt(deadline)
 		if err == nil {
 			c.held = h
-			c.qrev = 0 // its queue key was deleted with the take, or goes with the lease
+			// Its queue key was deleted with the take, goes once the
+			// command has started (pools), or goes with the lease.
+			h.started = c.dequeueLater()
+			c.qrev = 0
 			return h, nil
 		}
 		if errors.Is(err, lockset.ErrBusy) {

@@ -378,40 +378,40 @@ func (c *claim) putQueueKey(l *lease) (key string, rev int64, err error) {
 	if err != nil {
 		return "", 0, err
 	}
-	c.qreserve = c.reserve
+	c.qreserve = slices.Clone(c.reserve)
 	return key, rev, nil
 }
 
-// queueData is the claim's queue value: its paths, and the pool it
-// reserves a slot of, if any.
+// queueData is the claim's queue value: its paths, and the pools it
+// reserves a slot of.
 func (c *claim) queueData() []byte {
 	v := queueValue{Holder: c.b.cfg.Holder, Since: c.qsince, Keys: make([]string, 0, len(c.keys))}
 	for _, k := range c.keys {
 		v.Keys = append(v.Keys, shortID(k.key))
 	}
-	if c.reserve != "" {
-		v.Pools = []string{c.reserve}
-	}
+	v.Pools = c.reserve
 	data, _ := json.Marshal(v)
 	return data
 }
 
-// setReserve records, after a failed attempt, the pool the claim waits
-// for (reserving): a pool found full, or one that earlier waiters are
-// queued for; none when it waits for a path or for a waiter on its paths.
-// A queued claim whose queue value says otherwise rewrites it (one put,
-// its lease and create revision kept, so its place too); a put that fails
-// is tried again after the next attempt.
+// setReserve records, after a failed attempt, the pools the claim
+// reserves a slot of: the pool found full or that earlier waiters are
+// queued for is added, and those it reserved already stay (a waiter for
+// two pools that come free in turn would otherwise see each taken by a
+// newcomer while it waits for the other); none once it waits for a path
+// or for a waiter on its paths. A queued claim whose queue value says
+// otherwise rewrites it (one put, its lease and create revision kept, so
+// its place too); a put that fails is tried again after the next attempt.
 func (c *claim) setReserve() {
 	switch {
 	case c.busyEnd != "":
-		c.reserve = c.busyPool
+		c.reserve = addPool(c.reserve, c.busyPool)
 	case c.busyPrefix:
-		c.reserve = c.busyKey
+		c.reserve = addPool(c.reserve, c.busyKey)
 	default:
-		c.reserve = ""
+		c.reserve = nil
 	}
-	if !c.queued() || c.reserve == c.qreserve {
+	if !c.queued() || slices.Equal(c.reserve, c.qreserve) {
 		return
 	}
 	data := c.queueData()
@@ -419,11 +419,19 @@ func (c *claim) setReserve() {
 		r, err := c.b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(c.qkey), "=", c.qrev)).
 			Then(clientv3.OpPut(c.qkey, string(data), clientv3.WithIgnoreLease())).Commit()
 		if err == nil && r.Succeeded {
-			c.qreserve = c.reserve
+			c.qreserve = slices.Clone(c.reserve)
 		}
 		return err
 	})
 	_ = err // the next attempt tries again
+}
+
+// addPool adds the pool prefix p to the set ps (sorted, no repeats).
+func addPool(ps []string, p string) []string {
+	if i, found := slices.BinarySearch(ps, p); !found {
+		ps = slices.Insert(ps, i, p)
+	}
+	return ps
 }
 
 // needsCheck reports whether the next attempt must read the queue first
@@ -436,12 +444,34 @@ func (c *claim) needsCheck() bool {
 }
 
 // dequeueOp is the delete of the claim's queue key, for the transaction
-// that takes its set; nil if it is not queued.
+// that takes its set; nil if it is not queued, or if it has pools: their
+// slots are taken in nested transactions, so the outer one applies its
+// other operations even when a pool is full, and the waiter would lose its
+// place without getting in (dequeueLater deletes the key then).
 func (c *claim) dequeueOp() []clientv3.Op {
-	if !c.queued() {
+	if !c.queued() || len(c.pools) > 0 {
 		return nil
 	}
 	return []clientv3.Op{clientv3.OpDelete(c.qkey)}
+}
+
+// dequeueLater returns what deletes the queue key of a claim that has
+// taken its set, once its command has started (held.Started): a key the
+// lock transaction did not delete (dequeueOp) would go only with the
+// lease, at release, and its pool reservations would make newcomers
+// yield meanwhile. nil if there is nothing to delete.
+func (c *claim) dequeueLater() func() {
+	if !c.queued() || len(c.pools) == 0 {
+		return nil
+	}
+	key, rev := c.qkey, c.qrev
+	return func() {
+		c.b.do("leave the queue", func(ctx context.Context) error {
+			_, err := c.b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
+				Then(clientv3.OpDelete(key)).Commit()
+			return err
+		})
+	}
 }
 
 // readQueue reads the live waiters (for --first-of, which checks every

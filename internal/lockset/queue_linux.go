@@ -32,10 +32,11 @@ import (
 //
 // Slot pools are queued too: a ticket also lists, one line "slots:KEY F"
 // per pool its waiter takes (KEY: slots.Pool.Key), where the flag F is
-// "+" while the waiter reserves a slot of that pool — its last attempt
-// found that pool full, or an earlier waiter queued for it — and "-"
-// otherwise (it waits for a path or another pool); the waiter flips it
-// in place, one byte, after each attempt. A withlock yields when a pool
+// "+" while the waiter reserves a slot of that pool — an attempt found
+// that pool full, or earlier waiters queued for it, and the waiter has
+// waited for slots only since — and "-" otherwise (it waits for a path);
+// the waiter flips it in place, one byte, after each attempt
+// (setReserve). A withlock yields when a pool
 // of its request has no more free slots than earlier live tickets reserve
 // (the free slots counted in /proc/locks, never probed with flock(2): a
 // probe would make another process's try see a free slot busy).
@@ -274,10 +275,13 @@ func (q *queue) parse(n string, data []byte, names bool) waiter {
 }
 
 // setReserve sets the pool flags after a failed attempt: the pool at
-// index busy reserves a slot (it was full, or an earlier waiter is
-// queued for it), no other does (busy < 0: a path, or a waiter queued
-// for one). With a ticket in place, a flag that changes is rewritten in
-// place: one byte, which a reader sees either before or after.
+// index busy (found full, or earlier waiters queued for it) reserves a
+// slot from now on, as do the pools that reserved one already — a waiter
+// for two pools that comes free in turn would otherwise see each taken by
+// a newcomer while it waits for the other; none does once the waiter
+// waits for a path (busy < 0: a path, or a waiter queued for one). With a
+// ticket in place, a flag that changes is rewritten in place: one byte,
+// which a reader sees either before or after.
 func (q *queue) setReserve(busy int) {
 	if len(q.pools) == 0 {
 		return
@@ -286,7 +290,7 @@ func (q *queue) setReserve(busy int) {
 		q.reserve = make([]bool, len(q.pools))
 	}
 	for i := range q.reserve {
-		want := i == busy
+		want := busy >= 0 && (i == busy || q.reserve[i])
 		if want == q.reserve[i] {
 			continue
 		}

@@ -262,3 +262,37 @@ func TestPoolQueueReservesOnlyWhatItWaitsFor(t *testing.T) {
 		t.Fatalf("the second waiter: %v (stderr %q)", err, stderr2.String())
 	}
 }
+
+// A waiter for two pools keeps the slot of the first reserved while it
+// waits for the second (as on the local backend): pools P and Q of one
+// slot, both held; the waiter reserves P, then P frees with Q still held:
+// it reserves both. Frozen, it cannot take P; a newcomer on P yields.
+func TestPoolQueueReservesEveryFullPool(t *testing.T) {
+	p, dir, tmplP, poolP := poolCase(t, 1)
+	tmplQ := filepath.Join(dir, "q-{i}.lock")
+	poolQ := append(append([]string{}, poolP[:4]...), "--slots", "1", "--slot-file", tmplQ)
+	relP, relQ := filepath.Join(dir, "release-p"), filepath.Join(dir, "release-q")
+	hp := holdUntil(t, poolP, "/srv/pqe-hp", relP)
+	hq := holdUntil(t, poolQ, "/srv/pqe-hq", relQ)
+	waitFor(t, 10*time.Second, "both pools held", func() bool { return slotKeys(t, p) == 2 })
+
+	w := command(nil, "withlock", append(append(append([]string{}, poolP...), poolQ[4:]...), "--ttl", "10s", "--wait", "60s", "--", "true")...)
+	stderr := startWaiter(t, w)
+	waitFor(t, 20*time.Second, "the waiter to reserve a pool", func() bool { return len(queuedPools(t, p)) == 1 })
+	os.WriteFile(relP, nil, 0o644)
+	if err := hp.Wait(); err != nil {
+		t.Fatalf("P's holder: %v", err)
+	}
+	waitFor(t, 20*time.Second, "the waiter to reserve both pools", func() bool { return len(queuedPools(t, p)) == 2 })
+	thaw := freeze(t, w)
+	waitFor(t, 10*time.Second, "P free", func() bool { return slotKeys(t, p) == 1 })
+	yields(t, poolP, w, tmplP, "a newcomer on P, reserved by the frozen waiter for P and Q")
+	thaw()
+	os.WriteFile(relQ, nil, 0o644)
+	if err := hq.Wait(); err != nil {
+		t.Fatalf("Q's holder: %v", err)
+	}
+	if err := w.Wait(); err != nil {
+		t.Fatalf("the waiter: %v (stderr %q)", err, stderr.String())
+	}
+}

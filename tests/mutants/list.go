@@ -78,7 +78,7 @@ var Mutants = []Mutant{
 		Name:   "pool-reserve-sticks",
 		Breaks: "a waiter that now waits for a path keeps reserving a slot, so newcomers on its pool wait for nothing",
 		Edits: []Edit{
-			{"internal/lockset/queue_linux.go", "		want := i == busy\n", "		want := i == busy || q.reserve[i]\n"},
+			{"internal/lockset/queue_linux.go", "		want := busy >= 0 && (i == busy || q.reserve[i])\n", "		want := i == busy || q.reserve[i]\n"},
 		},
 		Pkgs: []string{"./tests"}, Run: "TestPoolWaiterReservesOnlyWhatItWaitsFor",
 	},
@@ -86,7 +86,7 @@ var Mutants = []Mutant{
 		Name:   "etcd-pool-queue-all",
 		Breaks: "on etcd a waiter stuck on a path reserves a slot of every pool it takes",
 		Edits: []Edit{
-			{"internal/etcdlock/queue.go", "	if c.reserve != \"\" {\n\t\tv.Pools = []string{c.reserve}\n\t}\n", "	for _, p := range c.pools {\n\t\tv.Pools = append(v.Pools, p.prefix)\n\t}\n"},
+			{"internal/etcdlock/queue.go", "	v.Pools = c.reserve\n", "	for _, p := range c.pools {\n\t\tv.Pools = append(v.Pools, p.prefix)\n\t}\n"},
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestPoolQueueReservesOnlyWhatItWaitsFor", Tags: "etcd",
 	},
