@@ -83,6 +83,29 @@ func (d *Dir) Sub(name, what string, create bool) (*safeopen.Dir, error) {
 	return d.d.OpenDir(name, safeopen.DirOptions{What: what, Create: create, Mode: DirMode, NoFollowLast: true})
 }
 
+// SubShared opens the directory name inside d as Sub does, but accepts
+// any owner: for a directory that every user of a shared lock dir writes
+// (withlock's waiting queue), which the first of them creates. Created in
+// a lock dir that everyone may write (mode 1777), it gets that mode too,
+// so that the others can write it as well; a symlink at name is still
+// refused.
+func (d *Dir) SubShared(name, what string, create bool) (*safeopen.Dir, error) {
+	sub, err := d.d.OpenDir(name, safeopen.DirOptions{What: what, Create: create, Mode: DirMode, NoFollowLast: true, Trust: safeopen.TrustAny})
+	if err != nil || !create {
+		return sub, err
+	}
+	var parent, st unix.Stat_t
+	const shared = unix.S_IWOTH | unix.S_ISVTX
+	if unix.Fstat(d.d.Fd(), &parent) == nil && parent.Mode&shared == shared &&
+		unix.Fstat(sub.Fd(), &st) == nil && st.Uid == uint32(os.Geteuid()) && st.Mode&shared != shared {
+		// Through the descriptor (/proc/self/fd/N names the very
+		// directory opened), never the name, which another user could
+		// have replaced meanwhile.
+		unix.Chmod(sub.ProcPath(), 0o1777)
+	}
+	return sub, nil
+}
+
 // Reserve grows this process's descriptor table to hold n more files at
 // once. The kernel doubles the table as files are opened, and in a
 // multi-threaded process (every Go program) each doubling waits for an RCU

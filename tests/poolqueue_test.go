@@ -432,3 +432,65 @@ func TestPoolWaiterReservesEveryFullPool(t *testing.T) {
 	hq.Close()
 	wantRan(t, w, ran)
 }
+
+// A lock dir that several users share (root's, mode 1777, as under /tmp):
+// the first waiter, another user, creates the queue dir, and it is
+// shared: the queue dir gets mode 1777, root's withlock reads it (a plain
+// run on a free path runs, a newcomer on the pool yields to the other
+// user's waiter) and queues in it too. Before, root refused the queue dir
+// as owned by another user and every run in the lock dir exited 125
+// (found by an attack session).
+func TestSharedLockDirQueue(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a withlock as another user (setpriv)")
+	}
+	shared, err := os.MkdirTemp("", "withlock-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	shared, _ = filepath.EvalSymlinks(shared)
+	locks, out := filepath.Join(shared, "locks"), filepath.Join(shared, "out")
+	for _, d := range []string{locks, out} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for d, m := range map[string]os.FileMode{shared: 0o755, locks: 0o1777 | os.ModeSticky, out: 0o777} {
+		if err := os.Chmod(d, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := &poolQueue{t: t, dir: shared, locks: locks, env: append(os.Environ(), "WITHLOCK_LOCK_DIR="+locks), held: map[int]*os.File{}}
+	q.hold(0)
+	if err := os.Chmod(filepath.Join(locks, "withlock-slot-0.lock"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(out, "ran")
+	w := exec.Command(unprivWrapper, filepath.Join(binDir, "withlock"), "--wait", "60s", "--slots", "1", "--", "touch", ran)
+	w.Env = q.env
+	var stderr bytes.Buffer
+	w.Stderr = &stderr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	waitUntil(t, 20*time.Second, "the other user's ticket", func() bool { return len(q.tickets()) == 1 })
+	st, err := os.Stat(filepath.Join(locks, "withlock-queue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode()&(os.ModeSticky|0o777) != os.ModeSticky|0o777 {
+		t.Errorf("the queue dir the other user created has mode %v; want it shared like its lock dir (drwxrwxrwt)", st.Mode())
+	}
+	q.wantRun("root, a free path in the shared lock dir", "--paths", filepath.Join(shared, "p"))
+	q.wantSkip("root, a newcomer on the pool the other user waits for", w.Process.Pid, "--slots", "1")
+	// Root queues behind it, in the same queue.
+	ran2 := filepath.Join(out, "ran2")
+	w2 := q.waiter(ran2, "--slots", "1")
+	q.release(0)
+	if err := w.Wait(); err != nil {
+		t.Fatalf("the other user's waiter: %v; stderr:\n%s", err, stderr.String())
+	}
+	wantRan(t, w2, ran2)
+}

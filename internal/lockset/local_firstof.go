@@ -5,7 +5,6 @@ package lockset
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -280,7 +279,7 @@ func (c *localFirst) WaitChange(ctx context.Context, poll time.Duration) error {
 	if c.w == nil {
 		// A waiter: a ticket for the first set (OpenFirstOf), taken
 		// and kept as a plain claim's (WaitChange in watch_linux.go).
-		if err := c.q.enter(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := c.q.enter(); err != nil && !noQueue(err) {
 			return err
 		}
 		dirs := []string{c.dir.Path}

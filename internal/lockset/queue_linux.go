@@ -118,7 +118,9 @@ func (q *queue) open(create bool) error {
 	}
 	// From the lock dir's descriptor: the queue belongs to the dir our
 	// locks are in, even if that dir has since been removed or replaced.
-	d, err := q.lockDir.Sub(QueueDir, "queue dir", create)
+	// Any owner: in a lock dir that several users share, the first
+	// waiter creates it for all (lockfile.Dir.SubShared).
+	d, err := q.lockDir.SubShared(QueueDir, "queue dir", create)
 	if err != nil {
 		return err
 	}
@@ -323,18 +325,19 @@ func (q *queue) busyFor(ws []waiter, names []string) error {
 
 // scan calls visit with each live ticket in name (arrival) order, with its
 // content, until visit returns false; dead tickets are removed on the way.
-// A queue dir that does not exist holds no ticket.
+// A queue dir that does not exist, or that this user may not read (another
+// user's, in a shared lock dir), holds no ticket that counts.
 func (q *queue) scan(visit func(name string, data []byte) bool) error {
 	if q.dir == nil {
 		if err := q.open(false); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if noQueue(err) {
 				return nil
 			}
 			return err
 		}
 	}
 	names, err := readNames(q.dir.Fd())
-	if errors.Is(err, unix.ENOENT) {
+	if noQueue(err) {
 		// The queue dir was removed under us (rm -rf of the lock dir):
 		// it holds no waiter any more. Fairness is lost with it, as
 		// exclusion is (docs/reliability.md); waiting goes on.
@@ -354,6 +357,15 @@ func (q *queue) scan(visit func(name string, data []byte) bool) error {
 		}
 	}
 	return nil
+}
+
+// noQueue reports whether err means there is no queue this process can
+// take part in: the dir is gone (rm -rf of the lock dir), or it is another
+// user's that this one may not read or write (a lock dir shared with a
+// user whose old binary created it 0755). Waiting goes on without it;
+// fairness is lost with it, exclusion never.
+func noQueue(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
 }
 
 // readNames lists the directory open at fd (which is left where it was:

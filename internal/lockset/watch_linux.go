@@ -4,8 +4,6 @@ package lockset
 
 import (
 	"context"
-	"errors"
-	"io/fs"
 	"path/filepath"
 	"sync"
 	"time"
@@ -279,11 +277,12 @@ func (c *localClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 		// A waiter: take a ticket in the queue, so that later sets that
 		// intersect ours yield to us (queue_linux.go).
 		if c.q != nil {
-			if err := c.q.enter(); errors.Is(err, fs.ErrNotExist) {
-				// The lock dir was removed (rm -rf) since the attempt:
-				// there is no queue to join. Fairness is lost with the
-				// dir, as exclusion is (docs/reliability.md); the wait
-				// goes on, on the descriptors the attempt kept.
+			if err := c.q.enter(); noQueue(err) {
+				// The lock dir was removed (rm -rf) since the attempt,
+				// or its queue is another user's that this one may not
+				// write: there is no queue to join. Fairness is lost,
+				// as exclusion is with the dir (docs/reliability.md);
+				// the wait goes on, on the descriptors the attempt kept.
 			} else if err != nil {
 				return err
 			}
