@@ -40,24 +40,26 @@ func newPoolQueue(t *testing.T) *poolQueue {
 		t.Fatal(err)
 	}
 	q := &poolQueue{t: t, dir: dir, locks: locks, env: append(os.Environ(), "WITHLOCK_LOCK_DIR="+locks), held: map[int]*os.File{}}
-	t.Cleanup(func() {
-		for _, f := range q.held {
-			f.Close()
-		}
-	})
 	return q
 }
 
 // hold takes slot i of the default pool, as a process outside the queue.
 func (q *poolQueue) hold(i int) {
-	f, err := os.OpenFile(filepath.Join(q.locks, fmt.Sprintf("withlock-slot-%d.lock", i)), os.O_RDWR|os.O_CREATE, 0o644)
+	q.held[i] = q.holdFile(fmt.Sprintf("withlock-slot-%d.lock", i))
+}
+
+// holdFile locks the file name in the lock dir (creating it) as a process
+// outside the queue; closing the file releases it.
+func (q *poolQueue) holdFile(name string) *os.File {
+	f, err := os.OpenFile(filepath.Join(q.locks, name), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		q.t.Fatal(err)
 	}
+	q.t.Cleanup(func() { f.Close() })
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		q.t.Fatalf("holding slot %d: %v", i, err)
+		q.t.Fatalf("holding %s: %v", name, err)
 	}
-	q.held[i] = f
+	return f
 }
 
 // holdPath locks path p's lock file (the Python rule's name) as a
@@ -67,15 +69,7 @@ func (q *poolQueue) holdPath(p string) *os.File {
 	if err != nil {
 		q.t.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(q.locks, pathlock.LockName(cs[0])), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		q.t.Fatal(err)
-	}
-	q.t.Cleanup(func() { f.Close() })
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		q.t.Fatalf("holding %s: %v", p, err)
-	}
-	return f
+	return q.holdFile(pathlock.LockName(cs[0]))
 }
 
 func (q *poolQueue) release(i int) {
@@ -402,18 +396,7 @@ func cpuTicks(t *testing.T, pid int) int {
 func TestPoolWaiterReservesEveryFullPool(t *testing.T) {
 	q := newPoolQueue(t)
 	p, pq := filepath.Join(q.locks, "p-{i}.lock"), filepath.Join(q.locks, "q-{i}.lock")
-	holdFile := func(name string) *os.File {
-		f, err := os.OpenFile(filepath.Join(q.locks, name), os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
-	hp, hq := holdFile("p-0.lock"), holdFile("q-0.lock")
+	hp, hq := q.holdFile("p-0.lock"), q.holdFile("q-0.lock")
 	ran := filepath.Join(q.dir, "ran")
 	w := q.waiter(ran, "--slots", "1", "--slot-file", p, "--slots", "1", "--slot-file", pq)
 	hp.Close() // P frees: the waiter takes it, finds Q full, gives P back
