@@ -83,6 +83,22 @@ var Mutants = []Mutant{
 		Pkgs: []string{"./tests"}, Run: "TestPoolWaiterReservesOnlyWhatItWaitsFor",
 	},
 	{
+		Name:   "pool-reserve-last-only",
+		Breaks: "a waiter for two pools reserves only the one its last attempt found full, and is starved when they come free in turn",
+		Edits: []Edit{
+			{"internal/lockset/queue_linux.go", "		want := busy >= 0 && (i == busy || q.reserve[i])\n", "		want := busy >= 0 && i == busy\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestPoolWaiterReservesEveryFullPool",
+	},
+	{
+		Name:   "etcd-dequeue-in-txn",
+		Breaks: "on etcd the lock transaction deletes a pool waiter's queue key even when a pool in it is full: it loses its place",
+		Edits: []Edit{
+			{"internal/etcdlock/queue.go", "	if !c.queued() || len(c.pools) > 0 {\n\t\treturn nil\n\t}\n\treturn []clientv3.Op{clientv3.OpDelete(c.qkey)}", "	if !c.queued() {\n\t\treturn nil\n\t}\n\treturn []clientv3.Op{clientv3.OpDelete(c.qkey)}"},
+		},
+		Pkgs: []string{"./tests/etcd"}, Run: "TestPoolQueueReservesEveryFullPool", Tags: "etcd",
+	},
+	{
 		Name:   "etcd-pool-queue-all",
 		Breaks: "on etcd a waiter stuck on a path reserves a slot of every pool it takes",
 		Edits: []Edit{
