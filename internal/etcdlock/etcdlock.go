@@ -436,7 +436,7 @@ type claim struct {
 }
 
 // TryAcquire takes every path key and one slot of every pool, or nothing.
-// A claim that fails reserves a slot of the pool it waits for, if any
+// A claim that fails reserves a slot of each pool it waits for
 // (setReserve).
 func (c *claim) TryAcquire() (lockset.Held, error) {
 	h, err := c.tryAcquire()

@@ -34,9 +34,11 @@ import (
 // a waiter that dies (SIGKILL) leaves the queue when its lease expires,
 // TTL + lock delay after its last renewal.
 //
-// Slot pools: a waiter reserves one slot of each pool it waits for (the
-// value lists the pool's key prefix once per slot wanted, queueValue.Pools,
-// and a waiter with pools but no paths queues too). For each pool P of a
+// Slot pools: a waiter reserves a slot of each pool it waits for (the
+// value lists the key prefix of each pool an attempt found full or
+// yielded for, for as long as the waiter waits for slots only, none while
+// it waits for a path: queueValue.Pools, setReserve; a waiter with pools
+// but no paths queues too). For each pool P of a
 // claim, k earlier waiters' listings of P make the set busy while P's free
 // slots (the claim's size for P minus the slot keys held below it, read in
 // the same read) are no more than k: newcomers yield when the free slots
@@ -54,9 +56,9 @@ const maxQueued = 50000
 // named by the first 16 hex digits of its path key's hash (a collision
 // only makes a set yield when it need not).
 //
-// Pools lists the key prefix (PoolPrefix) of every pool the waiter takes a
-// slot of, once per slot: a template given k times in one request is
-// listed k times. Each entry reserves one slot of that pool (ahead).
+// Pools lists the key prefix (PoolPrefix) of each pool the waiter
+// reserves a slot of (setReserve). Each entry reserves one slot of that
+// pool (ahead); a value written by hand may list one several times.
 // Older binaries ignore the field.
 type queueValue struct {
 	Holder

@@ -114,7 +114,7 @@ type localClaim struct {
 func (c *localClaim) TryAcquire() (Held, error) {
 	h, err := c.tryAcquire()
 	if err != nil && c.q != nil {
-		// A waiter reserves a slot of the pool it waits for, if any.
+		// A waiter reserves a slot of each pool it waits for (setReserve).
 		c.q.setReserve(c.busyPool)
 	}
 	if err != nil && c.got != nil {

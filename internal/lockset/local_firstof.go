@@ -100,7 +100,7 @@ func (c *localFirst) TryAcquire() (Held, error) {
 	}
 	h, err := c.tryAcquire()
 	if err != nil {
-		// A waiter reserves a slot of the pool it waits for, if any.
+		// A waiter reserves a slot of each pool it waits for (setReserve).
 		c.q.setReserve(c.busyPool)
 	}
 	c.collect()
