@@ -407,9 +407,9 @@ func (c *claim) queueData() []byte {
 func (c *claim) setReserve() {
 	switch {
 	case c.busyEnd != "":
-		c.reserve = addPool(c.reserve, c.busyPool)
+		c.reserve = c.addPool(c.reserve, c.busyPool)
 	case c.busyPrefix:
-		c.reserve = addPool(c.reserve, c.busyKey)
+		c.reserve = c.addPool(c.reserve, c.busyKey)
 	default:
 		c.reserve = nil
 	}
@@ -428,10 +428,19 @@ func (c *claim) setReserve() {
 	_ = err // the next attempt tries again
 }
 
-// addPool adds the pool prefix p to the set ps (sorted, no repeats).
-func addPool(ps []string, p string) []string {
-	if i, found := slices.BinarySearch(ps, p); !found {
-		ps = slices.Insert(ps, i, p)
+// addPool adds the pool prefix p to the reservations ps (sorted), once
+// per occurrence of the pool in the claim: the same --slot-file given
+// twice needs (and reserves) two of its slots. A pool already in ps is
+// left as it is.
+func (c *claim) addPool(ps []string, p string) []string {
+	i, found := slices.BinarySearch(ps, p)
+	if found {
+		return ps
+	}
+	for _, q := range c.pools {
+		if q.prefix == p {
+			ps = slices.Insert(ps, i, p)
+		}
 	}
 	return ps
 }

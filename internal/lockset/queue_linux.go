@@ -291,8 +291,11 @@ func (q *queue) setReserve(busy int) {
 	if q.reserve == nil {
 		q.reserve = make([]bool, len(q.pools))
 	}
+	keys := q.poolKeys()
 	for i := range q.reserve {
-		want := busy >= 0 && (i == busy || q.reserve[i])
+		// Every occurrence of the full pool: the same --slot-file given
+		// twice needs (and reserves) two of its slots.
+		want := busy >= 0 && (keys[i] == keys[busy] || q.reserve[i])
 		if want == q.reserve[i] {
 			continue
 		}

@@ -296,3 +296,34 @@ func TestPoolQueueReservesEveryFullPool(t *testing.T) {
 		t.Fatalf("the waiter: %v (stderr %q)", err, stderr.String())
 	}
 }
+
+// A waiter that needs two slots of one pool (the same --slot-file twice)
+// reserves two (found by an attack session: it reserved one, and a later
+// waiter for one slot overtook it): both slots held, the waiter queued and
+// frozen, both freed: a newcomer yields.
+func TestPoolQueueTwiceReservesTwo(t *testing.T) {
+	p, dir, tmpl, pool := poolCase(t, 2)
+	rel1, rel2 := filepath.Join(dir, "release-1"), filepath.Join(dir, "release-2")
+	h1 := holdUntil(t, pool, "/srv/pqt-h1", rel1)
+	h2 := holdUntil(t, pool, "/srv/pqt-h2", rel2)
+	waitFor(t, 10*time.Second, "both slots held", func() bool { return slotKeys(t, p) == 2 })
+	w := command(nil, "withlock", append(append(append([]string{}, pool...), pool[4:]...), "--ttl", "10s", "--wait", "60s", "--", "true")...)
+	stderr := startWaiter(t, w)
+	waitFor(t, 20*time.Second, "the waiter to reserve two slots", func() bool { return len(queuedPools(t, p)) == 2 })
+	thaw := freeze(t, w)
+	for _, h := range []struct {
+		rel string
+		cmd *exec.Cmd
+	}{{rel1, h1}, {rel2, h2}} {
+		os.WriteFile(h.rel, nil, 0o644)
+		if err := h.cmd.Wait(); err != nil {
+			t.Fatalf("a holder: %v", err)
+		}
+	}
+	waitFor(t, 10*time.Second, "both slots free", func() bool { return slotKeys(t, p) == 0 })
+	yields(t, pool, w, tmpl, "two free, two reserved by the frozen waiter")
+	thaw()
+	if err := w.Wait(); err != nil {
+		t.Fatalf("the waiter: %v (stderr %q)", err, stderr.String())
+	}
+}

@@ -78,7 +78,7 @@ var Mutants = []Mutant{
 		Name:   "pool-reserve-sticks",
 		Breaks: "a waiter that now waits for a path keeps reserving a slot, so newcomers on its pool wait for nothing",
 		Edits: []Edit{
-			{"internal/lockset/queue_linux.go", "		want := busy >= 0 && (i == busy || q.reserve[i])\n", "		want := i == busy || q.reserve[i]\n"},
+			{"internal/lockset/queue_linux.go", "		want := busy >= 0 && (keys[i] == keys[busy] || q.reserve[i])\n", "		want := keys[i] == keys[max(busy, 0)] || q.reserve[i]\n"},
 		},
 		Pkgs: []string{"./tests"}, Run: "TestPoolWaiterReservesOnlyWhatItWaitsFor",
 	},
@@ -86,7 +86,7 @@ var Mutants = []Mutant{
 		Name:   "pool-reserve-last-only",
 		Breaks: "a waiter for two pools reserves only the one its last attempt found full, and is starved when they come free in turn",
 		Edits: []Edit{
-			{"internal/lockset/queue_linux.go", "		want := busy >= 0 && (i == busy || q.reserve[i])\n", "		want := busy >= 0 && i == busy\n"},
+			{"internal/lockset/queue_linux.go", "		want := busy >= 0 && (keys[i] == keys[busy] || q.reserve[i])\n", "		want := busy >= 0 && keys[i] == keys[busy]\n"},
 		},
 		Pkgs: []string{"./tests"}, Run: "TestPoolWaiterReservesEveryFullPool",
 	},
