@@ -192,11 +192,11 @@ func (c *claim) ahead(kvs []*queueKV, rev int64, taken map[string]int) *BusyErro
 	return nil
 }
 
-// poolWant is what a claim wants of one pool: its template, its size
-// (the largest given for the template) and how many slots.
+// poolWant is what a claim wants of one pool: its template and its size
+// (the largest given for the template).
 type poolWant struct {
 	template string
-	size, n  int
+	size     int
 }
 
 // poolWants returns the claim's pools by key prefix.
@@ -205,7 +205,7 @@ func (c *claim) poolWants() map[string]poolWant {
 		c.wants = make(map[string]poolWant, len(c.pools))
 		for _, p := range c.pools {
 			w := c.wants[p.prefix]
-			w.template, w.size, w.n = p.template, max(w.size, p.size), w.n+1
+			w.template, w.size = p.template, max(w.size, p.size)
 			c.wants[p.prefix] = w
 		}
 	}
