@@ -361,6 +361,13 @@ func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
 	// gate is judged by what it did before: ok, never "skipped · paused".
 	e.journal(t, "ko-followup", journal.Record{Run: "p1", Event: journal.EventSkip, Time: time.Now(),
 		Outcome: journal.OutcomeSkipped, Reason: journal.ReasonPaused, Detail: "paused: reindex"})
+	// The page shows the pause at its next render, which may come after
+	// the state file has it: wait for the button before clicking it.
+	webdriver.WaitFor(t, "ko-followup's resume button", 10*time.Second, func() bool {
+		var n int
+		wd.Eval(`return document.querySelectorAll('tr.gate[data-gate="ko-followup"] button.resume').length;`, &n)
+		return n == 1
+	})
 	wd.Click(`tr.gate[data-gate="ko-followup"] button.resume`)
 	webdriver.WaitFor(t, "ko-followup resumed", 10*time.Second, func() bool {
 		_, paused := e.pausesNow(t)["ko-followup"]
