@@ -187,3 +187,9 @@ func setDefaultAction(sig unix.Signal) {
 	var act [4]uint64
 	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
 }
+
+// DefaultQuit gives SIGQUIT the kernel's default action (it ends the
+// process, with a core dump where those are enabled), behind the Go
+// runtime's back, for a process that execs another binary without having
+// called Notify: the runtime's own action would print a goroutine dump.
+func DefaultQuit() { setDefaultAction(unix.SIGQUIT) }

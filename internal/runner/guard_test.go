@@ -33,6 +33,17 @@ func TestMain(m *testing.M) {
 func guardHelper(mode string) {
 	// No core file from a SIGQUIT that takes the default action.
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
+	switch mode {
+	case "nonotify":
+		// A program that execs another before any Notify (withlock's
+		// dispatch to withlock-etcd), without and with DefaultQuit.
+		fmt.Println("ready")
+		block()
+	case "defaultquit":
+		DefaultQuit()
+		fmt.Println("ready")
+		block()
+	}
 	c := Notify()
 	switch mode {
 	case "armed":
@@ -172,6 +183,26 @@ func TestGuardHandOffDefaultAction(t *testing.T) {
 		if strings.Contains(stderr, "goroutine") {
 			t.Errorf("%v after HandOff printed a goroutine dump: %q", sig, stderr)
 		}
+	}
+}
+
+// Before any Notify, as withlock is until it has exec'd withlock-etcd:
+// TERM kills, and so does QUIT once DefaultQuit has run, without the Go
+// runtime's goroutine dump; without DefaultQuit the dump is printed (the
+// helper can tell the difference).
+func TestDefaultQuit(t *testing.T) {
+	for _, sig := range []syscall.Signal{unix.SIGTERM, unix.SIGQUIT} {
+		ps, stderr := runGuardHelper(t, "defaultquit", sig)
+		if got, want := exitedWith(ps), "killed by "+sig.String(); got != want {
+			t.Errorf("%v after DefaultQuit: %s, want %s; stderr %q", sig, got, want, stderr)
+		}
+		if strings.Contains(stderr, "goroutine") {
+			t.Errorf("%v after DefaultQuit printed a goroutine dump: %q", sig, stderr)
+		}
+	}
+	ps, stderr := runGuardHelper(t, "nonotify", unix.SIGQUIT)
+	if got := exitedWith(ps); got == "killed by "+unix.SIGQUIT.String() || !strings.Contains(stderr, "goroutine") {
+		t.Errorf("QUIT without DefaultQuit: %s, stderr %q; want the runtime's dump (exit 2)", got, stderr)
 	}
 }
 

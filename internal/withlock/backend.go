@@ -269,7 +269,15 @@ func chosenBackend(args []string) (v string, fromEnv bool) {
 // code); for the local backend it returns done == false and withlock goes
 // on. An unknown $WITHLOCK_BACKEND is refused here (an unknown --backend
 // is refused by the parser). The local path pays one scan of its flags.
-func dispatch(args []string, sigs chan os.Signal) (code int, done bool) {
+//
+// It runs before runner.Notify: the exec then follows the Go runtime's
+// start with nothing in between, no signal goroutine started and stopped
+// again (about 1 ms and a dozen thread wake-ups per etcd call on a 2-core
+// machine: docs/etcd.md, "Cost per call"). A TERM, INT or HUP before the
+// exec kills withlock, as it would any program that execs (env, nice);
+// QUIT is given the kernel's default action first, so that it does the
+// same instead of printing the runtime's goroutine dump.
+func dispatch(args []string) (code int, done bool) {
 	name, fromEnv := chosenBackend(args)
 	if name == "" || name == backends[0].Name {
 		return 0, false // the local path: nothing more to pay
@@ -277,9 +285,7 @@ func dispatch(args []string, sigs chan os.Signal) (code int, done bool) {
 	b, ok := LookupBackend(name)
 	switch {
 	case ok && b.Binary != backends[0].Binary:
-		if code, stop := runner.HandOff(sigs); stop {
-			return code, true
-		}
+		runner.DefaultQuit()
 		err := sibling.Exec(b.Binary, b.Binary, args)
 		return handOverFailed(err, fmt.Sprintf("--backend %s needs %s", b.Name, b.Binary),
 			"install the six binaries together: make install, or the .deb (docs/install.md)"), true

@@ -38,13 +38,17 @@ const FullBinary = "withlock-full"
 // serves goes to that program (the registry says which), a common one to
 // the fast parser, any other to withlock-full.
 func Main(args []string) int {
-	// Signals first: until the command starts, one ends withlock with
-	// 128+N (runner.Notify); a hand-off keeps one caught before the exec
-	// (runner.HandOff).
-	sigs := runner.Notify()
-	if code, done := dispatch(args, sigs); done {
+	// A line for another backend's program is exec'd before anything
+	// else: until that exec a signal takes its default action (it kills
+	// withlock, which a shell reports as 128+N), and this process pays
+	// nothing for signal handling it would only undo (dispatch).
+	if code, done := dispatch(args); done {
 		return code
 	}
+	// Signals next: until the command starts, one ends withlock with
+	// 128+N (runner.Notify); a hand-off to withlock-full keeps one caught
+	// before the exec (runner.HandOff).
+	sigs := runner.Notify()
 	flagArgs, command, found := runner.SplitCommand(args)
 	var o Options
 	if !FastParse(flagArgs, &o.CLI) {

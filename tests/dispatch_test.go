@@ -1,0 +1,49 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDispatchSignalDefault: withlock execs a line for --backend etcd
+// before it sets up any signal handling of its own, and hands over a clean
+// state: the program it execs starts with no signal blocked, and with the
+// signals withlock's caller ignored still ignored (nohup, or a shell's
+// `trap '' INT`), as any program that execs does. The exec'd program is a
+// stand-in for withlock-etcd (next to the copied withlock) that prints its
+// masks from /proc. The window before the exec itself (TERM, INT, HUP kill;
+// QUIT kills without a goroutine dump) is internal/runner's
+// TestDefaultQuit: a signal cannot be aimed into it from outside.
+func TestDispatchSignalDefault(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(binDir, "withlock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "withlock"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fake := "#!/bin/sh\nexec grep -E '^Sig(Blk|Ign):' /proc/self/status\n"
+	if err := os.WriteFile(filepath.Join(dir, "withlock-etcd"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wl := filepath.Join(dir, "withlock")
+	for _, c := range []struct {
+		name, trap, ign string
+	}{
+		{"nothing ignored", "", "0000000000000000"},
+		{"HUP and INT ignored", "trap '' HUP INT;", "0000000000000003"},
+	} {
+		out, err := exec.Command("sh", "-c", c.trap+` exec "$0" --backend etcd --paths a -- true`, wl).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.name, err, out)
+		}
+		want := "SigBlk:\t0000000000000000\nSigIgn:\t" + c.ign + "\n"
+		if string(out) != want {
+			t.Errorf("%s: withlock-etcd started with\n%s\nwant\n%s", c.name, out, strings.TrimSpace(want))
+		}
+	}
+}
