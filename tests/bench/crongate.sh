@@ -19,7 +19,7 @@ rounds=${1:-400}
 d=$(mktemp -d)
 etcd_pid=
 trap '[ -z "$etcd_pid" ] || kill "$etcd_pid"; rm -rf "$d"' EXIT
-CGO_ENABLED=0 go build -o "$d/bin/" ./cmd/... ./tests/bench/anchor
+CGO_ENABLED=0 go build -tags grpcnotrace -o "$d/bin/" ./cmd/... ./tests/bench/anchor
 b=$d/bin
 mkdir -p "$d/state" "$d/locks"
 mkdir -m 700 "$d/cache" # the cache must be private, or it is not used

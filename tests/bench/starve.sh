@@ -33,8 +33,8 @@ mkdir -p "$tmp/before-src" "$tmp/after" "$tmp/before"
 git -C "$root" archive "$base" | tar -x -C "$tmp/before-src"
 cmds=./cmd/withlock
 [ "$backend" = etcd ] && cmds="./cmd/withlock ./cmd/withlock-etcd"
-(cd "$tmp/before-src" && CGO_ENABLED=0 go build -o "$tmp/before/" $cmds)
-(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/after/" $cmds ./tests/bench/stamp)
+(cd "$tmp/before-src" && CGO_ENABLED=0 go build -tags grpcnotrace -o "$tmp/before/" $cmds)
+(cd "$root" && CGO_ENABLED=0 go build -tags grpcnotrace -o "$tmp/after/" $cmds ./tests/bench/stamp)
 echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores; backend $backend; before = $(git -C "$root" rev-parse --short "$base")" >&2
 if [ "$backend" = etcd ]; then
 	(cd "$root" && go build -o "$tmp/etcdbench" ./tests/etcd/etcdbench)

@@ -22,11 +22,11 @@ fi
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-CGO_ENABLED=0 go build -o "$out/" ./cmd/...
+CGO_ENABLED=0 go build -tags grpcnotrace -o "$out/" ./cmd/...
 if [ -n "${BEFORE:-}" ]; then
 	mkdir -p "$out/before-src" "$out/before"
 	git archive "$BEFORE" | tar -x -C "$out/before-src"
-	(cd "$out/before-src" && CGO_ENABLED=0 go build -o "$out/before/" ./cmd/withlock ./cmd/withlock-etcd)
+	(cd "$out/before-src" && CGO_ENABLED=0 go build -tags grpcnotrace -o "$out/before/" ./cmd/withlock ./cmd/withlock-etcd)
 	set -- -before "$out/before" "$@"
 fi
 
@@ -37,11 +37,11 @@ python3 - "$out/tree/internal/withlock/run.go" <<'PY'
 import re, sys
 p = sys.argv[1]
 s = open(p).read()
-s2 = re.sub(r"\n\tif code, done := dispatch\(args, sigs\); done \{\n.*?\n\t\}\n", "\n", s, flags=re.S)
+s2 = re.sub(r"\n\tif code, done := dispatch\(args\); done \{\n.*?\n\t\}\n", "\n", s, flags=re.S)
 assert s2 != s, "dispatch not found in internal/withlock/run.go"
 open(p, "w").write(s2)
 PY
-(cd "$out/tree" && CGO_ENABLED=0 go build -o "$out/withlock-nodispatch" ./cmd/withlock)
+(cd "$out/tree" && CGO_ENABLED=0 go build -tags grpcnotrace -o "$out/withlock-nodispatch" ./cmd/withlock)
 
 echo "binaries (CGO_ENABLED=0):"
 for b in withlock withlock-nodispatch withlock-full withlock-etcd; do

@@ -37,6 +37,13 @@ func checkELF(t *testing.T, dir string, machine elf.Machine, class elf.Class, go
 			}
 		}
 		f.Close()
+		if strings.HasSuffix(b, "-etcd") {
+			// The release's build tags (Makefile, TAGS): no gRPC tracing.
+			out, err := exec.Command("go", "version", "-m", p).Output()
+			if err != nil || !strings.Contains(string(out), "-tags=grpcnotrace") {
+				t.Errorf("%s: built without -tags grpcnotrace: %v\n%s", p, err, out)
+			}
+		}
 		if goarm != "" {
 			out, err := exec.Command("go", "version", "-m", p).Output()
 			if err != nil || !strings.Contains(string(out), "GOARM="+goarm) {

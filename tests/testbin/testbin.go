@@ -40,7 +40,7 @@ func Dir() (string, error) {
 		if err = os.Chmod(dir, 0o755); err != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/...", "./tests/csworker")
+		cmd := exec.Command("go", "build", "-tags", Tags, "-o", dir+"/", "./cmd/...", "./tests/csworker")
 		cmd.Dir = mod
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, e := cmd.CombinedOutput(); e != nil {
@@ -49,6 +49,10 @@ func Dir() (string, error) {
 	})
 	return dir, err
 }
+
+// Tags are the build tags of a release (the Makefile's TAGS), so that the
+// tests run the binaries an operator installs.
+const Tags = "grpcnotrace"
 
 // Cleanup removes the build directory; call it from TestMain.
 func Cleanup() {
