@@ -12,7 +12,7 @@ import (
 // before it sets up any signal handling of its own, and hands over a clean
 // state: the program it execs starts with no signal blocked, and with the
 // signals withlock's caller ignored still ignored (nohup, or a shell's
-// `trap ” INT`), as any program that execs does. The exec'd program is a
+// `trap "" INT`), as any program that execs does. The exec'd program is a
 // stand-in for withlock-etcd (next to the copied withlock) that prints its
 // masks from /proc. The window before the exec itself (TERM, INT, HUP kill;
 // QUIT kills without a goroutine dump) is internal/runner's
