@@ -13,6 +13,7 @@ import (
 	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcdlock"
 	"github.com/crongate/crongate/internal/lockset"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/tui"
 	wc "github.com/crongate/crongate/internal/withlock"
 )
@@ -173,6 +174,10 @@ func (driver) Open(o *wc.Options) (wc.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A signal before the command starts ends withlock-etcd (runner's
+	// guard): its leases are revoked first, so that its keys do not keep
+	// others out for a TTL.
+	runner.OnAbort(func() { b.Abort(etcdlock.AbortBound) })
 	return conn{b, out}, nil
 }
 

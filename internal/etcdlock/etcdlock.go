@@ -61,6 +61,7 @@ import (
 	"github.com/crongate/crongate/internal/etcderr"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 
@@ -169,6 +170,58 @@ type Backend struct {
 	// Rereads counts lock transactions whose outcome was unknown (a
 	// timeout, a broken connection) and was read back.
 	Rereads atomic.Int64
+	// live holds the leases granted and not yet revoked, for Abort.
+	liveMu sync.Mutex
+	live   map[clientv3.LeaseID]bool
+}
+
+// AbortBound bounds Abort: a signal that ends withlock before its command
+// has started delays its exit by at most this much.
+const AbortBound = time.Second
+
+// Abort revokes every lease this backend granted and has not revoked, at
+// once and in parallel, waiting at most bound: for a process that a
+// signal ends before its command has started (runner.OnAbort). Its keys —
+// locks taken for a command that never ran, a waiter's place in the queue —
+// go at once instead of staying a whole TTL, keeping later jobs out for
+// nothing. No lock-delay applies: no command ran under them. A revoke that
+// does not land within bound leaves the lease to expire, as before.
+func (b *Backend) Abort(bound time.Duration) {
+	b.liveMu.Lock()
+	ids := make([]clientv3.LeaseID, 0, len(b.live))
+	for id := range b.live {
+		ids = append(ids, id)
+	}
+	b.liveMu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			if _, err := b.cli.Revoke(ctx, id); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				b.untrack(id)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (b *Backend) track(id clientv3.LeaseID) {
+	b.liveMu.Lock()
+	if b.live == nil {
+		b.live = map[clientv3.LeaseID]bool{}
+	}
+	b.live[id] = true
+	b.liveMu.Unlock()
+}
+
+func (b *Backend) untrack(id clientv3.LeaseID) {
+	b.liveMu.Lock()
+	delete(b.live, id)
+	b.liveMu.Unlock()
 }
 
 // New checks cfg and creates a client. It does not contact the cluster:

@@ -53,6 +53,7 @@ func grant(b *Backend) (*lease, error) {
 		// alive: it expires by itself after the TTL, holding no key.
 		return nil, err
 	}
+	b.track(resp.ID)
 	// The members' versions are read once per process, alongside the
 	// rest, now that the client's connections are up.
 	b.checked.Do(func() { b.versions = etcdclient.CheckVersions(b.cli, len(b.cfg.Endpoints), b.rto) })
@@ -246,7 +247,10 @@ func (l *lease) revokeConfirmed(b *Backend, deadline time.Time) error {
 		err := b.doFor("revoke lease", max(min(left, AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) error {
 			_, err := b.cli.Revoke(ctx, l.id)
 			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-				return nil // expired already: nothing is held
+				err = nil // expired already: nothing is held
+			}
+			if err == nil {
+				b.untrack(l.id)
 			}
 			return err
 		})

@@ -26,9 +26,12 @@ import (
 // is printed (the process behaves as if it had died of the signal, which is
 // what a supervisor asked for) and no deferred function runs: whatever the
 // wrapper holds is released as after a SIGKILL — flock locks by the kernel
-// when the descriptors close, an etcd lease when it expires — and a state
-// file being written is left as a SIGKILL would leave it, which every state
-// write already survives (temp file and rename, one-line appends).
+// when the descriptors close — and a state file being written is left as a
+// SIGKILL would leave it, which every state write already survives (temp
+// file and rename, one-line appends). The one exception is what OnAbort
+// registers: the etcd backend's leases, whose keys would otherwise stay for
+// a whole TTL (a waiter's place in the queue, keeping later jobs out),
+// are revoked first, within a bound.
 //
 // The guard is disarmed, atomically with respect to the signals, in three
 // ways, so that every signal is acted on exactly once:
@@ -88,6 +91,12 @@ func (g *guard) loop() {
 		if g.armed {
 			// Ends the process: the lock is never released, so nothing
 			// else can start the command meanwhile.
+			abortMu.Lock()
+			f := abort
+			abortMu.Unlock()
+			if f != nil {
+				f()
+			}
 			os.Exit(SignalCode(s))
 		}
 		// As signal.Notify does: a full channel drops the signal rather
@@ -98,6 +107,22 @@ func (g *guard) loop() {
 		}
 		g.mu.Unlock()
 	}
+}
+
+var (
+	abortMu sync.Mutex
+	abort   func()
+)
+
+// OnAbort registers f, run by the guard when a signal ends the process
+// before the command has started, just before it exits; f replaces any
+// earlier one, and nil removes it. f runs while the rest of the program
+// may still be running, and must end promptly on its own (the etcd
+// backend gives its revokes a fixed bound): the process exits only after.
+func OnAbort(f func()) {
+	abortMu.Lock()
+	abort = f
+	abortMu.Unlock()
 }
 
 // SignalCode is the exit code for a process ended by s: 128+N, or

@@ -57,6 +57,10 @@ func guardHelper(mode string) {
 		s := <-c
 		fmt.Println("got", s)
 		os.Exit(0)
+	case "onabort":
+		OnAbort(func() { fmt.Fprintln(os.Stderr, "abort ran") })
+		fmt.Println("ready")
+		block()
 	case "handoff":
 		if _, stop := HandOff(c); stop {
 			os.Exit(98)
@@ -183,6 +187,15 @@ func TestGuardHandOffDefaultAction(t *testing.T) {
 		if strings.Contains(stderr, "goroutine") {
 			t.Errorf("%v after HandOff printed a goroutine dump: %q", sig, stderr)
 		}
+	}
+}
+
+// A function registered with OnAbort runs when a signal ends the process
+// before the command, and the process then exits 128+N as without it.
+func TestGuardOnAbort(t *testing.T) {
+	ps, stderr := runGuardHelper(t, "onabort", unix.SIGTERM)
+	if got := exitedWith(ps); got != "exit 143" || stderr != "abort ran\n" {
+		t.Errorf("TERM with an OnAbort function: %s, stderr %q; want exit 143 and the function run", got, stderr)
 	}
 }
 
