@@ -91,6 +91,14 @@ var Mutants = []Mutant{
 		Pkgs: []string{"./tests"}, Run: "TestPoolWaiterReservesEveryFullPool",
 	},
 	{
+		Name:   "etcd-abort-no-revoke",
+		Breaks: "on etcd a waiter ended by a signal leaves its queue key until its lease expires: later jobs yield to it for a TTL",
+		Edits: []Edit{
+			{"internal/etcdlock/etcdlock.go", "	b.liveMu.Lock()\n\tids := make(", "	return\n\tb.liveMu.Lock()\n\tids := make("},
+		},
+		Pkgs: []string{"./tests/etcd"}, Run: "TestSignalRevokesQueueKey", Tags: "etcd",
+	},
+	{
 		Name:   "etcd-dequeue-in-txn",
 		Breaks: "on etcd the lock transaction deletes a pool waiter's queue key even when a pool in it is full: it loses its place",
 		Edits: []Edit{
