@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -133,6 +134,15 @@ func (q *poolQueue) wantSkip(why string, pid int, args ...string) {
 	if code != 75 || !strings.Contains(out, "queued for a slot of pool") || !strings.Contains(out, "pid "+strconv.Itoa(pid)) {
 		q.t.Fatalf("%s: withlock %s exited %d, want 75 naming the queued waiter (pid %d); output:\n%s", why, strings.Join(args, " "), code, pid, out)
 	}
+	// withlock who with the same paths and pools says so too (who takes
+	// no --first-of).
+	if slices.Contains(args, "--first-of") {
+		return
+	}
+	code, out = q.who(args...)
+	if code != 75 || !strings.Contains(out, "\nqueued: an earlier waiter, pid "+strconv.Itoa(pid)+" ") || !strings.Contains(out, "reserves the free slots of pool") {
+		q.t.Fatalf("%s: withlock who %s exited %d, want 75 naming the queued waiter (pid %d) and its pool; output:\n%s", why, strings.Join(args, " "), code, pid, out)
+	}
 }
 
 func (q *poolQueue) wantRun(why string, args ...string) {
@@ -140,6 +150,24 @@ func (q *poolQueue) wantRun(why string, args ...string) {
 	if code, out := q.run(append(args, "--", "true")...); code != 0 {
 		q.t.Fatalf("%s: withlock %s exited %d, want 0; output:\n%s", why, strings.Join(args, " "), code, out)
 	}
+	if code, out := q.who(args...); code != 0 || strings.Contains(out, "queued:") {
+		q.t.Fatalf("%s: withlock who %s exited %d, want 0 and no waiter; output:\n%s", why, strings.Join(args, " "), code, out)
+	}
+}
+
+// who runs withlock who with args (a newcomer's paths and pools) and
+// returns its exit code and output.
+func (q *poolQueue) who(args ...string) (int, string) {
+	cmd := exec.Command(filepath.Join(binDir, "withlock"), append([]string{"who"}, args...)...)
+	cmd.Env = q.env
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	return 0, string(out)
 }
 
 // freeze stops the waiter with SIGSTOP and returns once it is stopped

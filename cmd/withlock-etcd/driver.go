@@ -167,7 +167,7 @@ func (driver) Open(o *wc.Options) (wc.Conn, error) {
 		TTL:       o.TTL,
 		LockDelay: delay,
 		Holder:    etcdlock.Holder{Host: etcdlock.Hostname(), PID: os.Getpid(), Cmd: truncate(wc.QuoteArgs(o.Command), 200)},
-		Early:     true,
+		Early:     !o.Question, // who takes nothing: no lease for it
 		Infof:     out.Infof,
 		Warnf:     out.Warnf,
 	})

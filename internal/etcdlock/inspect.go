@@ -73,7 +73,64 @@ func (b *Backend) Inspect(r lockset.Request) (*lockset.Inspection, error) {
 		}
 		in.Pools = append(in.Pools, pool)
 	}
+	var q *clientv3.GetResponse
+	if err := b.retry("read "+b.queuePrefix(), func(ctx context.Context) (err error) {
+		q, err = b.cli.Get(ctx, b.queuePrefix(), clientv3.WithPrefix())
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	in.Queued = queuedFor(in, queueKVs(q.Kvs), b.PoolPrefix)
 	return in, nil
+}
+
+// queuedFor returns the earliest waiter of the queue kvs (in create
+// revision order) that a withlock with the request of in would yield to
+// (claim.ahead's rule, for a claim not queued itself): one whose set
+// names one of in's path keys, else the first waiter for a pool of in
+// whose reservations (one per listing of the pool's prefix, by every
+// waiter) leave no more free slots than they reserve. poolPrefix names a
+// pool's key prefix from its template.
+func queuedFor(in *lockset.Inspection, kvs []*queueKV, poolPrefix func(string) string) *lockset.QueuedState {
+	found := func(kv *queueKV, pool string) *lockset.QueuedState {
+		h := lockset.HolderInfo{Pid: kv.v.PID, Host: safetext.Cut(kv.v.Host, 100), Command: safetext.Cut(kv.v.Cmd, 60)}
+		h.Since, _ = time.Parse(time.RFC3339, kv.v.Since)
+		return &lockset.QueuedState{Ticket: kv.key, Pool: pool, Waiter: h}
+	}
+	ids := make(map[string]bool, len(in.Paths))
+	for _, p := range in.Paths {
+		ids[shortID(p.Lock)] = true
+	}
+	for _, kv := range kvs {
+		if kv.v.intersects(ids) {
+			return found(kv, "")
+		}
+	}
+	for _, p := range in.Pools {
+		prefix := poolPrefix(p.Template)
+		reserved := 0
+		var first *queueKV
+		for _, kv := range kvs {
+			for _, listed := range kv.v.Pools {
+				if listed == prefix {
+					reserved++
+					if first == nil {
+						first = kv
+					}
+				}
+			}
+		}
+		free := 0
+		for _, s := range p.Slots {
+			if s.State == lockset.StateFree {
+				free++
+			}
+		}
+		if reserved > 0 && free <= reserved {
+			return found(first, p.Template)
+		}
+	}
+	return nil
 }
 
 // holderOf reads a key's value: who took it. A value that is not one

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crongate/crongate/lockfile"
 	"github.com/crongate/crongate/pathlock"
 	"github.com/crongate/crongate/slots"
@@ -29,10 +31,20 @@ const (
 )
 
 // Inspection is what an Inspector found: every path, in request order,
-// and every pool.
+// and every pool; and the earlier waiter withlock would yield to, if any.
 type Inspection struct {
-	Paths []PathState
-	Pools []PoolState
+	Paths  []PathState
+	Pools  []PoolState
+	Queued *QueuedState
+}
+
+// QueuedState is a waiter in the fair-waiting queue that a withlock with
+// the request would yield to now: one whose set intersects the request's
+// paths, or whose reservations leave none of a pool's free slots to it.
+type QueuedState struct {
+	Ticket string     // its ticket (local) or queue key (etcd)
+	Pool   string     // the pool's template, when it reserves its free slots; "" when queued for paths
+	Waiter HolderInfo // who waits: the ticket's lock holder (local), its key's value (etcd)
 }
 
 // PathState is one path of a request.
@@ -75,8 +87,11 @@ type HolderInfo struct {
 }
 
 // Busy reports whether withlock would skip the request now: a path held,
-// or a pool with no free slot.
+// a pool with no free slot, or an earlier waiter it would yield to.
 func (in *Inspection) Busy() bool {
+	if in.Queued != nil {
+		return true
+	}
 	for _, p := range in.Paths {
 		if p.State == StateHeld {
 			return true
@@ -144,7 +159,79 @@ func (b Local) Inspect(r Request) (*Inspection, error) {
 		}
 		in.Pools = append(in.Pools, pool)
 	}
+	in.Queued = localQueued(t, b.LockDir, in)
 	return in, nil
+}
+
+// localQueued reads the queue of lockDir, without writing anything (a
+// dead ticket is passed over, not removed) and without taking a lock
+// (liveness comes from t, /proc/locks), and returns the earliest waiter a
+// withlock with the request in would yield to (queue_linux.go, ahead),
+// nil if none or if there is no queue to read.
+func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) *QueuedState {
+	if !t.Readable() || lockDir == "" {
+		return nil
+	}
+	dir, err := lockfile.OpenDir(lockDir, false)
+	if err != nil {
+		return nil
+	}
+	defer dir.Close()
+	q := newQueue(dir, nil)
+	q.table = t
+	ws, err := q.waiting()
+	if err != nil || len(ws) == 0 {
+		return nil
+	}
+	found := func(ticket, pool string) *QueuedState {
+		s := &QueuedState{Ticket: q.dir.Join(ticket), Pool: pool}
+		if _, hs, err := t.HoldersOf(s.Ticket); err == nil && len(hs) > 0 {
+			s.Waiter = HolderInfo{Pid: hs[0].Pid, Command: hs[0].Command, Started: hs[0].Started}
+		}
+		return s
+	}
+	for _, w := range ws {
+		for _, p := range in.Paths {
+			if w.names[filepath.Base(p.Lock)] {
+				return found(w.name, "")
+			}
+		}
+	}
+	for _, p := range in.Pools {
+		key, ok := poolKeyOf(SlotFile(p.Template, 0))
+		if !ok {
+			continue // no slot file yet: nobody has waited for this pool
+		}
+		reserved, first := 0, ""
+		for _, w := range ws {
+			if n := w.pools[key]; n > 0 {
+				reserved += n
+				if first == "" {
+					first = w.name
+				}
+			}
+		}
+		free := 0
+		for _, s := range p.Slots {
+			if s.State == StateFree {
+				free++
+			}
+		}
+		if reserved > 0 && free <= reserved {
+			return found(first, p.Template)
+		}
+	}
+	return nil
+}
+
+// poolKeyOf is the queue's name of the pool whose first slot file is
+// first (slots.Pool.Key, as a ticket line), read without opening it.
+func poolKeyOf(first string) (string, bool) {
+	var st unix.Stat_t
+	if unix.Lstat(first, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", false
+	}
+	return fmt.Sprintf("%s%d:%d", poolLine, uint64(st.Dev), uint64(st.Ino)), true
 }
 
 // SlotFile is the file of slot i of the pool named by template.

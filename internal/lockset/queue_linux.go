@@ -82,6 +82,10 @@ type queue struct {
 	// scan that found an earlier ticket reserving one of our pools
 	// does not clear: the free slots change without the queue.
 	clear bool
+	// table, when set, makes reading read-only (withlock who): a
+	// ticket's liveness comes from it (/proc/locks), and a dead ticket is
+	// passed over, not probed with flock nor removed.
+	table *lockfile.LockTable
 }
 
 // poolLine is how a ticket lists a pool: a line that no lock file name
@@ -391,7 +395,12 @@ func (q *queue) read(n string) (data []byte, live bool) {
 		return nil, false
 	}
 	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err == nil {
+	if q.table != nil {
+		var st unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &st) != nil || !q.table.Locked(uint64(st.Dev), uint64(st.Ino)) {
+			return nil, false
+		}
+	} else if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err == nil {
 		// Nobody holds it: its waiter has died. Remove it (still under
 		// our lock, so no live owner can be holding it).
 		unix.Unlinkat(q.dir.Fd(), n, 0)

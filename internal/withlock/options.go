@@ -71,6 +71,9 @@ func Vars() map[string]string {
 type Options struct {
 	CLI
 	Command []string
+	// Question is set by withlock who: the connection only reads, so a
+	// backend prepares nothing for taking locks (etcd grants no lease).
+	Question bool
 }
 
 // Description is the text of withlock --help.

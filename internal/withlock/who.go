@@ -94,14 +94,15 @@ func absOr(p string) string {
 
 // WhoReport is `withlock who --json` (schema v 1, docs/withlock.md).
 type WhoReport struct {
-	V       int       `json:"v"`
-	Backend string    `json:"backend"`
-	LockDir string    `json:"lock_dir,omitempty"` // local
-	Busy    bool      `json:"busy"`               // withlock would skip now: a path held, or a pool full
-	Paths   []WhoPath `json:"paths"`
-	Pools   []WhoPool `json:"pools,omitempty"`
-	Unknown bool      `json:"unknown,omitempty"` // something could not be told
-	Time    time.Time `json:"time"`
+	V       int        `json:"v"`
+	Backend string     `json:"backend"`
+	LockDir string     `json:"lock_dir,omitempty"` // local
+	Busy    bool       `json:"busy"`               // withlock would skip now: a path held, a pool full, or an earlier waiter
+	Paths   []WhoPath  `json:"paths"`
+	Pools   []WhoPool  `json:"pools,omitempty"`
+	Queued  *WhoQueued `json:"queued,omitempty"`  // the earlier waiter withlock would yield to
+	Unknown bool       `json:"unknown,omitempty"` // something could not be told
+	Time    time.Time  `json:"time"`
 }
 
 // WhoPath is one path of WhoReport.
@@ -129,6 +130,14 @@ type WhoSlot struct {
 	State   string      `json:"state"`
 	Holders []WhoHolder `json:"holders,omitempty"`
 	Error   string      `json:"error,omitempty"`
+}
+
+// WhoQueued is a waiter in the fair-waiting queue that withlock would
+// yield to now.
+type WhoQueued struct {
+	Ticket string    `json:"ticket"`         // its ticket file (local) or queue key (etcd)
+	Pool   string    `json:"pool,omitempty"` // it reserves the free slots of this pool; absent: it waits for some of the paths
+	Waiter WhoHolder `json:"waiter"`
 }
 
 // WhoHolder is a process holding a lock.
@@ -160,6 +169,9 @@ func NewWhoReport(backend, lockDir string, in *lockset.Inspection, now time.Time
 			wp.Slots = append(wp.Slots, WhoSlot{Slot: s.Slot, Lock: s.Lock, State: s.State, Holders: whoHolders(s.Holders), Error: s.Error})
 		}
 		r.Pools = append(r.Pools, wp)
+	}
+	if q := in.Queued; q != nil {
+		r.Queued = &WhoQueued{Ticket: q.Ticket, Pool: q.Pool, Waiter: whoHolders([]lockset.HolderInfo{q.Waiter})[0]}
 	}
 	return r
 }
@@ -246,5 +258,13 @@ func (r *WhoReport) Print(w io.Writer) {
 		for _, s := range p.Slots {
 			line("  slot %d  %s  %s", s.Slot, s.Lock, stateWords(s.State, s.Error, s.Holders))
 		}
+	}
+	if q := r.Queued; q != nil {
+		what := "waits for some of these paths"
+		if q.Pool != "" {
+			what = fmt.Sprintf("reserves the free slots of pool %s", q.Pool)
+		}
+		line("queued: an earlier waiter, %s, %s: withlock would yield to it", q.Waiter, what)
+		line("  ticket  %s", q.Ticket)
 	}
 }

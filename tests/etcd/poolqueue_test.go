@@ -63,11 +63,20 @@ func yields(t *testing.T, args []string, w *exec.Cmd, tmpl, what string) {
 	if r.code != 75 || !strings.Contains(r.stderr, name) || !strings.Contains(r.stderr, "is queued for slots of pool "+tmpl) {
 		t.Errorf("%s: exit %d, stderr %q; want 75, %q queued for slots of pool %s", what, r.code, r.stderr, name, tmpl)
 	}
+	// withlock who with the same paths and pools says so too.
+	r = run(t, nil, "withlock", append([]string{"who"}, args...)...)
+	name = fmt.Sprintf("\nqueued: an earlier waiter, pid %d on ", w.Process.Pid)
+	if r.code != 75 || !strings.Contains(r.stdout, name) || !strings.Contains(r.stdout, "reserves the free slots of pool "+tmpl+": withlock would yield to it") {
+		t.Errorf("%s: withlock who: exit %d; want 75, the waiter (pid %d) named with pool %s\n%s%s", what, r.code, w.Process.Pid, tmpl, r.stdout, r.stderr)
+	}
 }
 
 // proceeds runs a newcomer (no --wait) with args and checks that it ran.
 func proceeds(t *testing.T, args []string, what string) {
 	t.Helper()
+	if r := run(t, nil, "withlock", append([]string{"who"}, args...)...); r.code != 0 || strings.Contains(r.stdout, "queued:") {
+		t.Errorf("%s: withlock who: exit %d; want 0, no waiter named\n%s%s", what, r.code, r.stdout, r.stderr)
+	}
 	if r := run(t, nil, "withlock", append(append([]string{}, args...), "--", "true")...); r.code != 0 {
 		t.Errorf("%s: exit %d, stderr %q; want 0", what, r.code, r.stderr)
 	}

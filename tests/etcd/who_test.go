@@ -3,6 +3,7 @@
 package etcd
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -66,4 +67,70 @@ func TestWhoEtcd(t *testing.T) {
 	if ks := keys(t, p); len(ks) != 2 {
 		t.Errorf("keys after who: %v", ks)
 	}
+}
+
+// withlock who --backend etcd reads the fair-waiting queue too: a path
+// that is free but that an earlier waiter waits for exits 75 and names
+// that waiter (its pid and host, from its queue key), as withlock would
+// yield to it; a path no waiter wants exits 0. who grants no lease (it
+// takes nothing): the cluster's leases are the same before and after.
+func TestWhoEtcdQueued(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	dir := t.TempDir()
+	base := []string{"--backend", "etcd", "--key-prefix", p}
+	rel := filepath.Join(dir, "release")
+	holdUntil(t, base, "/srv/wa", rel)
+	waitFor(t, 10*time.Second, "the holder's key", func() bool { return keys(t, p)[pathKey(p, "srv/wa")] != 0 })
+	w := command(nil, "withlock", append(append([]string{}, base...), "--wait", "60s", "--paths", "/srv/wa,/srv/wb", "--", "true")...)
+	startWaiter(t, w)
+	waitFor(t, 20*time.Second, "the waiter's queue key", func() bool { return queueKeys(t, p) == 1 })
+
+	leases := func() int {
+		cli, err := cl.Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r, err := cli.Leases(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(r.Leases)
+	}
+	before := leases()
+	host, _ := os.Hostname()
+	who := append(append([]string{"who"}, base...), "/srv/wb")
+	r := run(t, nil, "withlock", who...)
+	if r.code != 75 || !strings.Contains(r.stdout, "\nqueued: an earlier waiter, pid "+strconv.Itoa(w.Process.Pid)+" on "+host) ||
+		!strings.Contains(r.stdout, "waits for some of these paths: withlock would yield to it") || !strings.Contains(r.stdout, "  ticket  "+p+"/queue/") {
+		t.Errorf("who a free path a waiter waits for: exit %d, want 75 naming the waiter\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, nil, "withlock", append(who[:len(who)-1:len(who)-1], "--json", "/srv/wb")...)
+	var rep struct {
+		Busy   bool
+		Queued *struct {
+			Ticket string
+			Waiter struct {
+				Pid  int
+				Host string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if r.code != 75 || !rep.Busy || rep.Queued == nil || rep.Queued.Waiter.Pid != w.Process.Pid || rep.Queued.Waiter.Host != host || !strings.HasPrefix(rep.Queued.Ticket, p+"/queue/") {
+		t.Errorf("who --json: exit %d, %+v\n%s", r.code, rep, r.stdout)
+	}
+	r = run(t, nil, "withlock", append(append([]string{"who"}, base...), "/srv/wc")...)
+	if r.code != 0 || strings.Contains(r.stdout, "queued") {
+		t.Errorf("who a path no waiter wants: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if after := leases(); after != before {
+		t.Errorf("leases: %d before who, %d after: who granted one", before, after)
+	}
+	os.WriteFile(rel, nil, 0o644)
 }

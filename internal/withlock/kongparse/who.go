@@ -43,12 +43,13 @@ type whoCLI struct {
 
 const whoDescription = `Say who holds the locks a withlock line would take: for each path its
 canonical form (the Python rule), its lock file and its holders (pid,
-command line, start time), or free; for each slot pool its slots.
-Nothing is locked, created or waited for.
+command line, start time), or free; for each slot pool its slots; and an
+earlier waiter (--wait) that withlock would yield to. Nothing is locked,
+created or waited for.
 
 Exit codes: 0 all free (withlock would run now); 75 something is held
-(a path, or every slot of a pool); 125 withlock's own failure, or a
-holder that cannot be told.`
+(a path, or every slot of a pool) or an earlier waiter is queued for it;
+125 withlock's own failure, or a holder that cannot be told.`
 
 // Who is `withlock who PATH... [--paths-from FILE] [--slots N --slot-file
 // T] [--json]` for d's backend; args follow "who".
@@ -94,6 +95,7 @@ func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 		Backend: c.Backend, Endpoints: c.Endpoints, KeyRoot: c.KeyRoot, KeyPrefix: c.KeyPrefix, TTL: c.TTL, OnCoordinatorDown: c.OnCoordinatorDown}}
 	// The checks of a withlock line, with a stand-in command: who has none.
 	o.Command = []string{"true"}
+	o.Question = true
 	if err := o.Validate(true); err != nil && !(len(c.Args) > 0 && strings.HasPrefix(err.Error(), "nothing to lock")) {
 		out.Errorf("who: %v", err)
 		out.Hintf("see withlock who --help")
