@@ -153,8 +153,19 @@ func (e *QueuedError) Error() string {
 
 func (e *QueuedError) Unwrap() error { return ErrBusy }
 
-// FindHolders does nothing: the ticket names its waiter.
-func (e *QueuedError) FindHolders() {}
+// FindHolders names the waiter by the process that holds its ticket
+// locked (/proc/locks), not by the pid in the ticket's name, which any
+// process that may write the queue dir chooses (a shared 1777 lock dir).
+// A ticket whose holder cannot be seen keeps the name's pid.
+func (e *QueuedError) FindHolders() {
+	var st unix.Stat_t
+	if unix.Lstat(e.Path, &st) != nil {
+		return
+	}
+	if hs, err := lockfile.Holders(uint64(st.Dev), uint64(st.Ino)); err == nil && len(hs) > 0 && hs[0].Pid > 0 {
+		e.PID = hs[0].Pid
+	}
+}
 
 // ahead returns a QueuedError if a live ticket earlier than ours (any, if
 // we have none) names one of our locks, or if the earlier tickets reserve
