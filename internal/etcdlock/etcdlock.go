@@ -1080,14 +1080,7 @@ func holders(kvs []*mvccpb.KeyValue) []string {
 			hs = append(hs, fmt.Sprintf("lease %x", kv.Lease))
 			continue
 		}
-		s := fmt.Sprintf("pid %d on %s", v.PID, v.Host)
-		if v.Cmd != "" {
-			s += " (" + v.Cmd + ")"
-		}
-		if v.Since != "" {
-			s += " since " + v.Since
-		}
-		hs = append(hs, s)
+		hs = append(hs, describe(v.Holder, v.Since))
 	}
 	return hs
 }

@@ -14,6 +14,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // The waiting queue of the etcd backend (docs/withlock.md, "Fair
@@ -499,13 +501,17 @@ func (b *Backend) readQueue() ([]*queueKV, int64) {
 	return queueKVs(resp.Kvs), resp.Header.Revision
 }
 
+// describe names the holder of a key (or the waiter of a queue key) for
+// a message. The value is outside input — any process that may write the
+// prefix wrote it — so each field is cut (a holder writes its command
+// line cut to 200 characters already) and made one line.
 func describe(h Holder, since string) string {
-	s := fmt.Sprintf("pid %d on %s", h.PID, h.Host)
+	s := fmt.Sprintf("pid %d on %s", h.PID, safetext.Cut(h.Host, 100))
 	if h.Cmd != "" {
-		s += " (" + h.Cmd + ")"
+		s += " (" + safetext.Cut(h.Cmd, 200) + ")"
 	}
 	if since != "" {
-		s += " since " + since
+		s += " since " + safetext.Cut(since, 40)
 	}
 	return s
 }

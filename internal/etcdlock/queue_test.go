@@ -120,3 +120,14 @@ func TestShortID(t *testing.T) {
 		}
 	}
 }
+
+// A queue key's value is outside input: a crafted one with a 1 MB command
+// line and control characters makes a short, one-line description (the
+// skip message that quotes it), not a 1 MB one.
+func TestDescribeCutsCraftedValue(t *testing.T) {
+	h := Holder{Host: strings.Repeat("h", 5000) + "\x1b[2J", PID: 7, Cmd: strings.Repeat("x", 1<<20) + "\n\u202e"}
+	s := describe(h, strings.Repeat("9", 5000))
+	if len(s) > 500 || strings.ContainsAny(s, "\n\x1b\u202e") {
+		t.Errorf("describe of a crafted value: %d bytes, %q…", len(s), s[:min(len(s), 80)])
+	}
+}
