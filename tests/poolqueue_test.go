@@ -116,7 +116,13 @@ func (q *poolQueue) tickets() map[string]bool {
 // run runs a newcomer withlock (no --wait) with args, verbose, and returns
 // its exit code and stderr.
 func (q *poolQueue) run(args ...string) (int, string) {
-	cmd := exec.Command(filepath.Join(binDir, "withlock"), append([]string{"-v"}, args...)...)
+	return q.withlock(append([]string{"-v"}, args...)...)
+}
+
+// withlock runs withlock with args in the test's lock dir and returns its
+// exit code and output.
+func (q *poolQueue) withlock(args ...string) (int, string) {
+	cmd := exec.Command(filepath.Join(binDir, "withlock"), args...)
 	cmd.Env = q.env
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -158,16 +164,7 @@ func (q *poolQueue) wantRun(why string, args ...string) {
 // who runs withlock who with args (a newcomer's paths and pools) and
 // returns its exit code and output.
 func (q *poolQueue) who(args ...string) (int, string) {
-	cmd := exec.Command(filepath.Join(binDir, "withlock"), append([]string{"who"}, args...)...)
-	cmd.Env = q.env
-	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), string(out)
-	}
-	if err != nil {
-		q.t.Fatal(err)
-	}
-	return 0, string(out)
+	return q.withlock(append([]string{"who"}, args...)...)
 }
 
 // freeze stops the waiter with SIGSTOP and returns once it is stopped

@@ -178,14 +178,19 @@ func TestGuardDisarmedDelivers(t *testing.T) {
 
 // After HandOff a signal takes its default action until the exec: TERM
 // kills, and QUIT kills without the Go runtime's goroutine dump.
-func TestGuardHandOffDefaultAction(t *testing.T) {
+func TestGuardHandOffDefaultAction(t *testing.T) { wantDefaultAction(t, "handoff", "HandOff") }
+
+// wantDefaultAction checks that TERM and QUIT kill the helper in mode,
+// QUIT without the Go runtime's goroutine dump; after says after what.
+func wantDefaultAction(t *testing.T, mode, after string) {
+	t.Helper()
 	for _, sig := range []syscall.Signal{unix.SIGTERM, unix.SIGQUIT} {
-		ps, stderr := runGuardHelper(t, "handoff", sig)
+		ps, stderr := runGuardHelper(t, mode, sig)
 		if got, want := exitedWith(ps), "killed by "+sig.String(); got != want {
-			t.Errorf("%v after HandOff: %s, want %s; stderr %q", sig, got, want, stderr)
+			t.Errorf("%v after %s: %s, want %s; stderr %q", sig, after, got, want, stderr)
 		}
 		if strings.Contains(stderr, "goroutine") {
-			t.Errorf("%v after HandOff printed a goroutine dump: %q", sig, stderr)
+			t.Errorf("%v after %s printed a goroutine dump: %q", sig, after, stderr)
 		}
 	}
 }
@@ -204,15 +209,7 @@ func TestGuardOnAbort(t *testing.T) {
 // runtime's goroutine dump; without DefaultQuit the dump is printed (the
 // helper can tell the difference).
 func TestDefaultQuit(t *testing.T) {
-	for _, sig := range []syscall.Signal{unix.SIGTERM, unix.SIGQUIT} {
-		ps, stderr := runGuardHelper(t, "defaultquit", sig)
-		if got, want := exitedWith(ps), "killed by "+sig.String(); got != want {
-			t.Errorf("%v after DefaultQuit: %s, want %s; stderr %q", sig, got, want, stderr)
-		}
-		if strings.Contains(stderr, "goroutine") {
-			t.Errorf("%v after DefaultQuit printed a goroutine dump: %q", sig, stderr)
-		}
-	}
+	wantDefaultAction(t, "defaultquit", "DefaultQuit")
 	ps, stderr := runGuardHelper(t, "nonotify", unix.SIGQUIT)
 	if got := exitedWith(ps); got == "killed by "+unix.SIGQUIT.String() || !strings.Contains(stderr, "goroutine") {
 		t.Errorf("QUIT without DefaultQuit: %s, stderr %q; want the runtime's dump (exit 2)", got, stderr)

@@ -241,6 +241,21 @@ func watchers(t *testing.T) int {
 // lease is gone (expired or revoked).
 func leaseTTL(t *testing.T, id int64) int64 {
 	t.Helper()
+	var ttl int64
+	withClient(t, func(ctx context.Context, cli *clientv3.Client) {
+		r, err := cli.TimeToLive(ctx, clientv3.LeaseID(id))
+		if err != nil {
+			t.Fatalf("lease %x: %v", id, err)
+		}
+		ttl = r.TTL
+	})
+	return ttl
+}
+
+// withClient calls f with a client of the test cluster and a context of
+// 5 s, and closes the client after.
+func withClient(t *testing.T, f func(context.Context, *clientv3.Client)) {
+	t.Helper()
 	cli, err := cl.Client()
 	if err != nil {
 		t.Fatal(err)
@@ -248,11 +263,7 @@ func leaseTTL(t *testing.T, id int64) int64 {
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r, err := cli.TimeToLive(ctx, clientv3.LeaseID(id))
-	if err != nil {
-		t.Fatalf("lease %x: %v", id, err)
-	}
-	return r.TTL
+	f(ctx, cli)
 }
 
 // leaseAlive reports whether lease id lives. A member that has just become

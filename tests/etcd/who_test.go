@@ -5,6 +5,7 @@ package etcd
 import (
 	"context"
 	"encoding/json"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,19 +87,15 @@ func TestWhoEtcdQueued(t *testing.T) {
 	startWaiter(t, w)
 	waitFor(t, 20*time.Second, "the waiter's queue key", func() bool { return queueKeys(t, p) == 1 })
 
-	leases := func() int {
-		cli, err := cl.Client()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cli.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		r, err := cli.Leases(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(r.Leases)
+	leases := func() (n int) {
+		withClient(t, func(ctx context.Context, cli *clientv3.Client) {
+			r, err := cli.Leases(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n = len(r.Leases)
+		})
+		return n
 	}
 	before := leases()
 	host, _ := os.Hostname()
