@@ -78,10 +78,27 @@ func Notify() chan os.Signal {
 		out:   make(chan os.Signal, 8),
 		done:  make(chan struct{}),
 	}
-	signal.Notify(g.raw, Forwarded...)
+	signal.Notify(g.raw, caught()...)
 	go g.loop()
 	current = g
 	return g.out
+}
+
+// caught returns the forwarded signals that this process does not ignore.
+// A signal the caller ignored — nohup's HUP, a shell's `trap '' INT` —
+// stays ignored, by this process and by the command it starts (which
+// inherits the disposition): catching it would turn it back on. The Go
+// runtime keeps an inherited SIG_IGN for HUP and INT only; an ignored TERM
+// or QUIT it has replaced with its own handler before main runs, so those
+// cannot be told ignored, and are caught as usual.
+func caught() []os.Signal {
+	var sigs []os.Signal
+	for _, s := range Forwarded {
+		if !signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	return sigs
 }
 
 func (g *guard) loop() {
