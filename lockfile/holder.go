@@ -280,6 +280,17 @@ func (t *LockTable) Locked(dev, ino uint64) bool {
 	return false
 }
 
+// LockedExclusive is Locked for an exclusive flock only: what a probe
+// with LOCK_SH|LOCK_NB would find busy (a shared one lets it in).
+func (t *LockTable) LockedExclusive(dev, ino uint64) bool {
+	for _, pl := range t.locks {
+		if pl.Kind == "FLOCK" && !pl.Waiter && pl.Write && pl.Inode == ino {
+			return true
+		}
+	}
+	return false
+}
+
 // Holders returns the processes holding a flock on the file with the
 // given device and inode (as Holders, from the table).
 func (t *LockTable) Holders(dev, ino uint64) []Holder {

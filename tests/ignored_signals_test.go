@@ -12,7 +12,7 @@ import (
 )
 
 // Signals the caller ignored stay ignored: `nohup withlock …` (HUP) and a
-// shell's `trap '' INT` before exec. withlock is not ended by them while
+// shell's `trap "" INT` before exec. withlock is not ended by them while
 // its command runs (nor while it waits), and the command inherits them
 // ignored. Before, withlock caught them (which turns an inherited SIG_IGN
 // back on): a HUP ended withlock 129 under nohup, and its command started

@@ -36,6 +36,9 @@ type Inspection struct {
 	Paths  []PathState
 	Pools  []PoolState
 	Queued *QueuedState
+	// QueueError says why the waiting queue could not be read (a queue
+	// dir that is a symlink, say: withlock refuses to run then too).
+	QueueError string
 }
 
 // QueuedState is a waiter in the fair-waiting queue that a withlock with
@@ -107,6 +110,9 @@ func (in *Inspection) Busy() bool {
 
 // Unknown reports whether something could not be told.
 func (in *Inspection) Unknown() bool {
+	if in.QueueError != "" {
+		return true
+	}
 	for _, p := range in.Paths {
 		if p.State == StateUnknown {
 			return true
@@ -159,7 +165,10 @@ func (b Local) Inspect(r Request) (*Inspection, error) {
 		}
 		in.Pools = append(in.Pools, pool)
 	}
-	in.Queued = localQueued(t, b.LockDir, in)
+	var err error
+	if in.Queued, err = localQueued(t, b.LockDir, in); err != nil {
+		in.QueueError = err.Error()
+	}
 	return in, nil
 }
 
@@ -167,21 +176,22 @@ func (b Local) Inspect(r Request) (*Inspection, error) {
 // dead ticket is passed over, not removed) and without taking a lock
 // (liveness comes from t, /proc/locks), and returns the earliest waiter a
 // withlock with the request in would yield to (queue_linux.go, ahead),
-// nil if none or if there is no queue to read.
-func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) *QueuedState {
+// nil if none or if there is no queue to read; an error for a queue that
+// withlock would refuse too (its dir a symlink, say).
+func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) (*QueuedState, error) {
 	if !t.Readable() || lockDir == "" {
-		return nil
+		return nil, nil
 	}
 	dir, err := lockfile.OpenDir(lockDir, false)
 	if err != nil {
-		return nil
+		return nil, nil // no lock dir: no queue (withlock would create both)
 	}
 	defer dir.Close()
 	q := newQueue(dir, nil)
 	q.table = t
 	ws, err := q.waiting()
 	if err != nil || len(ws) == 0 {
-		return nil
+		return nil, err
 	}
 	found := func(ticket, pool string) *QueuedState {
 		s := &QueuedState{Ticket: q.dir.Join(ticket), Pool: pool}
@@ -193,7 +203,7 @@ func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) *QueuedS
 	for _, w := range ws {
 		for _, p := range in.Paths {
 			if w.names[filepath.Base(p.Lock)] {
-				return found(w.name, "")
+				return found(w.name, ""), nil
 			}
 		}
 	}
@@ -218,10 +228,10 @@ func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) *QueuedS
 			}
 		}
 		if reserved > 0 && free <= reserved {
-			return found(first, p.Template)
+			return found(first, p.Template), nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // poolKeyOf is the queue's name of the pool whose first slot file is

@@ -83,8 +83,9 @@ type queue struct {
 	// does not clear: the free slots change without the queue.
 	clear bool
 	// table, when set, makes reading read-only (withlock who): a
-	// ticket's liveness comes from it (/proc/locks), and a dead ticket is
-	// passed over, not probed with flock nor removed.
+	// ticket's liveness comes from it (/proc/locks: an exclusive flock,
+	// what the probe below finds busy), and a dead ticket is passed over,
+	// not probed with flock nor removed.
 	table *lockfile.LockTable
 }
 
@@ -408,7 +409,7 @@ func (q *queue) read(n string) (data []byte, live bool) {
 	defer f.Close()
 	if q.table != nil {
 		var st unix.Stat_t
-		if unix.Fstat(int(f.Fd()), &st) != nil || !q.table.Locked(uint64(st.Dev), uint64(st.Ino)) {
+		if unix.Fstat(int(f.Fd()), &st) != nil || !q.table.LockedExclusive(uint64(st.Dev), uint64(st.Ino)) {
 			return nil, false
 		}
 	} else if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err == nil {

@@ -85,7 +85,7 @@ func Notify() chan os.Signal {
 }
 
 // caught returns the forwarded signals that this process does not ignore.
-// A signal the caller ignored — nohup's HUP, a shell's `trap '' INT` —
+// A signal the caller ignored — nohup's HUP, a shell's `trap "" INT` —
 // stays ignored, by this process and by the command it starts (which
 // inherits the disposition): catching it would turn it back on. The Go
 // runtime keeps an inherited SIG_IGN for HUP and INT only; an ignored TERM
