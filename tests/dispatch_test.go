@@ -18,7 +18,7 @@ import (
 // stand-in for withlock-etcd (next to the copied withlock) that prints its
 // masks from /proc. The window before the exec itself (TERM, INT, HUP kill;
 // QUIT kills without a goroutine dump) is internal/runner's
-// TestDefaultQuit: a signal cannot be aimed into it from outside.
+// TestQuitBeforeNotify: a signal cannot be aimed into it from outside.
 func TestDispatchSignalDefault(t *testing.T) {
 	dir := t.TempDir()
 	data, err := os.ReadFile(filepath.Join(binDir, "withlock"))

@@ -88,6 +88,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	testbin.CatchHangup()
 	os.Exit(mainWithBinaries(m))
 }
 

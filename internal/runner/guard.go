@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/internal/earlyquit"
 )
 
 // Signals before the command starts.
@@ -79,6 +81,9 @@ func Notify() chan os.Signal {
 		done:  make(chan struct{}),
 	}
 	signal.Notify(g.raw, caught()...)
+	// QUIT had the kernel's default action until now (earlyquit); the
+	// runtime's handler back, Notify's catches it.
+	earlyquit.Restore()
 	go g.loop()
 	current = g
 	return g.out
@@ -229,9 +234,3 @@ func setDefaultAction(sig unix.Signal) {
 	var act [4]uint64
 	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
 }
-
-// DefaultQuit gives SIGQUIT the kernel's default action (it ends the
-// process, with a core dump where those are enabled), behind the Go
-// runtime's back, for a process that execs another binary without having
-// called Notify: the runtime's own action would print a goroutine dump.
-func DefaultQuit() { setDefaultAction(unix.SIGQUIT) }

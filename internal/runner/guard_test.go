@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 // The guard ends the process, so it is tested in a child: this test
@@ -27,6 +29,7 @@ func TestMain(m *testing.M) {
 		guardHelper(mode)
 		os.Exit(99) // not reached
 	}
+	testbin.CatchHangup()
 	os.Exit(m.Run())
 }
 
@@ -35,12 +38,8 @@ func guardHelper(mode string) {
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 	switch mode {
 	case "nonotify":
-		// A program that execs another before any Notify (withlock's
-		// dispatch to withlock-etcd), without and with DefaultQuit.
-		fmt.Println("ready")
-		block()
-	case "defaultquit":
-		DefaultQuit()
+		// A program before any Notify (withlock until its dispatch to
+		// withlock-etcd has exec'd).
 		fmt.Println("ready")
 		block()
 	}
@@ -178,19 +177,19 @@ func TestGuardDisarmedDelivers(t *testing.T) {
 
 // After HandOff a signal takes its default action until the exec: TERM
 // kills, and QUIT kills without the Go runtime's goroutine dump.
-func TestGuardHandOffDefaultAction(t *testing.T) { wantDefaultAction(t, "handoff", "HandOff") }
+func TestGuardHandOffDefaultAction(t *testing.T) { wantDefaultAction(t, "handoff", "after HandOff") }
 
 // wantDefaultAction checks that TERM and QUIT kill the helper in mode,
-// QUIT without the Go runtime's goroutine dump; after says after what.
-func wantDefaultAction(t *testing.T, mode, after string) {
+// QUIT without the Go runtime's goroutine dump; when says when.
+func wantDefaultAction(t *testing.T, mode, when string) {
 	t.Helper()
 	for _, sig := range []syscall.Signal{unix.SIGTERM, unix.SIGQUIT} {
 		ps, stderr := runGuardHelper(t, mode, sig)
 		if got, want := exitedWith(ps), "killed by "+sig.String(); got != want {
-			t.Errorf("%v after %s: %s, want %s; stderr %q", sig, after, got, want, stderr)
+			t.Errorf("%v %s: %s, want %s; stderr %q", sig, when, got, want, stderr)
 		}
 		if strings.Contains(stderr, "goroutine") {
-			t.Errorf("%v after %s printed a goroutine dump: %q", sig, after, stderr)
+			t.Errorf("%v %s printed a goroutine dump: %q", sig, when, stderr)
 		}
 	}
 }
@@ -204,15 +203,24 @@ func TestGuardOnAbort(t *testing.T) {
 	}
 }
 
-// Before any Notify, as withlock is until it has exec'd withlock-etcd:
-// TERM kills, and so does QUIT once DefaultQuit has run, without the Go
-// runtime's goroutine dump; without DefaultQuit the dump is printed (the
-// helper can tell the difference).
-func TestDefaultQuit(t *testing.T) {
-	wantDefaultAction(t, "defaultquit", "DefaultQuit")
-	ps, stderr := runGuardHelper(t, "nonotify", unix.SIGQUIT)
-	if got := exitedWith(ps); got == "killed by "+unix.SIGQUIT.String() || !strings.Contains(stderr, "goroutine") {
-		t.Errorf("QUIT without DefaultQuit: %s, stderr %q; want the runtime's dump (exit 2)", got, stderr)
+// Before any Notify — in main, as withlock is until it has exec'd
+// withlock-etcd, and during the package inits, as withlock-etcd is for
+// milliseconds (initblock: this package's test init blocks) — TERM kills,
+// and so does QUIT, silently, not with the Go runtime's goroutine dump
+// and exit 2 (internal/earlyquit). Notify then catches QUIT again
+// (TestGuardEndsProcessBeforeStart: exit 131).
+func TestQuitBeforeNotify(t *testing.T) {
+	wantDefaultAction(t, "nonotify", "in main, before Notify")
+	wantDefaultAction(t, "initblock", "during the package inits")
+}
+
+// initblock stands for a slow package init (the etcd client's): with the
+// helper's variable set to "initblock", this package's init says ready
+// and blocks, before main and before any Notify.
+func init() {
+	if os.Getenv(guardHelperEnv) == "initblock" {
+		fmt.Println("ready")
+		block()
 	}
 }
 

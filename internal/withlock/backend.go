@@ -274,9 +274,9 @@ func chosenBackend(args []string) (v string, fromEnv bool) {
 // start with nothing in between, no signal goroutine started and stopped
 // again (about 1 ms and a dozen thread wake-ups per etcd call on a 2-core
 // machine: docs/etcd.md, "Cost per call"). A TERM, INT or HUP before the
-// exec kills withlock, as it would any program that execs (env, nice);
-// QUIT is given the kernel's default action first, so that it does the
-// same instead of printing the runtime's goroutine dump.
+// exec kills withlock, as it would any program that execs (env, nice), and
+// so does QUIT, which has the kernel's default action until Notify
+// (internal/earlyquit), not the runtime's goroutine dump.
 func dispatch(args []string) (code int, done bool) {
 	name, fromEnv := chosenBackend(args)
 	if name == "" || name == backends[0].Name {
@@ -285,7 +285,6 @@ func dispatch(args []string) (code int, done bool) {
 	b, ok := LookupBackend(name)
 	switch {
 	case ok && b.Binary != backends[0].Binary:
-		runner.DefaultQuit()
 		err := sibling.Exec(b.Binary, b.Binary, args)
 		return handOverFailed(err, fmt.Sprintf("--backend %s needs %s", b.Name, b.Binary),
 			"install the six binaries together: make install, or the .deb (docs/install.md)"), true

@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("ETCDTEST_WORKER") != "" {
 		os.Exit(worker(os.Args[1:]))
 	}
+	testbin.CatchHangup()
 	os.Exit(mainWithCluster(m))
 }
 

@@ -38,6 +38,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	testbin.CatchHangup()
 	code := func() int {
 		defer testbin.Cleanup()
 		dir, err := testbin.Dir()

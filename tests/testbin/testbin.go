@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 var (
@@ -65,4 +67,20 @@ func Cleanup() {
 func Module() string {
 	root, _ := exec.Command("go", "env", "GOMOD").Output()
 	return filepath.Dir(strings.TrimSpace(string(root)))
+}
+
+// CatchHangup makes the test process catch HUP and INT, whatever it
+// inherited, so that the processes it starts begin with them at their
+// default action: a test run under nohup (or by a runner that ignores
+// HUP) would otherwise pass HUP ignored to every withlock and cron-gate it
+// starts, which keep an inherited ignored HUP ignored (docs/withlock.md,
+// Signals), and the tests that send it would wait in vain. Either signal
+// sent to the test process itself still ends it (128+N).
+func CatchHangup() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP, syscall.SIGINT)
+	go func() {
+		s := <-c
+		os.Exit(128 + int(s.(syscall.Signal)))
+	}()
 }
