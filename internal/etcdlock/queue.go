@@ -506,7 +506,17 @@ func (b *Backend) readQueue() ([]*queueKV, int64) {
 // prefix wrote it — so each field is cut (a holder writes its command
 // line cut to 200 characters already) and made one line.
 func describe(h Holder, since string) string {
-	s := fmt.Sprintf("pid %d on %s", h.PID, safetext.Cut(h.Host, 100))
+	var s string
+	switch host := safetext.Cut(h.Host, 100); {
+	case h.PID > 0 && host != "":
+		s = fmt.Sprintf("pid %d on %s", h.PID, host)
+	case h.PID > 0:
+		s = fmt.Sprintf("pid %d", h.PID)
+	case host != "":
+		s = "a process on " + host
+	default:
+		s = "a process its key does not name"
+	}
 	if h.Cmd != "" {
 		s += " (" + safetext.Cut(h.Cmd, 200) + ")"
 	}

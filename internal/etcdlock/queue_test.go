@@ -131,3 +131,18 @@ func TestDescribeCutsCraftedValue(t *testing.T) {
 		t.Errorf("describe of a crafted value: %d bytes, %q…", len(s), s[:min(len(s), 80)])
 	}
 }
+
+// A value that names no pid or host says so, not "pid 0 on ".
+func TestDescribeUnnamed(t *testing.T) {
+	for h, want := range map[Holder]string{
+		{}:                  "a process its key does not name",
+		{Host: "h"}:         "a process on h",
+		{PID: 3}:            "pid 3",
+		{PID: 3, Host: "h"}: "pid 3 on h",
+		{PID: 3, Cmd: "c"}:  "pid 3 (c)",
+	} {
+		if got := describe(h, ""); got != want {
+			t.Errorf("describe(%+v) = %q; want %q", h, got, want)
+		}
+	}
+}
