@@ -12,6 +12,7 @@ package main
 import (
 	"os"
 
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/withlock/kongparse"
 )
 
@@ -27,7 +28,7 @@ an unreachable cluster); 126 not executable; 127 not found; 128+N the
 command died of signal N.`
 
 func main() {
-	os.Exit(kongparse.Main(kongparse.Program{
+	runner.Exit(kongparse.Main(kongparse.Program{
 		Name:        "withlock-etcd",
 		Description: description,
 		Usage:       "Usage: withlock --backend etcd [flags] -- COMMAND [ARG...]",

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -113,11 +114,18 @@ func (g *guard) loop() {
 		if g.armed {
 			// Ends the process: the lock is never released, so nothing
 			// else can start the command meanwhile.
+			// abortMu stays held to the end: Exit, which the rest
+			// of the program exits through, waits for this exit.
 			abortMu.Lock()
-			f := abort
-			abortMu.Unlock()
-			if f != nil {
-				f()
+			if abort != nil {
+				// The rest of the program may fail on what the abort
+				// undoes (a revoked lease) while it runs: it says
+				// nothing then (stderr goes to /dev/null), and its exit
+				// waits (Exit); this one is 128+N, silently.
+				if null, err := unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+					unix.Dup3(null, 2, 0)
+				}
+				abort()
 			}
 			os.Exit(SignalCode(s))
 		}
@@ -141,10 +149,26 @@ var (
 // earlier one, and nil removes it. f runs while the rest of the program
 // may still be running, and must end promptly on its own (the etcd
 // backend gives its revokes a fixed bound): the process exits only after.
+// Meanwhile stderr goes to /dev/null and Exit waits, so that the rest of
+// the program, failing on what f undoes, neither speaks nor exits first:
+// a program that registers f exits through Exit.
 func OnAbort(f func()) {
 	abortMu.Lock()
 	abort = f
 	abortMu.Unlock()
+}
+
+// exitWaiting counts Exit calls that have reached abortMu (for tests).
+var exitWaiting atomic.Int32
+
+// Exit exits with code, as os.Exit, unless the guard is ending the
+// process after a signal (OnAbort's function running): then it waits for
+// that exit, 128+N, which wins. A main whose run path registers OnAbort
+// exits through it.
+func Exit(code int) {
+	exitWaiting.Add(1)
+	abortMu.Lock()
+	os.Exit(code)
 }
 
 // SignalCode is the exit code for a process ended by s: 128+N, or

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,8 +57,22 @@ func guardHelper(mode string) {
 		s := <-c
 		fmt.Println("got", s)
 		os.Exit(0)
+	case "abortrace":
+		// While the abort runs, the rest of the program fails (on a
+		// lease the abort revoked, say): it prints and exits 125.
+		OnAbort(func() {
+			go func() {
+				fmt.Fprintln(os.Stderr, "the rest of the program fails")
+				Exit(ExitFailure)
+			}()
+			for deadline := time.Now().Add(guardDeadline); exitWaiting.Load() == 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+		})
+		fmt.Println("ready")
+		block()
 	case "onabort":
-		OnAbort(func() { fmt.Fprintln(os.Stderr, "abort ran") })
+		OnAbort(func() { os.WriteFile(os.Getenv("RUNNER_GUARD_MARK"), []byte("abort ran\n"), 0o644) })
 		fmt.Println("ready")
 		block()
 	case "handoff":
@@ -197,9 +212,23 @@ func wantDefaultAction(t *testing.T, mode, when string) {
 // A function registered with OnAbort runs when a signal ends the process
 // before the command, and the process then exits 128+N as without it.
 func TestGuardOnAbort(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "mark")
+	t.Setenv("RUNNER_GUARD_MARK", mark)
 	ps, stderr := runGuardHelper(t, "onabort", unix.SIGTERM)
-	if got := exitedWith(ps); got != "exit 143" || stderr != "abort ran\n" {
-		t.Errorf("TERM with an OnAbort function: %s, stderr %q; want exit 143 and the function run", got, stderr)
+	ran, _ := os.ReadFile(mark)
+	if got := exitedWith(ps); got != "exit 143" || stderr != "" || string(ran) != "abort ran\n" {
+		t.Errorf("TERM with an OnAbort function: %s, stderr %q, the function wrote %q; want exit 143, nothing said, the function run", got, stderr, ran)
+	}
+}
+
+// The rest of the program failing while the abort runs changes nothing:
+// its message goes nowhere and its exit (Exit) waits, so the process ends
+// 143, silently. Before, it could end 125 with an error message (an etcd
+// waiter whose lease the abort revoked under its transaction).
+func TestGuardAbortRace(t *testing.T) {
+	ps, stderr := runGuardHelper(t, "abortrace", unix.SIGTERM)
+	if got := exitedWith(ps); got != "exit 143" || stderr != "" {
+		t.Errorf("TERM, the program failing during the abort: %s, stderr %q; want exit 143 and nothing", got, stderr)
 	}
 }
 
