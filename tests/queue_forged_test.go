@@ -14,12 +14,14 @@ import (
 	"github.com/crongate/crongate/pathlock"
 )
 
-// A ticket's name carries a pid, but any process that may write the queue
-// dir (a shared 1777 lock dir) chooses the name: a live ticket named for
-// pid 1 but held by this test process makes a newcomer yield, and the skip
-// message names this process, the ticket's real holder (/proc/locks), not
-// pid 1.
-func TestQueueForgedTicketName(t *testing.T) {
+// forged is a test's path and lock dir with a ticket forged by the test
+// process: named for pid 1, listing the path's lock, held with flock how.
+type forged struct {
+	path, locks, ticket string
+}
+
+func forgeTicket(t *testing.T, lockDirName string, how int) forged {
+	t.Helper()
 	if !lockfile.ReadLockTable().Readable() {
 		t.Skip("/proc/locks is not readable here")
 	}
@@ -27,36 +29,49 @@ func TestQueueForgedTicketName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locks := filepath.Join(dir, "locks")
-	qdir := filepath.Join(locks, "withlock-queue")
-	if err := os.MkdirAll(qdir, 0o755); err != nil {
+	f := forged{path: filepath.Join(dir, "post.md"), locks: filepath.Join(dir, lockDirName)}
+	f.ticket = filepath.Join(f.locks, "withlock-queue", "t-00000000000000000001-1")
+	if err := os.MkdirAll(filepath.Dir(f.ticket), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "post.md")
-	c, err := pathlock.Canonical(path)
+	c, err := pathlock.Canonical(f.path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ticket := filepath.Join(qdir, "t-00000000000000000001-1")
-	if err := os.WriteFile(ticket, []byte(pathlock.LockName(c)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(f.ticket, []byte(pathlock.LockName(c)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(ticket)
+	file, err := os.Open(f.ticket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+	t.Cleanup(func() { file.Close() })
+	if err := unix.Flock(int(file.Fd()), how); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(binDir, "withlock"), "-v", "--lock-dir", locks, "--paths", path, "--", "true")
-	out, err := cmd.CombinedOutput()
-	code := 0
+	return f
+}
+
+// withlockCode runs withlock with args and returns its exit code and
+// combined output.
+func withlockCode(args ...string) (int, string) {
+	out, err := exec.Command(filepath.Join(binDir, "withlock"), args...).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
+		return ee.ExitCode(), string(out)
 	}
-	want := "an earlier waiter (pid " + strconv.Itoa(os.Getpid()) + ", ticket " + ticket + ")"
-	if code != 75 || !strings.Contains(string(out), want) {
+	return 0, string(out)
+}
+
+// A ticket's name carries a pid, but any process that may write the queue
+// dir (a shared 1777 lock dir) chooses the name: a live ticket named for
+// pid 1 but held by this test process makes a newcomer yield, and the skip
+// message names this process, the ticket's real holder (/proc/locks), not
+// pid 1.
+func TestQueueForgedTicketName(t *testing.T) {
+	f := forgeTicket(t, "locks", unix.LOCK_EX)
+	code, out := withlockCode("-v", "--lock-dir", f.locks, "--paths", f.path, "--", "true")
+	want := "an earlier waiter (pid " + strconv.Itoa(os.Getpid()) + ", ticket " + f.ticket + ")"
+	if code != 75 || !strings.Contains(out, want) {
 		t.Errorf("a newcomer behind a ticket named for pid 1, held by pid %d: exit %d, output %q; want 75 and %q", os.Getpid(), code, out, want)
 	}
 }
@@ -67,61 +82,26 @@ func TestQueueForgedTicketName(t *testing.T) {
 // (exit 0); a queue dir that is a symlink makes withlock refuse (125), and
 // who says it cannot tell (125), not "free".
 func TestWhoAgreesOnOddQueues(t *testing.T) {
-	if !lockfile.ReadLockTable().Readable() {
-		t.Skip("/proc/locks is not readable here")
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "post.md")
-	c, err := pathlock.Canonical(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code := func(args ...string) (int, string) {
-		out, err := exec.Command(filepath.Join(binDir, "withlock"), args...).CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), string(out)
-		}
-		return 0, string(out)
-	}
-
-	shared := filepath.Join(dir, "shared")
-	ticket := filepath.Join(shared, "withlock-queue", "t-00000000000000000001-1")
-	if err := os.MkdirAll(filepath.Dir(ticket), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(ticket, []byte(pathlock.LockName(c)+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
-		t.Fatal(err)
-	}
-	if n, out := code("who", "--lock-dir", shared, path); n != 0 || strings.Contains(out, "queued") {
+	f := forgeTicket(t, "shared", unix.LOCK_SH)
+	if n, out := withlockCode("who", "--lock-dir", f.locks, f.path); n != 0 || strings.Contains(out, "queued") {
 		t.Errorf("who behind a ticket held shared only: exit %d, want 0 and no waiter (withlock runs)\n%s", n, out)
 	}
-	if n, out := code("--lock-dir", shared, "--paths", path, "--", "true"); n != 0 {
+	if n, out := withlockCode("--lock-dir", f.locks, "--paths", f.path, "--", "true"); n != 0 {
 		t.Errorf("withlock behind a ticket held shared only: exit %d, want 0\n%s", n, out)
 	}
 
+	dir := filepath.Dir(f.path)
 	linked := filepath.Join(dir, "linked")
-	if err := os.MkdirAll(filepath.Join(dir, "elsewhere"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(linked, 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{linked, filepath.Join(dir, "elsewhere")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(linked, "withlock-queue")); err != nil {
 		t.Fatal(err)
 	}
-	nRun, outRun := code("--lock-dir", linked, "--paths", path, "--", "true")
-	nWho, outWho := code("who", "--lock-dir", linked, path)
+	nRun, outRun := withlockCode("--lock-dir", linked, "--paths", f.path, "--", "true")
+	nWho, outWho := withlockCode("who", "--lock-dir", linked, f.path)
 	if nRun != 125 || nWho != 125 || !strings.Contains(outWho, "queue: unknown: ") || !strings.Contains(outWho, "symlink") {
 		t.Errorf("a queue dir that is a symlink: withlock exit %d (%q), who exit %d; want both 125, who saying why:\n%s", nRun, outRun, nWho, outWho)
 	}
