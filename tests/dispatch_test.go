@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 // TestDispatchSignalDefault: withlock execs a line for --backend etcd
@@ -21,11 +23,7 @@ import (
 // TestQuitBeforeNotify: a signal cannot be aimed into it from outside.
 func TestDispatchSignalDefault(t *testing.T) {
 	dir := t.TempDir()
-	data, err := os.ReadFile(filepath.Join(binDir, "withlock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "withlock"), data, 0o755); err != nil {
+	if err := testbin.CopyTo("withlock", dir); err != nil {
 		t.Fatal(err)
 	}
 	fake := "#!/bin/sh\nexec grep -E '^Sig(Blk|Ign):' /proc/self/status\n"

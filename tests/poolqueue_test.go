@@ -32,16 +32,24 @@ type poolQueue struct {
 }
 
 func newPoolQueue(t *testing.T) *poolQueue {
+	dir, locks := lockDirIn(t)
+	q := &poolQueue{t: t, dir: dir, locks: locks, env: append(os.Environ(), "WITHLOCK_LOCK_DIR="+locks), held: map[int]*os.File{}}
+	return q
+}
+
+// lockDirIn returns a fresh test dir (symlinks resolved) and a lock dir
+// "locks" made in it.
+func lockDirIn(t *testing.T) (dir, locks string) {
+	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	locks := filepath.Join(dir, "locks")
+	locks = filepath.Join(dir, "locks")
 	if err := os.Mkdir(locks, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	q := &poolQueue{t: t, dir: dir, locks: locks, env: append(os.Environ(), "WITHLOCK_LOCK_DIR="+locks), held: map[int]*os.File{}}
-	return q
+	return dir, locks
 }
 
 // hold takes slot i of the default pool, as a process outside the queue.

@@ -117,14 +117,7 @@ func blockedInFlock(t *testing.T, pid int) bool {
 // busy, it lets the path go. Holders here are this test's own descriptors
 // (a holder outside the queue, as a Python worker is).
 func TestFirstOfWaiterWokenByUnlock(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	locks := filepath.Join(dir, "locks")
-	if err := os.Mkdir(locks, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, locks := lockDirIn(t)
 	// c sorts before a: a set's paths are taken in sorted order, so a,
 	// got by the flock(2) wait, lies after c, where the attempt stops.
 	a, b, c := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "0c")

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 // withlock --backend etcd and WITHLOCK_BACKEND=etcd exec withlock-etcd with
@@ -63,11 +65,7 @@ func TestDispatchKeepsPID(t *testing.T) {
 func TestDispatchWithoutBinary(t *testing.T) {
 	need(t)
 	dir := t.TempDir()
-	data, err := os.ReadFile(filepath.Join(binDir, "withlock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "withlock"), data, 0o755); err != nil {
+	if err := testbin.CopyTo("withlock", dir); err != nil {
 		t.Fatal(err)
 	}
 	marker := filepath.Join(dir, "ran")

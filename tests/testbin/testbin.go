@@ -84,3 +84,17 @@ func CatchHangup() {
 		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
 }
+
+// CopyTo copies the built binary name (from Dir) into dir, executable:
+// for a test that needs it alone, or next to a stand-in companion.
+func CopyTo(name, dir string) error {
+	bin, err := Dir()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(bin, name))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name), data, 0o755)
+}
