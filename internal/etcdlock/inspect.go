@@ -120,13 +120,7 @@ func queuedFor(in *lockset.Inspection, kvs []*queueKV, poolPrefix func(string) s
 				}
 			}
 		}
-		free := 0
-		for _, s := range p.Slots {
-			if s.State == lockset.StateFree {
-				free++
-			}
-		}
-		if reserved > 0 && free <= reserved {
+		if reserved > 0 && p.Free() <= reserved {
 			return found(first, p.Template)
 		}
 	}

@@ -69,6 +69,17 @@ type PoolState struct {
 	Busy     bool
 }
 
+// Free counts the pool's free slots.
+func (p PoolState) Free() int {
+	n := 0
+	for _, s := range p.Slots {
+		if s.State == StateFree {
+			n++
+		}
+	}
+	return n
+}
+
 // SlotState is one slot of a pool.
 type SlotState struct {
 	Slot    int
@@ -221,13 +232,7 @@ func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) (*Queued
 				}
 			}
 		}
-		free := 0
-		for _, s := range p.Slots {
-			if s.State == StateFree {
-				free++
-			}
-		}
-		if reserved > 0 && free <= reserved {
+		if reserved > 0 && p.Free() <= reserved {
 			return found(first, p.Template), nil
 		}
 	}

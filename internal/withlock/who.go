@@ -162,11 +162,8 @@ func NewWhoReport(backend, lockDir string, in *lockset.Inspection, now time.Time
 		r.Paths = append(r.Paths, WhoPath{Path: p.Given, Canonical: p.Canonical, Lock: p.Lock, State: p.State, Holders: whoHolders(p.Holders), Error: p.Error})
 	}
 	for _, p := range in.Pools {
-		wp := WhoPool{Template: p.Template, Size: p.Size}
+		wp := WhoPool{Template: p.Template, Size: p.Size, Free: p.Free()}
 		for _, s := range p.Slots {
-			if s.State == lockset.StateFree {
-				wp.Free++
-			}
 			wp.Slots = append(wp.Slots, WhoSlot{Slot: s.Slot, Lock: s.Lock, State: s.State, Holders: whoHolders(s.Holders), Error: s.Error})
 		}
 		r.Pools = append(r.Pools, wp)
