@@ -253,16 +253,26 @@ func TestLargeSet(t *testing.T) {
 	}
 	list := filepath.Join(dir, "list")
 	os.WriteFile(list, []byte(strings.Join(paths, "\n")), 0o644)
-	// Hold the last path (in key order it may be in any chunk).
+	// Hold the path whose key sorts last: the set takes its keys in key
+	// order, and the read before the transaction (precheck) covers only
+	// the first transaction's worth, so this one is found busy by the
+	// lock transaction's own compare (create_revision == 0), the one
+	// that excludes two holders racing past the read.
+	last := paths[0]
+	for _, pth := range paths {
+		if pathKey(p, strings.TrimPrefix(pth, "/")) > pathKey(p, strings.TrimPrefix(last, "/")) {
+			last = pth
+		}
+	}
 	release := filepath.Join(dir, "release")
-	h := command(nil, "withlock-etcd", "--key-prefix", p, "--paths", paths[299], "--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.01; done`, "sh", release)
+	h := command(nil, "withlock-etcd", "--key-prefix", p, "--paths", last, "--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.01; done`, "sh", release)
 	h.Start()
 	defer func() { h.Process.Kill(); h.Wait() }()
 	waitFor(t, 10*time.Second, "the holder", func() bool { return len(keys(t, p)) == 1 })
 
 	r := run(t, nil, "withlock-etcd", "-v", "--key-prefix", p, "--paths-from", list, "--slots", "2", "--", "true")
-	if r.code != 75 || !strings.Contains(r.stderr, "299.md is busy") {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	if r.code != 75 || !strings.Contains(r.stderr, filepath.Base(last)+" is busy") {
+		t.Fatalf("a set of 300 with %s held: exit %d: %s", last, r.code, r.stderr)
 	}
 	if k := keys(t, p); len(k) != 1 {
 		t.Fatalf("a busy attempt left %d keys (want only the holder's)", len(k))
