@@ -25,6 +25,7 @@ import json
 import math
 import os
 import platform
+import random
 import shutil
 import statistics
 import struct
@@ -207,7 +208,7 @@ def trial(variant, tool, argv, lf, ino):
         fd = os.open(lf, os.O_RDWR)
         fcntl.flock(fd, fcntl.LOCK_EX)
     w = subprocess.Popen(argv, stdout=subprocess.PIPE)
-    if tool == "flock":
+    if tool in ("flock", "flock2"):
         wait_until(lambda: flock_blocked(w.pid, ino), w, "flock -w")
     elif tool in ("floor", "park"):
         # handoffwait: blocked itself (floor) or through its parked child.
@@ -252,6 +253,10 @@ def cmd_handoff(a):
                      "--paths", a.target, "--", a.stamp],
         "flock": [flock, "-w", "30", lf, a.stamp],
     }
+    if a.twice:
+        # flock -w a second time, as a waiter of its own: how far two runs
+        # of the same program differ in this run (the noise).
+        argv["flock2"] = argv["flock"]
     # Bare Go waiters (tests/bench/handoffwait), for what is Go's floor.
     for mode in a.bare:
         argv[mode] = [a.handoffwait, "-mode", mode, "--lock-dir", a.lock_dir, "--wait", "30s",
@@ -259,10 +264,15 @@ def cmd_handoff(a):
     tools = list(argv)
     plan = [("close", a.n), ("exit", max(1, a.n * 2 // 5)), ("unlock", max(1, a.n // 5))]
     res = {}
+    rng = random.Random(a.seed)
     for variant, count in plan:
         for i in range(count):
-            # Rotate which tool goes first, so drift hits all alike.
-            order = tools[i % len(tools):] + tools[:i % len(tools)]
+            # Each round in an order of its own, shuffled: drift hits all
+            # alike, and no waiter always runs after the same one (a
+            # rotation did that, and the one after flock -w found its
+            # pages warm: 0.91× for flock -w against itself).
+            order = tools[:]
+            rng.shuffle(order)
             for tool in order:
                 res.setdefault(variant, {}).setdefault(tool, []).append(
                     trial(variant, tool, argv[tool], lf, ino))
@@ -386,22 +396,42 @@ def report_handoff(fn):
 
 
 def cmd_handoffratio(a):
-    """The handoff table with every waiter of the run, p50 as a ratio to
-    flock -w's p50 in the same run."""
-    with open(a.json) as f:
-        res = json.load(f)["results"]
-    names = {"withlock": "withlock --wait", "flock": "flock -w",
+    """The handoff table with every waiter of the run (or of several runs,
+    pooled), p50 as a ratio to flock -w's p50 in the same runs."""
+    res = {}
+    for fn in a.json:
+        with open(fn) as f:
+            for variant, tools in json.load(f)["results"].items():
+                for tool, t in tools.items():
+                    res.setdefault(variant, {}).setdefault(tool, []).extend(t)
+    names = {"withlock": "withlock --wait", "flock": "flock -w", "flock2": "flock -w again (the noise)",
              "floor": "bare Go: flock(2) + os/exec", "park": "bare Go: parked child, exec in place"}
-    print("| release | waiter | n | p50 ms | p90 ms | p50 / flock -w |")
-    print("|---|---|---:|---:|---:|---:|")
+    print("| release | waiter | n | p50 ms | p90 ms | p50 / flock -w | 95% interval |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    rng = random.Random(1)
     for variant in ("close", "exit", "unlock"):
         if variant not in res:
             continue
-        f50 = statistics.median(res[variant]["flock"])
-        for tool, t in res[variant].items():
-            print("| %s | %s | %d | %.3f | %.3f | %.2f× |" % (
+        fl = res[variant]["flock"]
+        f50 = statistics.median(fl)
+        tools = [n for n in ("withlock", "flock", "flock2", "floor", "park") if n in res[variant]]
+        for tool in tools:
+            t = res[variant][tool]
+            ci = ""
+            if tool != "flock":
+                lo, hi = ratio_interval(t, fl, rng)
+                ci = "%.2f–%.2f×" % (lo, hi)
+            print("| %s | %s | %d | %.3f | %.3f | %.2f× | %s |" % (
                 variant, names.get(tool, tool), len(t), statistics.median(t), pct(t, 90),
-                statistics.median(t) / f50))
+                statistics.median(t) / f50, ci))
+
+
+def ratio_interval(a, b, rng, rounds=2000):
+    """A bootstrap 95% interval of median(a) / median(b): both samples
+    resampled with replacement, rounds times."""
+    rs = sorted(statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
+                for _ in range(rounds))
+    return rs[int(rounds * 0.025)], rs[int(rounds * 0.975) - 1]
 
 
 def cmd_report(a):
@@ -429,7 +459,10 @@ def main():
     s.add_argument("--handoffwait", help="tests/bench/handoffwait, for --bare")
     s.add_argument("--bare", action="append", default=[], choices=["floor", "park"],
                    help="also time a bare Go waiter (repeatable)")
-    s = sub.add_parser("handoffratio"); s.add_argument("json")
+    s.add_argument("--seed", type=int, default=1, help="the shuffle's seed")
+    s.add_argument("--twice", action="store_true",
+                   help="time flock -w twice, as two waiters, to show the run's noise")
+    s = sub.add_parser("handoffratio"); s.add_argument("json", nargs="+", help="one run, or several pooled")
     s = sub.add_parser("report")
     s.add_argument("--percall", nargs="+", required=True)
     s.add_argument("--tenk", nargs="+", required=True); s.add_argument("--tenk-first", required=True)

@@ -10,7 +10,8 @@
 // path).
 //
 //   - floor: flock(2) blocking in the process itself, then os/exec with a
-//     process group of its own, as withlock starts a command.
+//     process group of its own, as withlock starts a command (and, as
+//     withlock, the os package's one-off pidfd check done before the wait).
 //   - park: the command's process is started before the wait, as this
 //     program again with the lock's descriptor; it blocks in flock(2)
 //     itself and then execs the command in place: no fork between the
@@ -49,6 +50,12 @@ func main() {
 	var cmd *exec.Cmd
 	switch mode {
 	case "floor":
+		// The os package checks once, at the first start, that pidfds
+		// work (a process of its own); withlock has it done before it
+		// waits (runner.Warm), and so does this.
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			p.Release()
+		}
 		for {
 			if err = unix.Flock(int(f.Fd()), unix.LOCK_EX); !errors.Is(err, unix.EINTR) {
 				break
