@@ -123,11 +123,36 @@ func Canonical(p string) (string, error) {
 // during the call; a concurrent change may be observed at a different
 // moment than Python would observe it (Python's result is racy then, too).
 func CanonicalSet(paths []string) ([]string, error) {
-	out := make([]string, 0, len(paths))
 	var r canonResolver
 	if len(paths) > 1 {
 		r.memo = make(map[string]canonLstat)
 	}
+	return r.set(paths)
+}
+
+// CanonicalSets returns CanonicalSet of each of sets, in order, with one
+// working directory read and one memo for them all: a prefix that paths of
+// many sets share (the directory of a thousand candidate pairs) costs one
+// system call in total, not one per set. The result equals calling
+// CanonicalSet on each set whenever the file system and the working
+// directory do not change during the call. On error it returns nil and the
+// error of the first failing path, sets and paths taken in input order.
+func CanonicalSets(sets [][]string) ([][]string, error) {
+	r := canonResolver{memo: make(map[string]canonLstat)}
+	out := make([][]string, len(sets))
+	for i, s := range sets {
+		cs, err := r.set(s)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = cs
+	}
+	return out, nil
+}
+
+// set canonicalises paths with r, sorted and without duplicates.
+func (r *canonResolver) set(paths []string) ([]string, error) {
+	out := make([]string, 0, len(paths))
 	for _, p := range paths {
 		c, err := r.canonical(p)
 		if err != nil {

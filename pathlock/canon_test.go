@@ -456,6 +456,54 @@ func TestCanonicalSetMatchesCanonical(t *testing.T) {
 	}
 }
 
+// TestCanonicalSetsMatchesCanonicalSet checks that CanonicalSets, one memo
+// for all the sets, gives what CanonicalSet gives for each set alone, and
+// fails where the first failing set fails.
+func TestCanonicalSetsMatchesCanonicalSet(t *testing.T) {
+	root := canonBuildTree(t)
+	t.Chdir(root + "/work")
+	var ok, bad []string
+	for _, p := range append(canonCorpus(root), canonRandomCorpus(root, 3000)...) {
+		if _, err := Canonical(p); err == nil {
+			ok = append(ok, p)
+		} else {
+			bad = append(bad, p)
+		}
+	}
+	if len(bad) == 0 {
+		t.Fatal("the corpus has no path that fails")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var sets [][]string
+	for rest := ok; len(rest) > 0; {
+		n := min(rng.IntN(6), len(rest)) // empty sets too
+		sets = append(sets, rest[:n])
+		rest = rest[n:]
+	}
+	got, err := CanonicalSets(sets)
+	if err != nil {
+		t.Fatalf("CanonicalSets: %v", err)
+	}
+	if len(got) != len(sets) {
+		t.Fatalf("CanonicalSets gave %d sets for %d", len(got), len(sets))
+	}
+	for i, set := range sets {
+		want, err := CanonicalSet(set)
+		if err != nil || !slices.Equal(got[i], want) {
+			t.Errorf("set %d %q: CanonicalSets gave %q, CanonicalSet %q (%v)", i, set, got[i], want, err)
+		}
+	}
+	for _, p := range bad[:min(len(bad), 20)] {
+		at := rng.IntN(len(sets))
+		with := slices.Clone(sets)
+		with[at] = append(slices.Clone(with[at]), p)
+		_, want := CanonicalSet(with[at])
+		if got, err := CanonicalSets(with); got != nil || canonErrorKind(err) != canonErrorKind(want) || err.Error() != want.Error() {
+			t.Errorf("a failing %q in set %d: CanonicalSets gave %d sets, error %v; want %v", p, at, len(got), err, want)
+		}
+	}
+}
+
 // TestCanonicalLexical checks literal expected values that do not depend on
 // the file system (the directories used do not exist).
 func TestCanonicalLexical(t *testing.T) {

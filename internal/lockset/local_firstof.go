@@ -19,14 +19,12 @@ import (
 // dir is opened once for all of them.
 func (b Local) OpenFirstOf(pools []PoolSpec, sets [][]string) (FirstOfClaim, error) {
 	c := &localFirst{chosen: -1}
+	canon, err := pathlock.CanonicalSets(sets)
+	if err != nil {
+		return nil, err
+	}
 	biggest := 0
-	canon := make([][]string, len(sets))
-	for i, s := range sets {
-		cs, err := pathlock.CanonicalSet(s)
-		if err != nil {
-			return nil, err
-		}
-		canon[i] = cs
+	for _, cs := range canon {
 		biggest = max(biggest, len(cs))
 	}
 	// Only one set is open at a time (a busy one is closed before the next
