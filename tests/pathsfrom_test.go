@@ -124,3 +124,71 @@ func TestPathsFromBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestListFromFIFO: a named FIFO given to --paths-from or
+// --candidates-from is read as cat(1) reads it, waiting for a writer that
+// opens it later (a queue printed by another job). It used to be opened
+// non-blocking and read at once: end of file before any writer, so
+// --first-of skipped with 75 ("the list is empty") and --paths-from
+// failed with 125. The test writes only once withlock has the FIFO open
+// (a non-blocking open for writing succeeds only then), and checks that
+// withlock was still there to read it.
+func TestListFromFIFO(t *testing.T) {
+	for _, c := range []struct {
+		name, write, want string
+		args              []string
+	}{
+		{"candidates-from", "/srv/fifo/a\n/srv/fifo/b\n\n/srv/fifo/c\n", `0:["/srv/fifo/a","/srv/fifo/b"]`, []string{"--first-of", "--candidates-from"}},
+		{"paths-from", "/srv/fifo/d\n", `:["/srv/fifo/d"]`, []string{"--paths-from"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fifo := filepath.Join(dir, "list")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(filepath.Join(binDir, "withlock"), append(append([]string{"--lock-dir", filepath.Join(dir, "locks")}, c.args...),
+				fifo, "--", "sh", "-c", `printf %s "$WITHLOCK_CANDIDATE:$WITHLOCK_PATHS"`)...)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			var w *os.File
+			for deadline := time.Now().Add(30 * time.Second); w == nil; {
+				select {
+				case err := <-exited:
+					t.Fatalf("withlock ended before any writer opened the FIFO: %v, stdout %q, stderr %q", err, out.String(), errb.String())
+				default:
+				}
+				f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+				switch {
+				case err == nil:
+					w = f
+				case !errors.Is(err, syscall.ENXIO): // ENXIO: no reader yet
+					t.Fatal(err)
+				case time.Now().After(deadline):
+					cmd.Process.Kill()
+					t.Fatal("withlock did not open the FIFO within 30 s")
+				default:
+					time.Sleep(time.Millisecond)
+				}
+			}
+			if _, err := w.WriteString(c.write); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			select {
+			case err := <-exited:
+				if err != nil || out.String() != c.want || errb.Len() != 0 {
+					t.Errorf("withlock %s FIFO: %v, stdout %q, stderr %q; want exit 0 and %q", c.name, err, out.String(), errb.String(), c.want)
+				}
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("withlock still running 30 s after the writer closed the FIFO")
+			}
+		})
+	}
+}

@@ -149,18 +149,55 @@ func ReadFile(path string, max int64, follow bool) ([]byte, unix.Stat_t, error) 
 // OpenStream opens the file at path for reading as a stream (withlock's
 // --paths-from): a regular file, or a FIFO or pipe (a shell's
 // `<(command)`, /dev/stdin), following symlinks; anything else (a device,
-// a socket, a directory) is refused without being opened. The open never
-// blocks: a FIFO nobody writes to reads as empty. The caller bounds what it
-// reads.
+// a socket, a directory) is refused without being opened. A named FIFO
+// that no writer has opened yet is waited for, as cat(1) waits: OpenStream
+// returns once a writer has written to it or has come and gone (then it
+// reads as empty). The wait holds no thread (the runtime's poller), so a
+// signal handler that exits ends it. A pipe whose writers are gone reads
+// to its end at once. The caller bounds what it reads.
 func OpenStream(path string) (*os.File, error) {
-	fd, _, err := openOutside(path, true, true)
+	fd, st, err := openOutside(path, true, true)
 	if err != nil {
 		return nil, err
 	}
 	// A FIFO stays non-blocking: os.NewFile puts it in the poller, so a
-	// read waits for a writer without holding a thread, and ends at EOF
-	// once there is none.
-	return os.NewFile(uintptr(fd), path), nil
+	// read waits for data without holding a thread, and ends at EOF once
+	// no writer is left.
+	f := os.NewFile(uintptr(fd), path)
+	if st.Mode&unix.S_IFMT == unix.S_IFIFO {
+		if err := awaitWriter(f); err != nil {
+			f.Close()
+			return nil, &fs.PathError{Op: "wait for a writer", Path: path, Err: err}
+		}
+	}
+	return f, nil
+}
+
+// awaitWriter waits, in the poller, until the FIFO f has data or has had a
+// writer that is gone. A read of a non-blocking FIFO that no writer has
+// opened yet says end of file at once; poll(2) does not: it reports
+// neither POLLIN nor POLLHUP on a reader opened before any writer (Linux
+// suppresses the hang-up until it has seen one), while a pipe whose
+// writers have closed reports POLLHUP.
+func awaitWriter(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var perr error
+	err = rc.Read(func(fd uintptr) bool {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(p, 0)
+		if err == unix.EINTR {
+			return false
+		}
+		perr = err
+		return err != nil || n > 0
+	})
+	if err != nil {
+		return err
+	}
+	return perr
 }
 
 func openOutside(path string, follow, fifo bool) (int, unix.Stat_t, error) {

@@ -353,7 +353,9 @@ const (
 // readPaths reads one path per line (or per NUL with -0) from the file
 // name, or stdin for "-"; empty entries are skipped and only the
 // terminator is removed. The file must be a regular file or a pipe
-// (safeopen.OpenStream: never a device, and opening it never blocks).
+// (safeopen.OpenStream: never a device; a named FIFO is waited for until
+// a writer opens it, as cat waits, and runner's guard ends that wait on a
+// signal).
 func readPaths(name string, null bool) ([]string, error) {
 	sets, err := readLists("--paths-from", name, null, false)
 	if err != nil || len(sets) == 0 {
