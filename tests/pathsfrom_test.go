@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 // TestPathsFromBounded feeds withlock --paths-from inputs that never end or
@@ -156,25 +158,18 @@ func TestListFromFIFO(t *testing.T) {
 			}
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
-			var w *os.File
-			for deadline := time.Now().Add(30 * time.Second); w == nil; {
+			var ended error
+			w, err := testbin.OpenFIFOWriter(fifo, func() bool {
 				select {
-				case err := <-exited:
-					t.Fatalf("withlock ended before any writer opened the FIFO: %v, stdout %q, stderr %q", err, out.String(), errb.String())
+				case ended = <-exited:
+					return true
 				default:
+					return false
 				}
-				f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-				switch {
-				case err == nil:
-					w = f
-				case !errors.Is(err, syscall.ENXIO): // ENXIO: no reader yet
-					t.Fatal(err)
-				case time.Now().After(deadline):
-					cmd.Process.Kill()
-					t.Fatal("withlock did not open the FIFO within 30 s")
-				default:
-					time.Sleep(time.Millisecond)
-				}
+			}, 30*time.Second)
+			if err != nil {
+				cmd.Process.Kill()
+				t.Fatalf("%v: withlock %v, stdout %q, stderr %q", err, ended, out.String(), errb.String())
 			}
 			if _, err := w.WriteString(c.write); err != nil {
 				t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 // tempDir is t.TempDir with symlinks resolved and mode 0755, so that the
@@ -339,24 +341,17 @@ func TestOpenStreamFIFO(t *testing.T) {
 			// Once OpenStream has the FIFO open (the reader is there),
 			// a writer can open it without blocking: it must not have
 			// returned before.
-			var w *os.File
-			for deadline := time.Now().Add(20 * time.Second); w == nil; {
+			var early opened
+			w, err := testbin.OpenFIFOWriter(fifo, func() bool {
 				select {
-				case r := <-got:
-					t.Fatalf("OpenStream returned before any writer: %q, %v", r.data, r.err)
+				case early = <-got:
+					return true
 				default:
+					return false
 				}
-				f, err := os.OpenFile(fifo, os.O_WRONLY|unix.O_NONBLOCK, 0)
-				switch {
-				case err == nil:
-					w = f
-				case !errors.Is(err, unix.ENXIO): // ENXIO: no reader yet
-					t.Fatal(err)
-				case time.Now().After(deadline):
-					t.Fatal("OpenStream did not open the FIFO within 20 s")
-				default:
-					time.Sleep(time.Millisecond)
-				}
+			}, 20*time.Second)
+			if err != nil {
+				t.Fatalf("%v: OpenStream gave %q, %v", err, early.data, early.err)
 			}
 			if _, err := w.WriteString(c.write); err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@
 package testbin
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 var (
@@ -97,4 +99,26 @@ func CopyTo(name, dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, name), data, 0o755)
+}
+
+// OpenFIFOWriter opens the FIFO at path for writing once a reader has it
+// open (a non-blocking open for writing fails with ENXIO until then),
+// polling every millisecond for at most limit. ended reports whether the
+// reader has already given up (returned, exited): that is an error, the
+// reader having to wait for a writer.
+func OpenFIFOWriter(path string, ended func() bool, limit time.Duration) (*os.File, error) {
+	for deadline := time.Now().Add(limit); ; time.Sleep(time.Millisecond) {
+		if ended() {
+			return nil, fmt.Errorf("the reader of %s ended before any writer opened it", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		switch {
+		case err == nil:
+			return f, nil
+		case !errors.Is(err, syscall.ENXIO):
+			return nil, err
+		case time.Now().After(deadline):
+			return nil, fmt.Errorf("no reader opened %s within %v", path, limit)
+		}
+	}
 }
