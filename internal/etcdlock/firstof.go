@@ -230,10 +230,13 @@ func (f *firstClaim) Candidate() int { return f.chosen }
 // own: any of the sets may then be free. A waiter sends nothing while nothing
 // is released (TryAcquire after a quiet poll only reads).
 func (f *firstClaim) WaitChange(ctx context.Context, poll time.Duration) error {
+	// Queued for its first set whatever it waits for, a full pool
+	// included (the local backend's ticket names both): a later set that
+	// intersects that set yields to it meanwhile.
+	f.enqueue()
 	if f.busyPool {
 		return f.slots.WaitChange(ctx, poll)
 	}
-	f.enqueue()
 	t := time.NewTimer(poll)
 	defer t.Stop()
 	if f.rev == 0 {

@@ -113,9 +113,12 @@ func (v *queueValue) intersects(ids map[string]bool) bool {
 }
 
 // queued reports whether the claim's queue key lives (put under the
-// claim's current lease).
+// claim's current lease, not known to be lost). A waiter stopped past its
+// lease's end (SIGSTOP, a frozen VM) lost its key with the lease; once it
+// runs again and its renewal finds the lease gone, it is no longer
+// queued, and the next WaitChange queues it again (at the back).
 func (c *claim) queued() bool {
-	return c.qrev > 0 && c.lease != nil && c.lease.id == c.qlease
+	return c.qrev > 0 && c.lease != nil && c.lease.id == c.qlease && !c.lease.isLost()
 }
 
 // ahead returns the busy answer for the first live queue key (in create

@@ -255,3 +255,39 @@ func TestFirstOfQueued(t *testing.T) {
 	os.WriteFile(relA+"2", nil, 0o644)
 	os.WriteFile(relX, nil, 0o644)
 }
+
+// A --first-of waiter held back by a full pool is queued for its first set
+// all the same, as the local backend's ticket names both: a newcomer on a
+// free path of that set yields to it (75, the waiter named, and withlock
+// who says so), a disjoint set runs, and once the slot is freed the waiter
+// takes its first set and leaves the queue. Before, it waited for the pool
+// alone, and the newcomer ran.
+func TestFirstOfQueuedBehindPool(t *testing.T) {
+	p, dir, _, pool := poolCase(t, 1)
+	base := []string{"--backend", "etcd", "--key-prefix", p}
+	rel := filepath.Join(dir, "release")
+	holder := holdUntil(t, pool, "/srv/pz", rel)
+	waitFor(t, 10*time.Second, "the pool's one slot held", func() bool { return slotKeys(t, p) == 1 })
+	cands := filepath.Join(dir, "cands")
+	os.WriteFile(cands, []byte("/srv/pa\n/srv/pd\n\n/srv/px\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	waiter := command(nil, "withlock", append(append([]string{}, pool...), "--first-of", "--candidates-from", cands, "--wait", "60s",
+		"--", "sh", "-c", `echo "$WITHLOCK_CANDIDATE" > "$1"`, "sh", out)...)
+	stderr := startWaiter(t, waiter)
+	waitFor(t, 20*time.Second, "the waiter's two queue keys (its pool's, its first set's)", func() bool { return queueKeys(t, p) == 2 })
+
+	r := run(t, nil, "withlock", append(append([]string{"-v"}, base...), "--paths", "/srv/pd", "--", "true")...)
+	name := fmt.Sprintf("an earlier waiter (pid %d ", waiter.Process.Pid)
+	if r.code != 75 || !strings.Contains(r.stderr, name) || !strings.Contains(r.stderr, "is queued for some of these paths") {
+		t.Errorf("a newcomer on /srv/pd, in the pool waiter's first set: exit %d, stderr %q; want 75, %q queued for the path", r.code, r.stderr, name)
+	}
+	if r := run(t, nil, "withlock", append(append([]string{"who"}, base...), "--paths", "/srv/pd")...); r.code != 75 || !strings.Contains(r.stdout, "queued: ") {
+		t.Errorf("withlock who /srv/pd: exit %d; want 75, the waiter named\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	proceeds(t, append(append([]string{}, base...), "--paths", "/srv/py"), "a newcomer on /srv/py, disjoint")
+
+	releaseTo(t, rel, holder, waiter, stderr, out, "0 (its first set, once the slot is free)")
+	if n := queueKeys(t, p); n != 0 {
+		t.Errorf("%d queue key(s) left after the waiter ran; want none", n)
+	}
+}

@@ -111,3 +111,48 @@ func TestFairWait(t *testing.T) {
 	}
 	os.WriteFile(release, nil, 0o644)
 }
+
+// A waiter stopped (SIGSTOP) past its lease's end loses its queue key with
+// the lease, as documented; once it runs again it queues anew, at the back,
+// so that from then on later sets that intersect its own yield to it again.
+// Before, it went on waiting unqueued for the rest of its wait, and every
+// newcomer on its free paths overtook it.
+func TestFrozenWaiterQueuesAgain(t *testing.T) {
+	need(t)
+	p := prefix(t)
+	dir := t.TempDir()
+	base := []string{"--backend", "etcd", "--key-prefix", p}
+	args := func(more ...string) []string { return append(append([]string{}, base...), more...) }
+	rel := filepath.Join(dir, "release")
+	holder := holdUntil(t, base, "/srv/fs", rel)
+	waitFor(t, 10*time.Second, "the holder's key", func() bool { return keys(t, p)[pathKey(p, "srv/fs")] != 0 })
+	out := filepath.Join(dir, "out")
+	waiter := command(nil, "withlock", args("--ttl", "2s", "--lock-delay", "0s", "--wait", "60s", "--paths", "/srv/fs,/srv/ft",
+		"--", "sh", "-c", `echo ran > "$1"`, "sh", out)...)
+	stderr := startWaiter(t, waiter)
+	waitFor(t, 20*time.Second, "the waiter's queue key", func() bool { return queueKeys(t, p) == 1 })
+
+	thaw := freeze(t, waiter)
+	waitFor(t, 30*time.Second, "the frozen waiter's queue key to go with its lease", func() bool { return queueKeys(t, p) == 0 })
+	if r := run(t, nil, "withlock", args("--paths", "/srv/ft", "--", "true")...); r.code != 0 {
+		t.Errorf("a newcomer on /srv/ft while the waiter is frozen and unqueued: exit %d, stderr %q; want 0", r.code, r.stderr)
+	}
+	thaw()
+	waitFor(t, 30*time.Second, "the thawed waiter's new queue key", func() bool { return queueKeys(t, p) == 1 })
+	if r := run(t, nil, "withlock", args("--paths", "/srv/ft", "--", "true")...); r.code != 75 {
+		t.Errorf("a newcomer on /srv/ft behind the thawed waiter: exit %d, stderr %q; want 75", r.code, r.stderr)
+	}
+	os.WriteFile(rel, nil, 0o644)
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	if err := waiter.Wait(); err != nil {
+		t.Fatalf("waiter: %v (stderr %q)", err, stderr.String())
+	}
+	if b, _ := os.ReadFile(out); string(b) != "ran\n" {
+		t.Errorf("the waiter's command wrote %q; want ran", b)
+	}
+	if n := queueKeys(t, p); n != 0 {
+		t.Errorf("%d queue key(s) left after the waiter ran; want none", n)
+	}
+}
