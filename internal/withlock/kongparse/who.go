@@ -39,6 +39,19 @@ type whoCLI struct {
 	KeyPrefix         string        `placeholder:"PREFIX" help:"etcd: key prefix (default /withlock)."`
 	TTL               time.Duration `name:"ttl" hidden:""`
 	OnCoordinatorDown string        `hidden:""`
+
+	// withlock's flags that only shape a run, so that a crontab line can
+	// be pasted whole: accepted and ignored.
+	Wait      time.Duration `hidden:""`
+	Timeout   time.Duration `hidden:""`
+	KillAfter time.Duration `hidden:""`
+	SkipCode  int           `hidden:""`
+	Verbose   bool          `short:"v" hidden:""`
+	Quiet     bool          `short:"q" hidden:""`
+	LockDelay time.Duration `hidden:""`
+	// A --first-of line is many questions, not one: refused.
+	FirstOf        bool   `hidden:""`
+	CandidatesFrom string `hidden:""`
 }
 
 const whoDescription = `Say who holds the locks a withlock line would take: for each path its
@@ -52,10 +65,13 @@ Exit codes: 0 all free (withlock would run now); 75 something is held
 125 withlock's own failure, or a holder that cannot be told.`
 
 // Who is `withlock who PATH... [--paths-from FILE] [--slots N --slot-file
-// T] [--json]` for d's backend; args follow "who".
+// T] [--json]` for d's backend; args follow "who". A pasted withlock line
+// is taken as it is: its run-only flags are ignored, and what follows
+// "--" is its command, not looked at.
 func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 	out := &tui.Printer{Prog: p.Name}
 	var c whoCLI
+	args, _, _ = runner.SplitCommand(args)
 	err := func() error {
 		for _, a := range args {
 			if !utf8.ValidString(a) {
@@ -84,6 +100,11 @@ func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 	if err != nil {
 		out.Errorf("who: %v", err)
 		out.Hintf("see withlock who --help")
+		return runner.ExitFailure
+	}
+	if c.FirstOf || c.CandidatesFrom != "" {
+		out.Errorf("who: a --first-of line asks about many sets; withlock who answers for one")
+		out.Hintf("ask about a candidate set with --paths or --paths-from, in the line's order")
 		return runner.ExitFailure
 	}
 	if len(c.Args) == 0 && len(c.Paths) == 0 && c.PathsFrom == "" && len(c.Slots) == 0 {
