@@ -190,16 +190,20 @@ func SlotList(h lockset.Held) string {
 // backend's flags may be given; then d.Configure fills in and checks d's
 // own. It sets o.Backend to the backend chosen.
 func (o *Options) Check(found bool, d Driver) error {
+	// A backend that does not exist is said first: whatever else is
+	// wrong with the line, it is the wrong program's line.
+	if _, _, err := o.chosenBackend(d); err != nil {
+		return err
+	}
 	if err := o.Validate(found); err != nil {
 		return err
 	}
 	return o.CheckBackend(d)
 }
 
-// CheckBackend is Check's part about the backend, for `withlock who`,
-// which has no command: the backend chosen must be d's, no other
-// backend's flags are given, and d.Configure fills in d's own.
-func (o *Options) CheckBackend(d Driver) error {
+// chosenBackend is the backend the line asks for: --backend, else
+// $WITHLOCK_BACKEND, else d's own; an error if there is no such backend.
+func (o *Options) chosenBackend(d Driver) (name string, b Backend, err error) {
 	name, what := o.Backend, "--backend "
 	if name == "" {
 		name, what = os.Getenv("WITHLOCK_BACKEND"), "WITHLOCK_BACKEND="
@@ -209,7 +213,18 @@ func (o *Options) CheckBackend(d Driver) error {
 	}
 	b, ok := LookupBackend(name)
 	if !ok {
-		return UsageError{fmt.Sprintf("%s%q: use %s", what, name, backendNames())}
+		return name, b, UsageError{fmt.Sprintf("%s%q: use %s", what, name, backendNames())}
+	}
+	return name, b, nil
+}
+
+// CheckBackend is Check's part about the backend, for `withlock who`,
+// which has no command: the backend chosen must be d's, no other
+// backend's flags are given, and d.Configure fills in d's own.
+func (o *Options) CheckBackend(d Driver) error {
+	name, b, err := o.chosenBackend(d)
+	if err != nil {
+		return err
 	}
 	for _, other := range backends {
 		if other.Name == name || other.given == nil {

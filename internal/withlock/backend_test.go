@@ -1,6 +1,7 @@
 package withlock
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/crongate/crongate/internal/runner"
@@ -109,6 +110,15 @@ func TestCheckBackend(t *testing.T) {
 		}
 		if got != c.want || ran != (got[0] == '=') {
 			t.Errorf("env %q, --backend %q, program for %s: %q (configured %v), want %q", c.env, c.flag, c.driver, got, ran, c.want)
+		}
+		// A backend that does not exist is said before what else is
+		// wrong with the line (here: nothing to lock).
+		if strings.HasPrefix(c.want, "=") {
+			continue
+		}
+		o = Options{Command: []string{"true"}, CLI: CLI{LockDir: DefaultLockDir, Backend: c.flag}}
+		if err := o.Check(true, configured{c.driver, &ran}); strings.Contains(c.want, "use local or etcd") && (err == nil || err.Error() != c.want) {
+			t.Errorf("env %q, --backend %q, no paths: %v, want %q", c.env, c.flag, err, c.want)
 		}
 	}
 }
