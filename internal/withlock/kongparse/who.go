@@ -14,6 +14,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
@@ -41,14 +42,14 @@ type whoCLI struct {
 	OnCoordinatorDown string        `hidden:""`
 
 	// withlock's flags that only shape a run, so that a crontab line can
-	// be pasted whole: accepted and ignored.
+	// be pasted whole: checked as withlock checks them, then ignored.
 	Wait      time.Duration `hidden:""`
 	Timeout   time.Duration `hidden:""`
 	KillAfter time.Duration `hidden:""`
 	SkipCode  int           `hidden:""`
 	Verbose   bool          `short:"v" hidden:""`
 	Quiet     bool          `short:"q" hidden:""`
-	LockDelay time.Duration `hidden:""`
+	LockDelay string        `hidden:""`
 	// A --first-of line is many questions, not one: refused.
 	FirstOf        bool   `hidden:""`
 	CandidatesFrom string `hidden:""`
@@ -71,7 +72,7 @@ Exit codes: 0 all free (withlock would run now); 75 something is held
 func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 	out := &tui.Printer{Prog: p.Name}
 	var c whoCLI
-	args, _, _ = runner.SplitCommand(args)
+	args, command, found := runner.SplitCommand(args)
 	err := func() error {
 		for _, a := range args {
 			if !utf8.ValidString(a) {
@@ -79,7 +80,7 @@ func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 			}
 		}
 		k, err := kong.New(&c, kong.Name(p.Name+" who"), kong.Description(whoDescription), kong.Vars(wc.Vars()),
-			kong.Writers(stdout, os.Stderr), kong.Exit(os.Exit),
+			kong.Writers(stdout, os.Stderr), kong.Exit(os.Exit), kongduration.Option(),
 			kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
 			kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
 				fmt.Fprintln(ctx.Stdout, "Usage: "+p.Name+" who [flags] [PATH...]")
@@ -113,9 +114,14 @@ func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 		return runner.ExitFailure
 	}
 	o := wc.Options{CLI: wc.CLI{Paths: c.Paths, PathsFrom: c.PathsFrom, Null: c.Null, LockDir: c.LockDir, Slots: c.Slots, SlotFile: c.SlotFile,
-		Backend: c.Backend, Endpoints: c.Endpoints, KeyRoot: c.KeyRoot, KeyPrefix: c.KeyPrefix, TTL: c.TTL, OnCoordinatorDown: c.OnCoordinatorDown}}
-	// The checks of a withlock line, with a stand-in command: who has none.
+		Backend: c.Backend, Endpoints: c.Endpoints, KeyRoot: c.KeyRoot, KeyPrefix: c.KeyPrefix, TTL: c.TTL, OnCoordinatorDown: c.OnCoordinatorDown,
+		Wait: c.Wait, Timeout: c.Timeout, KillAfter: c.KillAfter, SkipCode: c.SkipCode, LockDelay: c.LockDelay}}
+	// The checks of a withlock line, so that who refuses what withlock
+	// would refuse; with a stand-in command when the line has none.
 	o.Command = []string{"true"}
+	if found {
+		o.Command = command
+	}
 	o.Question = true
 	if err := o.Validate(true); err != nil && !(len(c.Args) > 0 && strings.HasPrefix(err.Error(), "nothing to lock")) {
 		out.Errorf("who: %v", err)
