@@ -517,6 +517,7 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 	deadline := time.Now().Add(c.b.rto)
 	redeals := 0
 	checked := false
+	expired := false // a transaction found the lease gone, once
 	for {
 		if c.lease != nil && c.lease.isLost() {
 			c.lease.revoke(c.b)
@@ -562,6 +563,20 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 		}
 		c.tried = true
 		h, err := c.attempt(deadline)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) && !expired {
+			// The lease ended before the transaction: this process was
+			// stopped or starved past TTL + lock delay while it waited
+			// (its renewal has not said so yet). A put under a lease
+			// that is gone fails whole, and keys of earlier chunks
+			// went with the lease: nothing is held. Once more, under a
+			// new lease (a waiter queues again with it).
+			expired = true
+			c.lease.markLost("the lease expired before the lock transaction")
+			c.lease.revoke(c.b) // its renewals stop; etcd says it is gone
+			c.lease = nil
+			checked = false
+			continue
+		}
 		if err == nil {
 			c.held = h
 			// Its queue key was deleted with the take, goes once the

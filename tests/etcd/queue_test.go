@@ -156,3 +156,48 @@ func TestFrozenWaiterQueuesAgain(t *testing.T) {
 		t.Errorf("%d queue key(s) left after the waiter ran; want none", n)
 	}
 }
+
+// A waiter stopped past its lease's end, whose path or slot is freed while
+// it is stopped, runs its command once continued: its lock transaction
+// finds the lease gone and is tried again under a new one. Before, it
+// exited 125 ("requested lease not found", about four times in five: when
+// the watch's wake-up came before the renewal that finds the lease gone)
+// with its wait far from over.
+func TestFrozenWaiterRunsWhenFreed(t *testing.T) {
+	for _, c := range []struct{ name, held string }{{"path", "path"}, {"slot", "slot"}} {
+		t.Run(c.name, func(t *testing.T) {
+			p, dir, tmpl, pool := poolCase(t, 1)
+			base := []string{"--backend", "etcd", "--key-prefix", p}
+			rel := filepath.Join(dir, "release")
+			var holder *exec.Cmd
+			want := []string{"--paths", "/srv/fz"}
+			if c.held == "path" {
+				holder = holdUntil(t, base, "/srv/fz", rel)
+				waitFor(t, 10*time.Second, "the holder's key", func() bool { return keys(t, p)[pathKey(p, "srv/fz")] != 0 })
+			} else {
+				holder = holdUntil(t, pool, "/srv/other", rel)
+				waitFor(t, 10*time.Second, "the pool's one slot held", func() bool { return slotKeys(t, p) == 1 })
+				want = append(want, "--slots", "1", "--slot-file", tmpl)
+			}
+			out := filepath.Join(dir, "out")
+			waiter := command(nil, "withlock", append(append(append([]string{}, base...), "--ttl", "2s", "--lock-delay", "0s", "--wait", "60s"), append(want,
+				"--", "sh", "-c", `echo ran > "$1"`, "sh", out)...)...)
+			stderr := startWaiter(t, waiter)
+			waitFor(t, 20*time.Second, "the waiter's queue key", func() bool { return queueKeys(t, p) >= 1 })
+
+			thaw := freeze(t, waiter)
+			os.WriteFile(rel, nil, 0o644)
+			if err := holder.Wait(); err != nil {
+				t.Fatalf("holder: %v", err)
+			}
+			waitFor(t, 30*time.Second, "the frozen waiter's lease to end (its queue key gone)", func() bool { return queueKeys(t, p) == 0 })
+			thaw()
+			if err := waiter.Wait(); err != nil {
+				t.Fatalf("the thawed waiter: %v (stderr %q); want exit 0, its command run", err, stderr.String())
+			}
+			if b, _ := os.ReadFile(out); string(b) != "ran\n" {
+				t.Errorf("the waiter's command wrote %q; want ran", b)
+			}
+		})
+	}
+}
