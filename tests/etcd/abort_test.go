@@ -20,11 +20,7 @@ import (
 // lock-delay) could have ended them. On the code before, the keys stayed
 // for those 65 s and the newcomer was skipped.
 func TestSignalRevokesQueueKey(t *testing.T) {
-	need(t)
-	p := prefix(t)
-	dir := t.TempDir()
-	base := []string{"--backend", "etcd", "--key-prefix", p}
-	args := func(more ...string) []string { return append(append([]string{}, base...), more...) }
+	p, dir, base, args := etcdCase(t)
 	rel := filepath.Join(dir, "release")
 	holdUntil(t, base, "/srv/sa", rel)
 	waitFor(t, 10*time.Second, "the holder's key", func() bool { return keys(t, p)[pathKey(p, "srv/sa")] != 0 })

@@ -12,6 +12,16 @@ import (
 	"time"
 )
 
+// etcdCase sets up a test on the cluster: its key prefix, a temp dir,
+// withlock's etcd arguments, and args, which appends more to a copy of them.
+func etcdCase(t *testing.T) (p, dir string, base []string, args func(more ...string) []string) {
+	t.Helper()
+	need(t)
+	p, dir = prefix(t), t.TempDir()
+	base = []string{"--backend", "etcd", "--key-prefix", p}
+	return p, dir, base, func(more ...string) []string { return append(append([]string{}, base...), more...) }
+}
+
 // queueKeys counts the waiting queue's keys under prefix p.
 func queueKeys(t *testing.T, p string) int { return keysUnder(t, p, "/queue/") }
 
@@ -33,11 +43,7 @@ func keysUnder(t *testing.T, p, sub string) int {
 // waiters run in their order once the holder leaves; a waiter killed with
 // SIGKILL while queued stops blocking others when its lease ends.
 func TestFairWait(t *testing.T) {
-	need(t)
-	p := prefix(t)
-	dir := t.TempDir()
-	base := []string{"--backend", "etcd", "--key-prefix", p}
-	args := func(more ...string) []string { return append(append([]string{}, base...), more...) }
+	p, dir, _, args := etcdCase(t)
 	release := filepath.Join(dir, "release")
 	start := func(name string, a ...string) *exec.Cmd {
 		cmd := command(nil, "withlock", a...)
@@ -118,11 +124,7 @@ func TestFairWait(t *testing.T) {
 // Before, it went on waiting unqueued for the rest of its wait, and every
 // newcomer on its free paths overtook it.
 func TestFrozenWaiterQueuesAgain(t *testing.T) {
-	need(t)
-	p := prefix(t)
-	dir := t.TempDir()
-	base := []string{"--backend", "etcd", "--key-prefix", p}
-	args := func(more ...string) []string { return append(append([]string{}, base...), more...) }
+	p, dir, base, args := etcdCase(t)
 	rel := filepath.Join(dir, "release")
 	holder := holdUntil(t, base, "/srv/fs", rel)
 	waitFor(t, 10*time.Second, "the holder's key", func() bool { return keys(t, p)[pathKey(p, "srv/fs")] != 0 })
