@@ -22,6 +22,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/crongate/crongate/internal/safeopen"
 )
@@ -230,8 +231,11 @@ func New(eps []string, dialTimeout time.Duration, sec Security) (*clientv3.Clien
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: time.Second,
 		Logger:               zap.NewNop(),
-		Username:             sec.User,
-		Password:             sec.Password,
+		// Requests and answers through codec (codec.go), which spares
+		// every call the protobuf runtime's start-up work.
+		DialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec{}))},
+		Username:    sec.User,
+		Password:    sec.Password,
 	}
 	if sec.TLS() {
 		tc, err := sec.tlsConfig()

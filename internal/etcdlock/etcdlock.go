@@ -276,7 +276,6 @@ func New(cfg Config) (*Backend, error) {
 	}
 	b := &Backend{cfg: cfg, root: root, cli: cli, ttl: int64((cfg.TTL + cfg.LockDelay) / time.Second), rto: rto}
 	if cfg.Early {
-		go warmCodec()
 		b.early = make(chan granted, 1)
 		go func() {
 			l, err := grant(b)
