@@ -263,6 +263,7 @@ func withlockPage(c *Command, o Options) string {
 		{wc.DefaultLockDir + "/", "The default lock dir, the Python workers' own: one file per path, named sha256(resolved path) + \".lock\". Created (mode 0775 before umask) if missing; in a world-writable place every component is opened without following another user's symlinks."},
 		{"LOCKDIR/withlock-slot-{i}.lock", "The default slot files of a single pool, {i} from 0 to N-1."},
 		{"/proc/locks", "Read to name the process that holds a busy lock."},
+		{"~/.cache/withlock/etcd-versions.json", "etcd: the members' server versions, read by one call in ten minutes per list of endpoints so that the others need not connect to every member ($XDG_CACHE_HOME/withlock when set). Deleting it is always safe."},
 	})
 	r.sh("EXAMPLES")
 	r.text("Lock the file a job edits; skip the tick if another job holds it:")
@@ -337,6 +338,7 @@ func cronGatePage(c *Command, o Options) string {
 		{gate.DefaultConfigPath, "The config (cron-gate.toml(5)); a missing default file is an empty config."},
 		{gate.DefaultStateDir + "/", "The state dir for root: gates/NAME/journal.jsonl (the journal), the pauses, the watchdog's state. For other users $XDG_STATE_HOME/cron-gate or ~/.local/state/cron-gate."},
 		{"/var/cache/cron-gate/", "The config cache for root (mode 0700); for other users $XDG_CACHE_HOME/cron-gate or ~/.cache/cron-gate. Deleting it is always safe."},
+		{"~/.cache/withlock/etcd-versions.json", "[etcd]: the members' server versions, shared with withlock (see withlock(1)). Deleting it is always safe."},
 	})
 	r.sh("EXAMPLES")
 	r.text("A crontab (cron starts jobs with PATH=/usr/bin:/bin, so set PATH where the binaries are elsewhere):")

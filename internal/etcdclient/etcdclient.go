@@ -15,15 +15,17 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/crongate/crongate/internal/etcderr"
 	"github.com/crongate/crongate/internal/safeopen"
 )
 
@@ -210,6 +212,39 @@ func readPEM(path, what string) ([]byte, error) {
 // password: a definite answer, not an unreachable cluster.
 var ErrLogin = errors.New("etcd refused the login")
 
+// Client is an etcd client that talks to one member until it meets
+// trouble, then to all of them.
+//
+// A call of withlock-etcd or cron-gate-etcd makes a handful of requests
+// and exits; connecting to every member, as the etcd client does, cost it
+// a connection per member (HTTP/2 set-up on both sides) for requests that
+// one member answers. So a Client connects to one endpoint, picked at
+// random (which spreads the calls over the members), and connects to all
+// of them (Widen) as soon as a request gets no answer (a timeout, a
+// broken connection, no leader), as a renewal does not, or when its
+// first request is not answered within firstAnswer (a member that is
+// down, or whose host is: the pending request then goes to whichever
+// member connects first). From then on every request goes to the next
+// connected member in turn, which is what lets a request that got no
+// answer be sent again to another member (etcdlock's renewals).
+//
+// With etcd's user/password auth the client connects to every member
+// from the start: it logs in while it is created, before a request could
+// be sent elsewhere.
+type Client struct {
+	*clientv3.Client
+	all   []string // every endpoint
+	first string   // the endpoint connected first
+
+	mu    sync.Mutex
+	wide  bool
+	timer *time.Timer
+}
+
+// firstAnswer is how long a first request may go unanswered before the
+// client connects to every member.
+const firstAnswer = 250 * time.Millisecond
+
 // New creates a client for the endpoints eps, which sec.Check has
 // accepted. dialTimeout bounds connecting to a member (and, with a User,
 // the login). Without a User it does not contact the cluster (client
@@ -217,25 +252,30 @@ var ErrLogin = errors.New("etcd refused the login")
 // request. With one, it logs in (one request); a refused login wraps
 // ErrLogin, no answer is returned as the client's error.
 //
-// Every request is sent to the next connected member in turn (the client's
-// balancer is round robin), which is what lets a request that got no
-// answer be sent again to another member (etcdlock's renewals). The client
-// pings the members it is connected to every 5 s and leaves one after 1 s
-// without an answer; etcd refuses pings more often than every 5 s
-// (--grpc-keepalive-min-time). It logs nothing: errors are returned to the
-// caller, which says them in its own words.
-func New(eps []string, dialTimeout time.Duration, sec Security) (*clientv3.Client, error) {
+// The client pings the members it is connected to every 5 s and leaves
+// one after 1 s without an answer; etcd refuses pings more often than
+// every 5 s (--grpc-keepalive-min-time). It logs nothing: errors are
+// returned to the caller, which says them in its own words.
+func New(eps []string, dialTimeout time.Duration, sec Security) (*Client, error) {
+	c := &Client{all: eps, first: eps[rand.IntN(len(eps))]}
+	connect := []string{c.first}
+	if sec.User != "" || len(eps) == 1 {
+		connect, c.wide = eps, true
+	}
 	cc := clientv3.Config{
-		Endpoints:            eps,
+		Endpoints:            connect,
 		DialTimeout:          dialTimeout,
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: time.Second,
 		Logger:               zap.NewNop(),
-		// Requests and answers through codec (codec.go), which spares
-		// every call the protobuf runtime's start-up work.
-		DialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec{}))},
-		Username:    sec.User,
-		Password:    sec.Password,
+		DialOptions: []grpc.DialOption{
+			// Requests and answers through codec (codec.go), which
+			// spares every call the protobuf runtime's start-up work.
+			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec{})),
+			grpc.WithChainUnaryInterceptor(c.watchAnswers),
+		},
+		Username: sec.User,
+		Password: sec.Password,
 	}
 	if sec.TLS() {
 		tc, err := sec.tlsConfig()
@@ -244,12 +284,71 @@ func New(eps []string, dialTimeout time.Duration, sec Security) (*clientv3.Clien
 		}
 		cc.TLS = tc
 	}
-	cli, err := clientv3.New(cc)
-	if err != nil && isLoginRefused(err) {
-		return nil, fmt.Errorf("%w as user %s: %v", ErrLogin, sec.User, err)
+	c.mu.Lock()
+	if !c.wide {
+		c.timer = time.AfterFunc(firstAnswer, c.Widen)
 	}
-	return cli, err
+	c.mu.Unlock()
+	cli, err := clientv3.New(cc)
+	if err != nil {
+		c.stopTimer()
+		if isLoginRefused(err) {
+			return nil, fmt.Errorf("%w as user %s: %v", ErrLogin, sec.User, err)
+		}
+		return nil, err
+	}
+	c.mu.Lock()
+	c.Client = cli
+	if c.wide && len(connect) < len(eps) { // Widen ran while clientv3.New did
+		cli.SetEndpoints(eps...)
+	}
+	c.mu.Unlock()
+	return c, nil
 }
+
+// watchAnswers is a unary interceptor: an answer stops the first
+// request's timer; no answer connects to every member.
+func (c *Client) watchAnswers(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	switch {
+	case err == nil:
+		c.stopTimer()
+	case etcderr.Ambiguous(err):
+		c.Widen()
+	}
+	return err
+}
+
+func (c *Client) stopTimer() {
+	c.mu.Lock()
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	c.mu.Unlock()
+}
+
+// Widen connects to every endpoint (once; at once when the client is
+// connected to all of them already). Callers that got no answer call it
+// before they try again.
+func (c *Client) Widen() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	if c.wide {
+		return
+	}
+	c.wide = true
+	if c.Client != nil {
+		c.Client.SetEndpoints(c.all...)
+	}
+}
+
+// All returns every endpoint, connected or not.
+func (c *Client) All() []string { return c.all }
 
 func isLoginRefused(err error) bool {
 	s := err.Error()
@@ -286,59 +385,6 @@ func SafeVersion(v string) (safe, known bool) {
 	}
 	p, ok := minPatch[[2]int{maj, minor}]
 	return ok && patch >= p, true
-}
-
-// VersionCheck is a check of the members' server versions, started by
-// CheckVersions and running alongside the caller's own requests.
-type VersionCheck struct {
-	done chan struct{}
-	old  []string // "3.4.23 (member 8e9e05c52164694d)"
-}
-
-// CheckVersions starts reading the server version of the members: n
-// Status requests (one per endpoint), sent at once through the client's
-// own connections, which the balancer hands to the connected members in
-// turn, so that it costs no connection of its own (call it once a first
-// request has been answered: the connections are up then). A member that
-// does not answer within timeout, or that no request reached, is not
-// reported. The requests run in the background: Warning waits for them.
-func CheckVersions(cli *clientv3.Client, n int, timeout time.Duration) *VersionCheck {
-	v := &VersionCheck{done: make(chan struct{})}
-	go func() {
-		defer close(v.done)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		type answer struct {
-			id      uint64
-			version string
-		}
-		answers := make(chan answer, n)
-		// Through the client's own connections, not one per member:
-		// each request goes to the next connected member.
-		m := clientv3.NewMaintenanceFromMaintenanceClient(pb.NewMaintenanceClient(cli.ActiveConnection()), cli)
-		for range n {
-			go func() {
-				r, err := m.Status(ctx, "")
-				if err != nil || r == nil || r.Header == nil {
-					answers <- answer{}
-					return
-				}
-				answers <- answer{r.Header.MemberId, r.Version}
-			}()
-		}
-		seen := map[uint64]bool{}
-		for range n {
-			a := <-answers
-			if a.id == 0 || seen[a.id] {
-				continue
-			}
-			seen[a.id] = true
-			if safe, _ := SafeVersion(a.version); !safe {
-				v.old = append(v.old, fmt.Sprintf("%s (member %x)", a.version, a.id))
-			}
-		}
-	}()
-	return v
 }
 
 // Warning returns the warning for members older than the minimum safe

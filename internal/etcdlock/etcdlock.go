@@ -159,7 +159,7 @@ type Config struct {
 type Backend struct {
 	cfg      Config
 	root     string // canonical key root
-	cli      *clientv3.Client
+	cli      *etcdclient.Client
 	ttl      int64 // the leases' TTL in seconds: Config.TTL + Config.LockDelay
 	rto      time.Duration
 	versions *etcdclient.VersionCheck // started after the first grant
@@ -322,7 +322,7 @@ func (b *Backend) Close() error {
 }
 
 // Client is the underlying client (for tests and benchmarks).
-func (b *Backend) Client() *clientv3.Client { return b.cli }
+func (b *Backend) Client() *clientv3.Client { return b.cli.Client }
 
 // Root is the canonical key root.
 func (b *Backend) Root() string { return b.root }
@@ -1140,6 +1140,7 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 		case wr, ok := <-w.ch:
 			if !ok || wr.Err() != nil {
 				c.stopWatch()
+				c.b.cli.Widen()
 				return ctx.Err()
 			}
 			if c.busyQueue {
@@ -1250,6 +1251,7 @@ func (c *claim) watchFromNow() *busyWatch {
 	case wr, ok := <-w.ch:
 		if !ok || wr.Err() != nil || !wr.Created {
 			cancel()
+			c.b.cli.Widen()
 			return nil
 		}
 		if wr.Header.Revision <= c.busyRev {
@@ -1257,6 +1259,7 @@ func (c *claim) watchFromNow() *busyWatch {
 		}
 	case <-t.C:
 		cancel()
+		c.b.cli.Widen()
 		return nil
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), AttemptTimeout)

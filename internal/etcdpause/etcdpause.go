@@ -117,7 +117,7 @@ type Config struct {
 // pauses.Store that every host naming the same cluster and prefix shares.
 type Store struct {
 	cfg      Config
-	cli      *clientv3.Client
+	cli      *etcdclient.Client
 	now      func() time.Time
 	checked  sync.Once
 	versions *etcdclient.VersionCheck // started after the first answer
@@ -176,7 +176,7 @@ func (s *Store) Warning(wait time.Duration) string {
 
 // answered starts the version check after a first answer.
 func (s *Store) answered() {
-	s.checked.Do(func() { s.versions = etcdclient.CheckVersions(s.cli, len(s.cfg.Endpoints), s.cfg.Timeout) })
+	s.checked.Do(func() { s.versions = etcdclient.CheckVersions(s.cli, s.cfg.Timeout) })
 }
 
 // Close closes the client.

@@ -84,6 +84,10 @@ func (s *Store) ClaimPeriod(ctx context.Context, gateName, period, holder string
 	c := &periodClaim{s: s, key: key, holder: holder, lease: lease, lost: make(chan struct{})}
 	kctx, cancel := context.WithCancel(context.Background())
 	c.stopKeep = cancel
+	// The claim is held for the whole run: connected to every member,
+	// its renewals have one to turn to when the one they go to freezes
+	// (etcdclient.Client).
+	s.cli.Widen()
 	ch, err := s.cli.KeepAlive(kctx, lease)
 	if err != nil {
 		cancel()

@@ -83,6 +83,9 @@ func mainWithCluster(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// The binaries' version cache (docs/etcd.md, "Server versions") of
+	// the suite's own, never the user's.
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	t0 := time.Now()
 	cl, err = cluster.Start(dir, 3, clientBase, peerBase)
 	if err != nil {

@@ -19,7 +19,8 @@ import (
 // bytes are dropped, new connections are accepted and left hanging), as a
 // dropped route would.
 type partition struct {
-	cut   []atomic.Bool // by member
+	cut      []atomic.Bool  // by member
+	accepted []atomic.Int32 // connections accepted, by member
 	mu    sync.Mutex
 	lns   []net.Listener
 	conns [][]net.Conn // by member
@@ -30,7 +31,7 @@ type partition struct {
 func newPartition(t *testing.T) *partition {
 	t.Helper()
 	eps := cl.Endpoints()
-	pt := &partition{cut: make([]atomic.Bool, len(eps)), conns: make([][]net.Conn, len(eps))}
+	pt := &partition{cut: make([]atomic.Bool, len(eps)), accepted: make([]atomic.Int32, len(eps)), conns: make([][]net.Conn, len(eps))}
 	for i, ep := range eps {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -88,6 +89,7 @@ func (pt *partition) serve(i int, ln net.Listener, target string) {
 		if err != nil {
 			return
 		}
+		pt.accepted[i].Add(1)
 		pt.keep(i, c)
 		if pt.cut[i].Load() {
 			go io.Copy(io.Discard, c)
