@@ -221,20 +221,22 @@ var ErrLogin = errors.New("etcd refused the login")
 // one member answers. So a Client connects to one endpoint, picked at
 // random (which spreads the calls over the members), and connects to all
 // of them (Widen) as soon as a request gets no answer (a timeout, a
-// broken connection, no leader), as a renewal does not, or when its
-// first request is not answered within firstAnswer (a member that is
-// down, or whose host is: the pending request then goes to whichever
-// member connects first). From then on every request goes to the next
-// connected member in turn, which is what lets a request that got no
-// answer be sent again to another member (etcdlock's renewals).
+// broken connection, no leader; the unary requests here, a renewal or a
+// watch where its caller sees it), when its first request is not answered
+// within firstAnswer (a member that is down, or whose host is: the
+// pending request then goes to whichever member connects first), or when
+// its caller asks (etcdlock: at half the first renewal period, so that a
+// long holder has every member by its first renewal). From then on every
+// request goes to the next connected member in turn, which is what lets a
+// request that got no answer be sent again to another member (etcdlock's
+// renewals).
 //
 // With etcd's user/password auth the client connects to every member
 // from the start: it logs in while it is created, before a request could
 // be sent elsewhere.
 type Client struct {
 	*clientv3.Client
-	all   []string // every endpoint
-	first string   // the endpoint connected first
+	all []string // every endpoint
 
 	mu    sync.Mutex
 	wide  bool
@@ -257,8 +259,8 @@ const firstAnswer = 250 * time.Millisecond
 // every 5 s (--grpc-keepalive-min-time). It logs nothing: errors are
 // returned to the caller, which says them in its own words.
 func New(eps []string, dialTimeout time.Duration, sec Security) (*Client, error) {
-	c := &Client{all: eps, first: eps[rand.IntN(len(eps))]}
-	connect := []string{c.first}
+	c := &Client{all: eps}
+	connect := []string{eps[rand.IntN(len(eps))]}
 	if sec.User != "" || len(eps) == 1 {
 		connect, c.wide = eps, true
 	}
