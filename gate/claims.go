@@ -50,6 +50,12 @@ type PeriodClaim interface {
 // dies holding it frees the period this long after its last keep-alive.
 const ClaimTTL = 10 * time.Second
 
+// ClaimKillAfter is how long a run's command has, once its claim is lost
+// (3/4 of ClaimTTL after the last confirmed renewal), between TERM and
+// KILL, when --kill-after is longer: KILL then comes at 9/10 of the TTL,
+// before the lease can expire and another host claim the period.
+const ClaimKillAfter = ClaimTTL*9/10 - ClaimTTL*3/4
+
 // claimShared claims the run's period in the cluster ([etcd]), after the
 // local claim. Not held: skip (done). A cluster that cannot answer skips
 // (coordinator_down) unless on_coordinator_down = "run".
@@ -79,7 +85,8 @@ func (r *run) claimShared() (code int, decided bool) {
 
 // watchClaim returns the signals the command's wait forwards: the run's
 // own, and a SIGTERM when the claim's lease is lost (lost is then set),
-// then a SIGKILL after KillAfter (runner.DefaultKillAfter when 0).
+// then a SIGKILL after KillAfter (runner.DefaultKillAfter when 0), at
+// most ClaimKillAfter.
 func (r *run) watchClaim() (sigs <-chan os.Signal, stop func()) {
 	if r.claim == nil {
 		return r.inv.Sigs, func() {}
@@ -94,14 +101,16 @@ func (r *run) watchClaim() (sigs <-chan os.Signal, stop func()) {
 			case <-r.claim.Lost():
 				r.lost.Store(true)
 				out <- syscall.SIGTERM
-				// The lease is gone: the run's own signals now, and KILL
-				// once --kill-after has passed, as for a timeout (a
-				// command that ignores TERM must not run on while
-				// another host may have claimed the period).
+				// The lease is lost: the run's own signals now, and KILL
+				// once --kill-after has passed, as for a timeout, but at
+				// the latest ClaimKillAfter (a command that ignores
+				// TERM must be gone before the lease can expire and
+				// another host claim the period).
 				grace := r.inv.KillAfter
 				if grace <= 0 {
 					grace = runner.DefaultKillAfter
 				}
+				grace = min(grace, ClaimKillAfter)
 				kill := time.NewTimer(grace)
 				defer kill.Stop()
 				for {

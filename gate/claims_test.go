@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,18 +83,7 @@ func TestClaimsAcrossHosts(t *testing.T) {
 		t.Fatalf("a failure: exit %d, released %v, keys %v", code, f.claim.released, f.keys)
 	}
 	// Lost mid-run: the command gets TERM; exit 70; the claim released.
-	marker := filepath.Join(t.TempDir(), "started")
-	lost := make(chan struct{})
-	f.nextLost = lost
-	go func() {
-		for {
-			if _, err := os.Stat(marker); err == nil {
-				close(lost)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	marker := loseOnceStarted(t, f)
 	code, out := run("sh", "-c", "touch "+marker+"; trap 'exit 9' TERM; while :; do sleep 0.05; done")
 	if code != runner.ExitLost || !strings.Contains(out, "lost") || len(f.keys) != 0 {
 		t.Fatalf("lease lost: exit %d, keys %v: %s", code, f.keys, out)
@@ -103,18 +93,7 @@ func TestClaimsAcrossHosts(t *testing.T) {
 		t.Fatalf("end record %+v", end)
 	}
 	// Lost mid-run, the command ignoring TERM: KILL after --kill-after.
-	marker2 := filepath.Join(t.TempDir(), "started")
-	lost2 := make(chan struct{})
-	f.nextLost = lost2
-	go func() {
-		for {
-			if _, err := os.Stat(marker2); err == nil {
-				close(lost2)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	marker2 := loseOnceStarted(t, f)
 	var errb bytes.Buffer
 	code = Run(Invocation{Gate: "g", Argv: []string{"sh", "-c", "trap '' TERM; touch " + marker2 + "; while :; do sleep 0.05; done"},
 		Config: e.cfg, Pauses: Pauses{Claims: f}, KillAfter: 200 * time.Millisecond,
@@ -127,7 +106,44 @@ func TestClaimsAcrossHosts(t *testing.T) {
 	if end := recs[len(recs)-1]; end.Event != journal.EventEnd || end.Signal != "SIGKILL" {
 		t.Fatalf("lease lost, TERM ignored: end record %+v, want the command killed", end)
 	}
+	// The same with a --kill-after longer than the claim's lease: KILL
+	// comes at ClaimKillAfter all the same, before another host could
+	// claim the period.
+	marker3 := loseOnceStarted(t, f)
+	ended := make(chan int, 1)
+	go func() {
+		ended <- Run(Invocation{Gate: "g", Argv: []string{"sh", "-c", "trap '' TERM; touch " + marker3 + "; while :; do sleep 0.05; done"},
+			Config: e.cfg, Pauses: Pauses{Claims: f}, KillAfter: time.Hour,
+			Out: &tui.Printer{Prog: "cron-gate", W: io.Discard, ReportSkips: true}, Sigs: make(chan os.Signal),
+			Now: func() time.Time { return t0 }})
+	}()
+	select {
+	case code := <-ended:
+		if code != runner.ExitLost {
+			t.Fatalf("lease lost, TERM ignored, --kill-after 1h: exit %d", code)
+		}
+	case <-time.After(ClaimKillAfter + 30*time.Second):
+		t.Fatalf("lease lost, TERM ignored, --kill-after 1h: the command still runs %v later; KILL must come within ClaimKillAfter (%v)", ClaimKillAfter+30*time.Second, ClaimKillAfter)
+	}
 	if code, _ := run("true"); code != 0 || f.keys["g/"+p.Key()] != "done by me" {
 		t.Fatalf("a success: exit %d, keys %v", code, f.keys)
 	}
+}
+
+// loseOnceStarted makes f's next claim lost once the command has started:
+// once it has created the file whose name it returns.
+func loseOnceStarted(t *testing.T, f *fakeClaims) string {
+	marker := filepath.Join(t.TempDir(), "started")
+	lost := make(chan struct{})
+	f.nextLost = lost
+	go func() {
+		for {
+			if _, err := os.Stat(marker); err == nil {
+				close(lost)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return marker
 }

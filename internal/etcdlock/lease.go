@@ -78,7 +78,7 @@ func grant(b *Backend) (*lease, error) {
 // the 3/4-TTL deadline passes. The client sends every new request to the
 // next member in turn (its balancer is round robin over the members that
 // are connected), so a request stuck on a frozen or cut-off member is sent
-// again to another one after renewAttempt — long before the client would
+// again to another one after etcdclient.RenewAttempt — long before the client would
 // notice the dead connection itself (gRPC keep-alive: about 6 s). Any member
 // can renew: a follower forwards the renewal to the leader, and once the
 // others have elected a new leader (about 1-2 s after the old one froze,
@@ -119,13 +119,6 @@ func (l *lease) keep(ctx context.Context, b *Backend) {
 	}
 }
 
-// renewAttempt bounds one renewal request: a tenth of the TTL, at least
-// 300 ms (an answer on a healthy cluster takes a few milliseconds, a
-// member under load may need more) and at most 1 s.
-func renewAttempt(ttl time.Duration) time.Duration {
-	return min(max(ttl/10, 300*time.Millisecond), time.Second)
-}
-
 // renew renews the lease once, sending the request again until it is
 // answered; false when the lease is lost or ctx ended.
 //
@@ -144,7 +137,7 @@ func (l *lease) renew(ctx context.Context, b *Backend) bool {
 			l.lostByTime()
 			return false
 		}
-		timeout := renewAttempt(l.ttl)
+		timeout := etcdclient.RenewAttempt(l.ttl)
 		if !late {
 			timeout = min(timeout, left)
 		}

@@ -10,14 +10,16 @@ package etcdpause
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/etcdclient"
+	"github.com/crongate/crongate/internal/etcderr"
 )
 
 // PeriodKey is the key of gate's period (gate.Period.Key) under prefix.
@@ -41,7 +43,9 @@ var _ gate.PeriodClaims = (*Store)(nil)
 func (s *Store) ClaimPeriod(ctx context.Context, gateName, period, holder string, ttl time.Duration) (gate.PeriodClaim, string, error) {
 	key := PeriodKey(s.cfg.Prefix, gateName, period)
 	var lease clientv3.LeaseID
+	var sent time.Time
 	err := s.retry(ctx, "grant the period's lease", func(ctx context.Context) error {
+		sent = time.Now()
 		l, err := s.cli.Grant(ctx, leaseTTL(ttl))
 		if err == nil {
 			lease = l.ID
@@ -88,22 +92,72 @@ func (s *Store) ClaimPeriod(ctx context.Context, gateName, period, holder string
 	// its renewals have one to turn to when the one they go to freezes
 	// (etcdclient.Client).
 	s.cli.Widen()
-	ch, err := s.cli.KeepAlive(kctx, lease)
-	if err != nil {
-		cancel()
-		s.revoke(lease)
-		return nil, "", fmt.Errorf("%w: keep the period's lease alive: %v", ErrUnavailable, err)
-	}
-	go func() {
-		for range ch {
-		}
-		// The channel closes when the keep-alives stop: released, or
-		// the lease expired or could not be renewed in time.
-		if !c.ended.Load() {
-			c.lostOnce.Do(func() { close(c.lost) })
-		}
-	}()
+	go c.keep(kctx, ttl, sent)
 	return c, "", nil
+}
+
+// keep renews the claim's lease as withlock-etcd renews its locks'
+// (docs/etcd.md, "A frozen or cut-off member"): one keep-alive request
+// every third of the TTL, sent with a short timeout
+// (etcdclient.RenewAttempt) and sent again, to the next member in turn,
+// until it is answered, asking for a member that has a leader. The claim
+// is lost (Lost) when etcd says the lease is gone, or once 3/4 of the TTL
+// have passed since the request of the last confirmed renewal (renewed):
+// the run then stops its command (TERM, and KILL at 9/10 of the TTL:
+// gate.ClaimKillAfter), before the lease can expire and another host
+// claim the period. (The client's own keep-alive stream stayed on the
+// member it started on until gRPC noticed that member frozen, about 6 s,
+// and lost claims a quorum would have renewed.)
+func (c *periodClaim) keep(ctx context.Context, ttl time.Duration, renewed time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(renewed.Add(ttl / 3))):
+		}
+		for {
+			left := time.Until(renewed.Add(ttl * 3 / 4))
+			if left <= 0 {
+				c.lose()
+				return
+			}
+			sent := time.Now()
+			actx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), min(etcdclient.RenewAttempt(ttl), left))
+			_, err := c.s.cli.KeepAliveOnce(actx, c.lease)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil {
+				renewed = sent
+				break
+			}
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				c.lose()
+				return
+			}
+			// No answer, no leader, a refusal: the next attempt goes to
+			// the next member, after a pause so that attempts that fail
+			// at once do not spin.
+			c.s.cli.Widen()
+			pause := 20 * time.Millisecond
+			if !etcderr.Ambiguous(err) {
+				pause = 200 * time.Millisecond
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(min(pause, left)):
+			}
+		}
+	}
+}
+
+// lose closes Lost, unless the claim was ended (released or done).
+func (c *periodClaim) lose() {
+	if !c.ended.Load() {
+		c.lostOnce.Do(func() { close(c.lost) })
+	}
 }
 
 // periodClaim is a held claim.

@@ -5,7 +5,9 @@ package etcd
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -156,18 +158,7 @@ func TestOncePerClaimerKilled(t *testing.T) {
 	cfgB, cacheB := onceBinHost(t, root, "b")
 	cfgC, cacheC := onceBinHost(t, root, "c")
 
-	a := command([]string{"CRON_GATE_CACHE_DIR=" + cacheA}, "cron-gate", "--config", cfgA, "daily", "--",
-		"sh", "-c", "touch "+marks+"/a-started; exec sleep 600")
-	a.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Wait() }()
-	waitFor(t, 30*time.Second, "host a's command to start", func() bool {
-		_, err := os.Stat(filepath.Join(marks, "a-started"))
-		return err == nil
-	})
+	a, done := startHostA(t, cfgA, cacheA, marks, "exec sleep 600", nil)
 	r := run(t, []string{"CRON_GATE_CACHE_DIR=" + cacheB}, "cron-gate", "-v", "--config", cfgB, "daily", "--", "touch", marks+"/b-ran")
 	if r.code != gate.DefaultSkipCode || !strings.Contains(r.stderr, "is claimed by run") {
 		t.Fatalf("host b while a runs: exit %d, %s", r.code, r.stderr)
@@ -197,4 +188,86 @@ func TestOncePerClaimerKilled(t *testing.T) {
 	if r.code != gate.DefaultSkipCode || !strings.Contains(r.stderr, "is done by run") {
 		t.Fatalf("host c after b's success: exit %d, %s", r.code, r.stderr)
 	}
+}
+
+// A claim survives members cut off from its host (connections left
+// hanging, as a dropped route or a frozen host leaves them): first two of
+// the three for 12 s, then the third for 12 s, so that whichever member
+// the claim started on is cut once. Its renewals go to a member it can
+// still reach, its command runs to the end, and another host skips
+// throughout. With the client's own keep-alive stream, which stayed on
+// the member it started on until gRPC noticed it gone, the claim was lost
+// at the first cut of that member, and the other host ran the period
+// while the first still did.
+func TestOncePerSurvivesCutMembers(t *testing.T) {
+	need(t)
+	root := t.TempDir()
+	marks := filepath.Join(root, "marks")
+	os.MkdirAll(marks, 0o755)
+	pt := newPartition(t)
+	cfgA, cacheA := onceBinHost(t, root, "a")
+	body, err := os.ReadFile(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := make([]string, 0, 3)
+	for _, e := range strings.Split(pt.Endpoints(), ",") {
+		eps = append(eps, fmt.Sprintf("%q", e))
+	}
+	body = []byte(strings.Replace(string(body), "endpoints = [", "endpoints = ["+strings.Join(eps, ", ")+"] # through the proxy\n# [", 1))
+	if err := os.WriteFile(cfgA, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgB, cacheB := onceBinHost(t, root, "b")
+
+	var aErr strings.Builder
+	a, done := startHostA(t, cfgA, cacheA, marks, "sleep 28; touch "+marks+"/a-done", &aErr)
+	tries := 0
+	for _, cut := range [][]int{{0, 1}, {2}} {
+		for _, i := range cut {
+			pt.CutMember(i)
+		}
+		since := time.Now()
+		for time.Since(since) < 12*time.Second {
+			r := run(t, []string{"CRON_GATE_CACHE_DIR=" + cacheB}, "cron-gate", "--config", cfgB, "daily", "--", "touch", marks+"/b-ran")
+			if r.code != gate.DefaultSkipCode {
+				t.Fatalf("host b %v after members %v were cut from host a: exit %d (want %d: a holds the period): %s",
+					time.Since(since).Round(time.Millisecond), cut, r.code, gate.DefaultSkipCode, r.stderr)
+			}
+			tries++
+			time.Sleep(300 * time.Millisecond) // pacing, as cron's ticks would be
+		}
+		for _, i := range cut {
+			pt.HealMember(i)
+		}
+	}
+	err = <-done
+	if code := exitCode(a, err); code != 0 {
+		t.Fatalf("host a exited %d, want 0 (its claim kept through the cuts): %s", code, aErr.String())
+	}
+	if _, err := os.Stat(filepath.Join(marks, "a-done")); err != nil {
+		t.Fatal("host a's command did not run to its end")
+	}
+	t.Logf("host b skipped %d times during the cuts", tries)
+}
+
+// startHostA starts host a's run of the daily gate, its command script
+// in its own process group, and waits until the command has started (it
+// touches MARKS/a-started first). done gets Wait's error.
+func startHostA(t *testing.T, cfg, cache, marks, script string, stderr io.Writer) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	a := command([]string{"CRON_GATE_CACHE_DIR=" + cache}, "cron-gate", "--config", cfg, "daily", "--",
+		"sh", "-c", "touch "+marks+"/a-started; "+script)
+	a.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	a.Stderr = stderr
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Wait() }()
+	waitFor(t, 30*time.Second, "host a's command to start", func() bool {
+		_, err := os.Stat(filepath.Join(marks, "a-started"))
+		return err == nil
+	})
+	return a, done
 }

@@ -21,9 +21,9 @@ import (
 type partition struct {
 	cut      []atomic.Bool  // by member
 	accepted []atomic.Int32 // connections accepted, by member
-	mu    sync.Mutex
-	lns   []net.Listener
-	conns [][]net.Conn // by member
+	mu       sync.Mutex
+	lns      []net.Listener
+	conns    [][]net.Conn // by member
 }
 
 // newPartition starts the proxy on loopback ports the kernel picks; it is
