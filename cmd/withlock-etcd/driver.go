@@ -160,16 +160,17 @@ func (driver) Open(o *wc.Options) (wc.Conn, error) {
 	}
 	out := &tui.Printer{Prog: "withlock-etcd", Verbose: o.Verbose, Quiet: o.Quiet}
 	b, err := etcdlock.New(etcdlock.Config{
-		Endpoints: o.Endpoints,
-		Security:  configured,
-		KeyRoot:   o.KeyRoot,
-		Prefix:    o.KeyPrefix,
-		TTL:       o.TTL,
-		LockDelay: delay,
-		Holder:    etcdlock.Holder{Host: etcdlock.Hostname(), PID: os.Getpid(), Cmd: truncate(wc.QuoteArgs(o.Command), 200)},
-		Early:     !o.Question, // who takes nothing: no lease for it
-		Infof:     out.Infof,
-		Warnf:     out.Warnf,
+		Endpoints:  o.Endpoints,
+		Security:   configured,
+		KeyRoot:    o.KeyRoot,
+		Prefix:     o.KeyPrefix,
+		TTL:        o.TTL,
+		LockDelay:  delay,
+		Holder:     etcdlock.Holder{Host: etcdlock.Hostname(), PID: os.Getpid(), Cmd: truncate(wc.QuoteArgs(o.Command), 200)},
+		Early:      !o.Question, // who takes nothing: no lease for it
+		Infof:      out.Infof,
+		Warnf:      out.Warnf,
+		NoVersions: o.Quiet, // -q prints no version warning: none is read
 	})
 	if err != nil {
 		return nil, err

@@ -153,6 +153,11 @@ type Config struct {
 	// one attempt. Warnf, if set, is told of a renewal that came past the
 	// deadline (this process was stopped) and found the lease alive.
 	Infof, Warnf func(format string, args ...any)
+	// NoVersions skips reading the members' server versions
+	// (VersionWarning then says nothing): for -q, which would not print
+	// the warning, and should not pay for it either (a full check waits
+	// up to etcdclient's askWait for a member that does not answer).
+	NoVersions bool
 }
 
 // Backend is a connection to one etcd cluster.

@@ -56,7 +56,9 @@ func grant(b *Backend) (*lease, error) {
 	b.track(resp.ID)
 	// The members' versions are read once per process, alongside the
 	// rest, now that the client's connections are up.
-	b.checked.Do(func() { b.versions = etcdclient.CheckVersions(b.cli, b.rto) })
+	if !b.cfg.NoVersions {
+		b.checked.Do(func() { b.versions = etcdclient.CheckVersions(b.cli, b.rto) })
+	}
 	l := &lease{
 		id:      resp.ID,
 		lost:    make(chan struct{}),

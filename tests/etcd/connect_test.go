@@ -3,6 +3,8 @@
 package etcd
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -13,8 +15,22 @@ import (
 func TestOneMemberPerCall(t *testing.T) {
 	need(t)
 	pt := newPartition(t) // cut from nobody: it counts the connections
-	env := []string{"WITHLOCK_ETCD_ENDPOINTS=" + pt.Endpoints(), "XDG_CACHE_HOME=" + t.TempDir()}
+	cache := t.TempDir()
+	env := []string{"WITHLOCK_ETCD_ENDPOINTS=" + pt.Endpoints(), "XDG_CACHE_HOME=" + cache}
 	args := []string{"--backend", "etcd", "--key-prefix", prefix(t), "--paths", "/srv/one", "--", "true"}
+	// -q prints no version warning, and reads no version: one
+	// connection, even without a cache, and no cache written.
+	q := run(t, env, "withlock", append([]string{"-q"}, args...)...)
+	total := 0
+	for i := range pt.accepted {
+		total += int(pt.accepted[i].Swap(0))
+	}
+	if q.code != 0 || q.stderr != "" || total != 1 {
+		t.Errorf("-q: exit %d, %d connections (want 1), stderr %q", q.code, total, q.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "withlock")); err == nil {
+		t.Errorf("-q wrote the version cache")
+	}
 	first := run(t, env, "withlock", args...)
 	if first.code != 0 {
 		t.Fatalf("exit %d: %s", first.code, first.stderr)
