@@ -74,7 +74,11 @@ func CheckVersions(c *Client, timeout time.Duration) *VersionCheck {
 			if safe, _ := SafeVersion(m.Version); !safe {
 				// A version is the server's word, or the cache file's:
 				// escaped, as any text from outside.
-				v.old = append(v.old, fmt.Sprintf("%s (member %x)", safetext.Cut(m.Version, 40), m.ID))
+				shown := safetext.Cut(m.Version, 40)
+				if shown == "" {
+					shown = "(no version)"
+				}
+				v.old = append(v.old, fmt.Sprintf("%s (member %x)", shown, m.ID))
 			}
 		}
 	}()
