@@ -349,15 +349,6 @@ func (c *Client) Widen() {
 	}
 }
 
-// RenewAttempt bounds one renewal request of a lease of ttl: a tenth of
-// the TTL, at least 300 ms (an answer on a healthy cluster takes a few
-// milliseconds, a member under load may need more) and at most 1 s. A
-// renewal that gets no answer within it is sent again, to the next member
-// (etcdlock's locks, etcdpause's period claims).
-func RenewAttempt(ttl time.Duration) time.Duration {
-	return min(max(ttl/10, 300*time.Millisecond), time.Second)
-}
-
 // All returns every endpoint, connected or not.
 func (c *Client) All() []string { return c.all }
 

@@ -14,7 +14,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/internal/etcdclient"
-	"github.com/crongate/crongate/internal/etcderr"
 
 	"github.com/crongate/crongate/internal/lockset"
 )
@@ -121,8 +120,9 @@ func (l *lease) keep(ctx context.Context, b *Backend) {
 	}
 }
 
-// renew renews the lease once, sending the request again until it is
-// answered; false when the lease is lost or ctx ended.
+// renew renews the lease once (etcdclient.Client.Renew: sent again, to
+// the next member, until answered); false when the lease is lost or ctx
+// ended.
 //
 // When the deadline has passed before the first attempt — this process did
 // not run meanwhile: it was stopped (SIGSTOP), or starved — one attempt is
@@ -132,68 +132,33 @@ func (l *lease) keep(ctx context.Context, b *Backend) {
 // taken them, and the command goes on. Only a lease that etcd says is gone,
 // or no answer, stops it.
 func (l *lease) renew(ctx context.Context, b *Backend) bool {
-	for attempt := 1; ; attempt++ {
-		left := l.lostIn()
-		late := left <= 0 && attempt == 1
-		if left <= 0 && !late {
-			l.lostByTime()
-			return false
-		}
-		timeout := etcdclient.RenewAttempt(l.ttl)
-		if !late {
-			timeout = min(timeout, left)
-		}
-		sent := time.Now()
-		actx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), timeout)
-		_, err := b.cli.KeepAliveOnce(actx, l.id)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return false
-		case err == nil:
-			l.mu.Lock()
-			gap := sent.Sub(l.renewed)
-			l.mu.Unlock()
-			// Said before the renewal is recorded: a command that
-			// ended meanwhile waits for the record (KillBy) before
-			// withlock exits.
-			if late {
-				l.say(b.cfg.Warnf, "the lease was renewed %v after the last renewal, past the %v deadline (this process was stopped or starved): it had not expired, so the locks were kept throughout",
-					gap.Round(time.Millisecond), (l.ttl * 3 / 4))
-			} else if attempt > 1 {
-				l.say(b.cfg.Infof, "lease renewed %v after the last renewal, at attempt %d (a member did not answer)", gap.Round(time.Millisecond), attempt)
-			}
-			l.mu.Lock()
-			l.renewed = sent
-			l.mu.Unlock()
-			return true
-		case errors.Is(err, rpctypes.ErrLeaseNotFound):
-			l.markLost("etcd says the lease has expired")
-			return false
-		case late:
-			l.lostByTime()
-			return false
-		case !etcderr.Ambiguous(err):
-			// A definite refusal (permission denied, say): sending it
-			// again changes nothing, but the lease may live on until
-			// its deadline.
-			select {
-			case <-ctx.Done():
-				return false
-			case <-time.After(min(l.lostIn(), 200*time.Millisecond)):
-			}
-		default:
-			// No answer in time, a broken connection, no leader: the
-			// next attempt goes to the next member. A pause, so that
-			// attempts that fail at once do not spin.
-			b.cli.Widen()
-			select {
-			case <-ctx.Done():
-				return false
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
+	l.mu.Lock()
+	last := l.renewed
+	l.mu.Unlock()
+	sent, attempts, late, err := b.cli.Renew(ctx, l.id, l.ttl, last.Add(l.ttl*3/4))
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case errors.Is(err, etcdclient.ErrLeaseGone):
+		l.markLost("etcd says the lease has expired")
+		return false
+	case err != nil:
+		l.lostByTime()
+		return false
 	}
+	gap := sent.Sub(last)
+	// Said before the renewal is recorded: a command that ended
+	// meanwhile waits for the record (KillBy) before withlock exits.
+	if late {
+		l.say(b.cfg.Warnf, "the lease was renewed %v after the last renewal, past the %v deadline (this process was stopped or starved): it had not expired, so the locks were kept throughout",
+			gap.Round(time.Millisecond), (l.ttl * 3 / 4))
+	} else if attempts > 1 {
+		l.say(b.cfg.Infof, "lease renewed %v after the last renewal, at attempt %d (a member did not answer)", gap.Round(time.Millisecond), attempts)
+	}
+	l.mu.Lock()
+	l.renewed = sent
+	l.mu.Unlock()
+	return true
 }
 
 func (l *lease) say(f func(string, ...any), format string, args ...any) {

@@ -14,12 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/etcdclient"
-	"github.com/crongate/crongate/internal/etcderr"
 )
 
 // PeriodKey is the key of gate's period (gate.Period.Key) under prefix.
@@ -97,17 +94,17 @@ func (s *Store) ClaimPeriod(ctx context.Context, gateName, period, holder string
 }
 
 // keep renews the claim's lease as withlock-etcd renews its locks'
-// (docs/etcd.md, "A frozen or cut-off member"): one keep-alive request
-// every third of the TTL, sent with a short timeout
-// (etcdclient.RenewAttempt) and sent again, to the next member in turn,
-// until it is answered, asking for a member that has a leader. The claim
-// is lost (Lost) when etcd says the lease is gone, or once 3/4 of the TTL
-// have passed since the request of the last confirmed renewal (renewed):
-// the run then stops its command (TERM, and KILL at 9/10 of the TTL:
-// gate.ClaimKillAfter), before the lease can expire and another host
-// claim the period. (The client's own keep-alive stream stayed on the
-// member it started on until gRPC noticed that member frozen, about 6 s,
-// and lost claims a quorum would have renewed.)
+// (etcdclient.Client.Renew; docs/etcd.md, "A frozen or cut-off member"):
+// every third of the TTL, each request sent again, to the next member in
+// turn, until it is answered. The claim is lost (Lost) when etcd says the
+// lease is gone, or once 3/4 of the TTL have passed since the request of
+// the last confirmed renewal (renewed): the run then stops its command
+// (TERM, and KILL at 9/10 of the TTL: gate.ClaimKillAfter), before the
+// lease can expire and another host claim the period. (The client's own
+// keep-alive stream stayed on the member it started on until gRPC
+// noticed that member frozen, about 6 s, and lost claims a quorum would
+// have renewed.) A process stopped past the deadline tries once when it
+// wakes: a lease that still lives was never claimed by another host.
 func (c *periodClaim) keep(ctx context.Context, ttl time.Duration, renewed time.Time) {
 	for {
 		select {
@@ -115,41 +112,15 @@ func (c *periodClaim) keep(ctx context.Context, ttl time.Duration, renewed time.
 			return
 		case <-time.After(time.Until(renewed.Add(ttl / 3))):
 		}
-		for {
-			left := time.Until(renewed.Add(ttl * 3 / 4))
-			if left <= 0 {
-				c.lose()
-				return
-			}
-			sent := time.Now()
-			actx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), min(etcdclient.RenewAttempt(ttl), left))
-			_, err := c.s.cli.KeepAliveOnce(actx, c.lease)
-			cancel()
-			if ctx.Err() != nil {
-				return
-			}
-			if err == nil {
-				renewed = sent
-				break
-			}
-			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-				c.lose()
-				return
-			}
-			// No answer, no leader, a refusal: the next attempt goes to
-			// the next member, after a pause so that attempts that fail
-			// at once do not spin.
-			c.s.cli.Widen()
-			pause := 20 * time.Millisecond
-			if !etcderr.Ambiguous(err) {
-				pause = 200 * time.Millisecond
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(min(pause, left)):
-			}
+		sent, _, _, err := c.s.cli.Renew(ctx, c.lease, ttl, renewed.Add(ttl*3/4))
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			c.lose()
+			return
 		}
+		renewed = sent
 	}
 }
 
