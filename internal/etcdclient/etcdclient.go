@@ -213,38 +213,48 @@ func readPEM(path, what string) ([]byte, error) {
 var ErrLogin = errors.New("etcd refused the login")
 
 // Client is an etcd client that talks to one member until it meets
-// trouble, then to all of them.
+// trouble, then to the others, then to all of them.
 //
 // A call of withlock-etcd or cron-gate-etcd makes a handful of requests
 // and exits; connecting to every member, as the etcd client does, cost it
 // a connection per member (HTTP/2 set-up on both sides) for requests that
 // one member answers. So a Client connects to one endpoint, picked at
-// random (which spreads the calls over the members), and connects to all
-// of them (Widen) as soon as a request gets no answer (a timeout, a
-// broken connection, no leader; the unary requests here, a renewal or a
-// watch where its caller sees it), when its first request is not answered
-// within firstAnswer (a member that is down, or whose host is: the
-// pending request then goes to whichever member connects first), or when
-// its caller asks (etcdlock: at half the first renewal period, so that a
-// long holder has every member by its first renewal). From then on every
-// request goes to the next connected member in turn, which is what lets a
-// request that got no answer be sent again to another member (etcdlock's
-// renewals).
+// random (which spreads the calls over the members). When a request to
+// it gets no answer (a timeout, a broken connection, no leader), or its
+// first request is not answered within firstAnswer (a member that is
+// down, or whose host is: a request waiting for the connection then goes
+// to whichever other member connects first), it connects to the **other**
+// members: a request sent again never goes back to the member that just
+// failed it, as it would in the client's round-robin turn, which starts
+// anew at a random member whenever a connection is added. Trouble there
+// too, or its caller (Widen: etcdlock at half the first renewal period,
+// so that a long holder has every member by its first renewal; a
+// period's claim) connects it to every member, and every request then
+// goes to the next connected member in turn, which is what lets a
+// renewal that got no answer be sent again to another member.
 //
 // With etcd's user/password auth the client connects to every member
 // from the start: it logs in while it is created, before a request could
 // be sent elsewhere.
 type Client struct {
 	*clientv3.Client
-	all []string // every endpoint
+	all   []string // every endpoint
+	first string   // the endpoint connected first
 
 	mu    sync.Mutex
-	wide  bool
+	stage int // first, others or all
 	timer *time.Timer
 }
 
+// The stages of a Client: the endpoints it is connected to.
+const (
+	stageFirst  = iota // the one picked at random
+	stageOthers        // every endpoint but that one
+	stageAll           // every endpoint
+)
+
 // firstAnswer is how long a first request may go unanswered before the
-// client connects to every member.
+// client connects to the other members.
 const firstAnswer = 250 * time.Millisecond
 
 // New creates a client for the endpoints eps, which sec.Check has
@@ -259,13 +269,12 @@ const firstAnswer = 250 * time.Millisecond
 // every 5 s (--grpc-keepalive-min-time). It logs nothing: errors are
 // returned to the caller, which says them in its own words.
 func New(eps []string, dialTimeout time.Duration, sec Security) (*Client, error) {
-	c := &Client{all: eps}
-	connect := []string{eps[rand.IntN(len(eps))]}
+	c := &Client{all: eps, first: eps[rand.IntN(len(eps))]}
 	if sec.User != "" || len(eps) == 1 {
-		connect, c.wide = eps, true
+		c.stage = stageAll
 	}
 	cc := clientv3.Config{
-		Endpoints:            connect,
+		Endpoints:            c.endpoints(),
 		DialTimeout:          dialTimeout,
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: time.Second,
@@ -287,8 +296,8 @@ func New(eps []string, dialTimeout time.Duration, sec Security) (*Client, error)
 		cc.TLS = tc
 	}
 	c.mu.Lock()
-	if !c.wide {
-		c.timer = time.AfterFunc(firstAnswer, c.Widen)
+	if c.stage == stageFirst {
+		c.timer = time.AfterFunc(firstAnswer, func() { c.trouble(stageFirst) })
 	}
 	c.mu.Unlock()
 	cli, err := clientv3.New(cc)
@@ -301,24 +310,71 @@ func New(eps []string, dialTimeout time.Duration, sec Security) (*Client, error)
 	}
 	c.mu.Lock()
 	c.Client = cli
-	if c.wide && len(connect) < len(eps) { // Widen ran while clientv3.New did
-		cli.SetEndpoints(eps...)
+	if len(cc.Endpoints) != len(c.endpoints()) { // moved on while clientv3.New ran
+		cli.SetEndpoints(c.endpoints()...)
 	}
 	c.mu.Unlock()
 	return c, nil
 }
 
+// endpoints are the endpoints of the client's stage (c.mu held, or
+// before the client is shared).
+func (c *Client) endpoints() []string {
+	switch c.stage {
+	case stageFirst:
+		return []string{c.first}
+	case stageOthers:
+		var eps []string
+		for _, e := range c.all {
+			if e != c.first {
+				eps = append(eps, e)
+			}
+		}
+		return eps
+	}
+	return c.all
+}
+
 // watchAnswers is a unary interceptor: an answer stops the first
-// request's timer; no answer connects to every member.
+// request's timer; no answer moves the client on from the stage the
+// request was sent in.
 func (c *Client) watchAnswers(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	c.mu.Lock()
+	stage := c.stage
+	c.mu.Unlock()
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	switch {
 	case err == nil:
 		c.stopTimer()
 	case etcderr.Ambiguous(err):
-		c.Widen()
+		c.trouble(stage)
 	}
 	return err
+}
+
+// trouble moves the client to the next stage, if it is still at stage
+// (a request sent in an earlier stage says nothing of the members of this
+// one).
+func (c *Client) trouble(stage int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stage == stage && stage < stageAll {
+		c.moveLocked(stage + 1)
+	}
+}
+
+func (c *Client) moveLocked(stage int) {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	if stage <= c.stage {
+		return
+	}
+	c.stage = stage
+	if c.Client != nil {
+		c.Client.SetEndpoints(c.endpoints()...)
+	}
 }
 
 func (c *Client) stopTimer() {
@@ -332,21 +388,11 @@ func (c *Client) stopTimer() {
 
 // Widen connects to every endpoint (once; at once when the client is
 // connected to all of them already). Callers that got no answer call it
-// before they try again.
+// before they try again, and callers that will hold a lease for long.
 func (c *Client) Widen() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
-	}
-	if c.wide {
-		return
-	}
-	c.wide = true
-	if c.Client != nil {
-		c.Client.SetEndpoints(c.all...)
-	}
+	c.moveLocked(stageAll)
 }
 
 // All returns every endpoint, connected or not.

@@ -144,3 +144,31 @@ func TestReadPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestClientStages: one member, then the others (never the one that
+// failed), then all; trouble reported for a stage the client has left
+// moves it no further; Widen goes to all at once.
+func TestClientStages(t *testing.T) {
+	c := &Client{all: []string{"a", "b", "c"}, first: "b"}
+	want := func(what string, eps ...string) {
+		t.Helper()
+		c.mu.Lock()
+		got := c.endpoints()
+		c.mu.Unlock()
+		if !reflect.DeepEqual(got, eps) {
+			t.Fatalf("%s: endpoints %v, want %v", what, got, eps)
+		}
+	}
+	want("at first", "b")
+	c.trouble(stageFirst)
+	want("after trouble with the first", "a", "c")
+	c.trouble(stageFirst) // a request sent before the move failing late
+	want("after late trouble from the first stage", "a", "c")
+	c.trouble(stageOthers)
+	want("after trouble with the others", "a", "b", "c")
+	c = &Client{all: []string{"a", "b", "c"}, first: "a"}
+	c.Widen()
+	want("Widen", "a", "b", "c")
+	c.trouble(stageFirst)
+	want("trouble after Widen", "a", "b", "c")
+}
