@@ -395,9 +395,6 @@ func (c *Client) Widen() {
 	c.moveLocked(stageAll)
 }
 
-// All returns every endpoint, connected or not.
-func (c *Client) All() []string { return c.all }
-
 func isLoginRefused(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "authentication failed") || strings.Contains(s, "invalid user ID or password")
