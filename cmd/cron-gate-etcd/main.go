@@ -10,6 +10,8 @@ package main
 import (
 	"os"
 
+	_ "github.com/crongate/crongate/internal/oneproc"
+
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/crongate/full"

@@ -12,6 +12,8 @@ package main
 import (
 	"os"
 
+	_ "github.com/crongate/crongate/internal/oneproc"
+
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/withlock/kongparse"
 )
