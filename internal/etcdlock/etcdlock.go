@@ -60,6 +60,7 @@ import (
 	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcderr"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -720,7 +721,7 @@ func (c *claim) attempt(deadline time.Time) (*held, error) {
 	for ci, ch := range chunks {
 		var pools []pool
 		var pc [][]int
-		var extra []clientv3.Op
+		var extra []*pb.RequestOp
 		if ci == 0 {
 			pools, pc = c.pools, cands
 			if len(chunks) == 1 && len(ch) < first {
@@ -866,23 +867,19 @@ type txnResult struct {
 //
 // A pool whose chain ends in the final Else is full: the transaction has
 // then put the paths and other pools' slots, which the caller revokes.
-func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, extra []clientv3.Op, deadline time.Time) (txnResult, error) {
+func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, extra []*pb.RequestOp, deadline time.Time) (txnResult, error) {
 	lease := c.lease.id
-	cmps := make([]clientv3.Cmp, 0, len(keys))
-	then := make([]clientv3.Op, 0, len(keys)+len(pools))
-	els := make([]clientv3.Op, 0, len(keys))
+	t := &etcdclient.Txn{}
 	for _, k := range keys {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0))
-		then = append(then, clientv3.OpPut(k.key, k.val, clientv3.WithLease(lease)))
-		els = append(els, clientv3.OpGet(k.key))
+		t.If(etcdclient.CreateIs(k.key, 0)).Then(etcdclient.Put(k.key, k.val, lease)).Else(etcdclient.Get(k.key))
 	}
 	for i := range pools {
-		then = append(then, c.chain(&pools[i], cands[i], 0))
+		t.Then(c.chain(&pools[i], cands[i], 0))
 	}
-	then = append(then, extra...)
+	t.Then(extra...)
 	var resp *clientv3.TxnResponse
 	err := c.b.doFor("lock transaction", max(min(time.Until(deadline), AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) (err error) {
-		resp, err = c.b.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err = c.b.cli.Commit(ctx, t)
 		return err
 	})
 	if err != nil {
@@ -973,15 +970,13 @@ func putKeys(keys []pathKey, pools []pool, cands [][]int, resp *clientv3.TxnResp
 // so that a queued claim keeps its lease and with it its queue key and
 // place. false if that was not done: the caller then revokes the lease.
 func (c *claim) undo(put []string) bool {
-	cmps := make([]clientv3.Cmp, 0, len(put))
-	ops := make([]clientv3.Op, 0, len(put))
+	t := &etcdclient.Txn{}
 	for _, k := range put {
-		cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(k), "=", c.lease.id))
-		ops = append(ops, clientv3.OpDelete(k))
+		t.If(etcdclient.LeaseIs(k, c.lease.id)).Then(etcdclient.Delete(k))
 	}
 	var resp *clientv3.TxnResponse
 	err := c.b.do("give back a busy attempt's keys", func(ctx context.Context) (err error) {
-		resp, err = c.b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		resp, err = c.b.cli.Commit(ctx, t)
 		return err
 	})
 	if err != nil || !resp.Succeeded {
@@ -994,15 +989,14 @@ func (c *claim) undo(put []string) bool {
 	return true
 }
 
-func (c *claim) chain(p *pool, cands []int, j int) clientv3.Op {
+func (c *claim) chain(p *pool, cands []int, j int) *pb.RequestOp {
 	i := cands[j]
 	k := p.slotKey(i)
-	cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)}
-	put := []clientv3.Op{clientv3.OpPut(k, p.value(c.b.cfg.Holder, i), clientv3.WithLease(c.lease.id))}
+	t := new(etcdclient.Txn).If(etcdclient.CreateIs(k, 0)).Then(etcdclient.Put(k, p.value(c.b.cfg.Holder, i), c.lease.id))
 	if j == len(cands)-1 {
-		return clientv3.OpTxn(cmp, put, []clientv3.Op{clientv3.OpGet(p.prefix, clientv3.WithPrefix())})
+		return t.Else(etcdclient.GetPrefix(p.prefix)).Op()
 	}
-	return clientv3.OpTxn(cmp, put, []clientv3.Op{c.chain(p, cands, j+1)})
+	return t.Else(c.chain(p, cands, j+1)).Op()
 }
 
 // reread decides a transaction whose outcome is unknown: its keys are read

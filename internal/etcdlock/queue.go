@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -367,9 +369,9 @@ func (c *claim) putQueueKey(l *lease) (key string, rev int64, err error) {
 	// create revision while the answer gave the second, misplacing us in
 	// the queue. The key is ours alone (named by our lease).
 	err = c.b.retry("enter the queue", func(ctx context.Context) error {
-		r, err := c.b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, string(data), clientv3.WithLease(l.id))).
-			Else(clientv3.OpGet(key)).Commit()
+		r, err := c.b.cli.Commit(ctx, new(etcdclient.Txn).If(etcdclient.CreateIs(key, 0)).
+			Then(etcdclient.Put(key, string(data), l.id)).
+			Else(etcdclient.Get(key)))
 		switch {
 		case err != nil:
 			return err
@@ -423,8 +425,8 @@ func (c *claim) setReserve() {
 	}
 	data := c.queueData()
 	err := c.b.do("update the queue", func(ctx context.Context) error {
-		r, err := c.b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(c.qkey), "=", c.qrev)).
-			Then(clientv3.OpPut(c.qkey, string(data), clientv3.WithIgnoreLease())).Commit()
+		r, err := c.b.cli.Commit(ctx, new(etcdclient.Txn).If(etcdclient.CreateIs(c.qkey, c.qrev)).
+			Then(etcdclient.PutKeepLease(c.qkey, string(data))))
 		if err == nil && r.Succeeded {
 			c.qreserve = slices.Clone(c.reserve)
 		}
@@ -464,11 +466,11 @@ func (c *claim) needsCheck() bool {
 // slots are taken in nested transactions, so the outer one applies its
 // other operations even when a pool is full, and the waiter would lose its
 // place without getting in (dequeueLater deletes the key then).
-func (c *claim) dequeueOp() []clientv3.Op {
+func (c *claim) dequeueOp() []*pb.RequestOp {
 	if !c.queued() || len(c.pools) > 0 {
 		return nil
 	}
-	return []clientv3.Op{clientv3.OpDelete(c.qkey)}
+	return []*pb.RequestOp{etcdclient.Delete(c.qkey)}
 }
 
 // dequeueLater returns what deletes the queue key of a claim that has
@@ -483,8 +485,7 @@ func (c *claim) dequeueLater() func() {
 	key, rev := c.qkey, c.qrev
 	return func() {
 		c.b.do("leave the queue", func(ctx context.Context) error {
-			_, err := c.b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
-				Then(clientv3.OpDelete(key)).Commit()
+			_, err := c.b.cli.Commit(ctx, new(etcdclient.Txn).If(etcdclient.CreateIs(key, rev)).Then(etcdclient.Delete(key)))
 			return err
 		})
 	}

@@ -388,19 +388,15 @@ func (s *Store) Set(ctx context.Context, name string, p pauses.Pause) error {
 		}
 		rec := record{Resumed: prev.resumedAt(now), PauseUntil: p.Until, Who: p.Who, ID: id}
 		rv, _ := json.Marshal(rec)
-		var opts []clientv3.OpOption
-		if lease != 0 {
-			opts = append(opts, clientv3.WithLease(lease))
-		}
-		// Without WithLease the put detaches the key from any lease
+		// Without a lease (0) the put detaches the key from any lease
 		// it had: the old pause's lease can no longer remove it.
-		tr, err := s.cli.Txn(ctx).If(
-			clientv3.Compare(clientv3.ModRevision(pk), "=", modRev(pkv)),
-			clientv3.Compare(clientv3.ModRevision(rk), "=", modRev(rkv)),
+		tr, err := s.cli.Commit(ctx, new(etcdclient.Txn).If(
+			etcdclient.ModIs(pk, modRev(pkv)),
+			etcdclient.ModIs(rk, modRev(rkv)),
 		).Then(
-			clientv3.OpPut(pk, string(val), opts...),
-			clientv3.OpPut(rk, string(rv)),
-		).Commit()
+			etcdclient.Put(pk, string(val), lease),
+			etcdclient.Put(rk, string(rv), clientv3.NoLease),
+		))
 		if err != nil {
 			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				lease = 0 // expired before use (a very short pause): grant anew
@@ -456,12 +452,12 @@ func (s *Store) Clear(ctx context.Context, name string) (bool, error) {
 			return nil
 		}
 		rv, _ := json.Marshal(record{Resumed: s.now(), Who: who, ID: id})
-		tr, err := s.cli.Txn(ctx).If(
-			clientv3.Compare(clientv3.ModRevision(pk), "=", pkv.ModRevision),
+		tr, err := s.cli.Commit(ctx, new(etcdclient.Txn).If(
+			etcdclient.ModIs(pk, pkv.ModRevision),
 		).Then(
-			clientv3.OpDelete(pk),
-			clientv3.OpPut(rk, string(rv)),
-		).Commit()
+			etcdclient.Delete(pk),
+			etcdclient.Put(rk, string(rv), clientv3.NoLease),
+		))
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/gate"
+	"github.com/crongate/crongate/internal/etcdclient"
 )
 
 // PeriodKey is the key of gate's period (gate.Period.Key) under prefix.
@@ -55,10 +56,10 @@ func (s *Store) ClaimPeriod(ctx context.Context, gateName, period, holder string
 	s.answered()
 	var got *clientv3.TxnResponse
 	err = s.retry(ctx, "claim the period", func(ctx context.Context) error {
-		r, err := s.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, claimedBy+holder, clientv3.WithLease(lease))).
-			Else(clientv3.OpGet(key)).Commit()
+		r, err := s.cli.Commit(ctx, new(etcdclient.Txn).
+			If(etcdclient.CreateIs(key, 0)).
+			Then(etcdclient.Put(key, claimedBy+holder, lease)).
+			Else(etcdclient.Get(key)))
 		if err == nil {
 			got = r
 		}
@@ -163,10 +164,10 @@ func (c *periodClaim) Done(ctx context.Context, keep time.Duration) error {
 	}
 	var ok bool
 	err = c.s.retry(ctx, "mark the period done", func(ctx context.Context) error {
-		r, err := c.s.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.LeaseValue(c.key), "=", c.lease)).
-			Then(clientv3.OpPut(c.key, doneBy+c.holder, clientv3.WithLease(doneLease))).
-			Else(clientv3.OpGet(c.key)).Commit()
+		r, err := c.s.cli.Commit(ctx, new(etcdclient.Txn).
+			If(etcdclient.LeaseIs(c.key, c.lease)).
+			Then(etcdclient.Put(c.key, doneBy+c.holder, doneLease)).
+			Else(etcdclient.Get(c.key)))
 		if err != nil {
 			return err
 		}
