@@ -199,6 +199,14 @@ func (c *Cluster) Endpoints() []string {
 // EndpointList is Endpoints joined by commas (for --endpoints).
 func (c *Cluster) EndpointList() string { return strings.Join(c.Endpoints(), ",") }
 
+// Pid is member i's process id (0 if it is not running).
+func (c *Cluster) Pid(i int) int {
+	if !c.Running(i) {
+		return 0
+	}
+	return c.Members[i].cmd.Process.Pid
+}
+
 // Running reports whether member i's process is alive.
 func (c *Cluster) Running(i int) bool {
 	m := c.Members[i]

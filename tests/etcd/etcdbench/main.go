@@ -29,10 +29,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -53,6 +55,7 @@ var (
 	contend = flag.Bool("contended", false, "time only the contended case as processes")
 	before  = flag.String("before", "", "with -contended: a directory with an earlier build of withlock and withlock-etcd")
 	rounds  = flag.Int("rounds", 4, "alternating rounds of the contended case as processes")
+	rpccost = flag.Bool("rpccost", false, "print the etcd members' CPU per request of each kind a lock cycle is made of")
 )
 
 func main() {
@@ -72,7 +75,11 @@ func main() {
 		return
 	}
 	if *contend {
-		contended(eps)
+		contended(cl)
+		return
+	}
+	if *rpccost {
+		rpcCost(cl, *n)
 		return
 	}
 	fmt.Printf("3-member etcd %s on loopback, data on %s; %d sequential iterations, %d workers × %.0fs for throughput\n\n",
@@ -260,6 +267,13 @@ func par(f func(w, i int)) float64 { return parFor(*secs, f) }
 
 // parFor is par for secs seconds.
 func parFor(secs float64, f func(w, i int)) float64 {
+	ops, d := parForN(secs, f)
+	return float64(ops) / d.Seconds()
+}
+
+// parForN runs f in workers goroutines for secs seconds and returns the
+// number of operations and the time they took.
+func parForN(secs float64, f func(w, i int)) (int64, time.Duration) {
 	var ops atomic.Int64
 	deadline := time.Now().Add(time.Duration(secs * float64(time.Second)))
 	var wg sync.WaitGroup
@@ -275,7 +289,7 @@ func parFor(secs float64, f func(w, i int)) float64 {
 		}(w)
 	}
 	wg.Wait()
-	return float64(ops.Load()) / time.Since(start).Seconds()
+	return ops.Load(), time.Since(start)
 }
 
 func row(name string, lat []time.Duration, tp float64) {
@@ -307,8 +321,12 @@ func check(err error) {
 
 // contended times every worker on one key, as processes: withlock
 // --backend etcd --wait (this tree's, and -before's if given) against
-// etcdctl lock, in alternating rounds of secs/2 each.
-func contended(eps []string) {
+// etcdctl lock, in alternating rounds of secs/2 each. It also reports
+// the CPU each cycle (one process's lock, run and release) cost the
+// contenders, the etcd members and the whole machine: with every CPU
+// busy, throughput is the machine's CPU over a cycle's.
+func contended(cl *cluster.Cluster) {
+	eps := cl.Endpoints()
 	env := append(os.Environ(), "WITHLOCK_ETCD_ENDPOINTS="+strings.Join(eps, ","), "ETCDCTL_API=3")
 	etcdctl, err := exec.LookPath("etcdctl")
 	check(err)
@@ -328,17 +346,41 @@ func contended(eps []string) {
 	cs = append(cs, contender{"etcdctl lock NAME true", func(w, i int) {
 		runCmd(env, etcdctl, "--endpoints", strings.Join(eps, ","), "lock", "/bench/etcdctl/same", "true")
 	}})
-	tps := make([]float64, len(cs))
+	meter := cpuMeter{cl}
+	uses := make([]cpuUse, len(cs))
 	for r := range *rounds {
 		for i, c := range cs {
-			tp := parFor(*secs/2, c.f)
-			fmt.Fprintf(os.Stderr, "round %d: %s %.1f/s\n", r, c.name, tp)
-			tps[i] += tp / float64(*rounds)
+			a := meter.mark()
+			ops, d := parForN(*secs/2, c.f)
+			uses[i].add(a, meter.mark(), ops)
+			fmt.Fprintf(os.Stderr, "round %d: %s %.1f/s\n", r, c.name, float64(ops)/d.Seconds())
 		}
 	}
-	fmt.Printf("| %d workers on one key, processes (%d alternating rounds of %.1f s) | throughput | ÷ etcdctl lock |\n", *workers, *rounds, *secs/2)
-	fmt.Println("|---|---:|---:|")
+	tp := func(u cpuUse) float64 { return u.ops / u.wall.Seconds() }
+	e := uses[len(uses)-1]
+	fmt.Printf("| %d workers on one key, processes (%d alternating rounds of %.1f s) | throughput | ÷ etcdctl lock | CPU per cycle: the contenders | etcd (3 members) | whole machine | machine busy |\n", *workers, *rounds, *secs/2)
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 	for i, c := range cs {
-		fmt.Printf("| %s | %.1f/s | %.2f× |\n", c.name, tps[i], tps[i]/tps[len(tps)-1])
+		u := uses[i]
+		fmt.Printf("| %s | %.1f/s | %.2f× | %.1f ms | %.1f ms | %.1f ms | %.0f%% |\n", c.name, tp(u), tp(u)/tp(e),
+			u.per(u.children), u.per(u.etcd), u.per(u.machine), 100*u.busy(runtime.NumCPU()))
 	}
+	// What starting the binaries (and the command) costs, without a
+	// single request: the part of a cycle's contender CPU that no
+	// protocol changes.
+	start := cpuPerCall(env, 100, filepath.Join(*bin, "withlock"), "--backend", "etcd", "--version") + cpuPerCall(env, 100, "true")
+	ctlStart := cpuPerCall(env, 100, etcdctl, "version") + cpuPerCall(env, 100, "true")
+	fmt.Printf("\nstart-up only (no request), CPU per call: withlock --backend etcd --version + true %.1f ms; etcdctl version + true %.1f ms\n", start, ctlStart)
+}
+
+// cpuPerCall runs name n times in a row and returns the CPU each run
+// cost (user + system, ms).
+func cpuPerCall(env []string, n int, name string, args ...string) float64 {
+	var a, b syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &a)
+	for range n {
+		runCmd(env, name, args...)
+	}
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &b)
+	return float64(tv(b.Utime)+tv(b.Stime)-tv(a.Utime)-tv(a.Stime)) / 1e6 / float64(n)
 }
