@@ -102,7 +102,7 @@ var Mutants = []Mutant{
 		Name:   "etcd-dequeue-in-txn",
 		Breaks: "on etcd the lock transaction deletes a pool waiter's queue key even when a pool in it is full: it loses its place",
 		Edits: []Edit{
-			{"internal/etcdlock/queue.go", "	if !c.queued() || len(c.pools) > 0 {\n\t\treturn nil\n\t}\n\treturn []clientv3.Op{clientv3.OpDelete(c.qkey)}", "	if !c.queued() {\n\t\treturn nil\n\t}\n\treturn []clientv3.Op{clientv3.OpDelete(c.qkey)}"},
+			{"internal/etcdlock/queue.go", "	if !c.queued() || len(c.pools) > 0 {\n\t\treturn nil\n\t}\n\treturn []*pb.RequestOp{etcdclient.Delete(c.qkey)}", "	if !c.queued() {\n\t\treturn nil\n\t}\n\treturn []*pb.RequestOp{etcdclient.Delete(c.qkey)}"},
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestPoolQueueReservesEveryFullPool", Tags: "etcd",
 	},
@@ -243,7 +243,7 @@ var Mutants = []Mutant{
 		Name:   "etcd-path-compare",
 		Breaks: "a path key is put whether or not someone holds it (CreateRevision == 0 compare gone)",
 		Edits: []Edit{
-			{"internal/etcdlock/etcdlock.go", `clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0)`, `clientv3.Compare(clientv3.CreateRevision(k.key), ">", -1)`},
+			{"internal/etcdlock/etcdlock.go", `t.If(etcdclient.CreateIs(k.key, 0)).Then(`, `t.Then(`},
 		},
 		// The read before the transaction (precheck) finds a held key
 		// first in small sets: only a key beyond it meets the compare.
@@ -253,7 +253,7 @@ var Mutants = []Mutant{
 		Name:   "etcd-slot-compare",
 		Breaks: "a slot key is put whether or not someone holds it",
 		Edits: []Edit{
-			{"internal/etcdlock/etcdlock.go", `clientv3.Compare(clientv3.CreateRevision(k), "=", 0)`, `clientv3.Compare(clientv3.CreateRevision(k), ">", -1)`},
+			{"internal/etcdlock/etcdlock.go", `new(etcdclient.Txn).If(etcdclient.CreateIs(k, 0)).Then(`, `new(etcdclient.Txn).Then(`},
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestSlotTemplateTwice$", Tags: "etcd",
 	},
