@@ -18,7 +18,7 @@ import (
 // procRoot is where /proc is.
 const procRoot = "/proc"
 
-// ClockTicks is USER_HZ, the unit of /proc/PID/stat's starttime. It is 100
+// ClockTicks is USER_HZ, the unit of /proc/PID/stat's times. It is 100
 // on every Linux architecture (sysconf(_SC_CLK_TCK), fixed by the ABI,
 // whatever the kernel's internal HZ).
 const ClockTicks = 100
@@ -30,6 +30,7 @@ type Stat struct {
 	State      byte   // field 3: R, S, D, Z, X, ...
 	Pgrp       int    // field 5: the process group
 	StartTicks uint64 // field 22: start time, clock ticks since boot
+	CPUTicks   uint64 // fields 14 and 15: user and system CPU time, clock ticks (0 if unreadable)
 }
 
 // Parse parses /proc/PID/stat: "PID (COMM) STATE PPID ...". COMM may
@@ -75,6 +76,11 @@ func Parse(data []byte) (Stat, error) {
 		return st, errors.New("bad pgrp field")
 	}
 	st.Pid, st.Comm, st.State, st.Pgrp, st.StartTicks = pid, string(data[open+1:end]), rest[1], pgrp, start
+	utime, uerr := strconv.ParseUint(string(f[10]), 10, 64)
+	stime, serr := strconv.ParseUint(string(f[11]), 10, 64)
+	if uerr == nil && serr == nil {
+		st.CPUTicks = utime + stime
+	}
 	return st, nil
 }
 

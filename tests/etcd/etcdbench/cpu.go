@@ -14,6 +14,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/tests/etcd/cluster"
 )
 
@@ -49,22 +50,15 @@ func tv(t syscall.Timeval) time.Duration {
 	return time.Duration(t.Sec)*time.Second + time.Duration(t.Usec)*time.Microsecond
 }
 
-// clockTick is USER_HZ, the unit of /proc's CPU times (100 on Linux).
-const clockTick = 10 * time.Millisecond
+// clockTick is USER_HZ, the unit of /proc's CPU times.
+const clockTick = time.Second / procstat.ClockTicks
 
 func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := procstat.Read(pid)
 	if err != nil {
 		return 0
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+k) * clockTick
+	return time.Duration(st.CPUTicks) * clockTick
 }
 
 // machineCPU is the busy time of all CPUs (user, nice, system, irq,
