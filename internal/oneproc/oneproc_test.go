@@ -20,7 +20,7 @@ func TestOneP(t *testing.T) {
 	for _, c := range []struct {
 		env  string
 		want string
-	}{{"", "1"}, {"GOMAXPROCS=3", "3"}} {
+	}{{"", "1"}, {"GOMAXPROCS=3", "3"}, {"GOMAXPROCS=", "1"}, {"GOMAXPROCS=zero", "1"}, {"GOMAXPROCS=-2", "1"}} {
 		env := []string{"ONEPROC_CHILD=1"}
 		for _, kv := range os.Environ() {
 			if !strings.HasPrefix(kv, "GOMAXPROCS=") {
