@@ -348,11 +348,17 @@ func contended(cl *cluster.Cluster) {
 	}})
 	meter := cpuMeter{cl}
 	uses := make([]cpuUse, len(cs))
+	rpcs := make([]rpcCounts, len(cs))
 	for r := range *rounds {
 		for i, c := range cs {
+			ra := readRPCs(cl)
 			a := meter.mark()
 			ops, d := parForN(*secs/2, c.f)
 			uses[i].add(a, meter.mark(), ops)
+			rb := readRPCs(cl)
+			// Each case's own rounds, added up (the other cases'
+			// requests fall between them).
+			rpcs[i] = addRPCs(rpcs[i], ra, rb)
 			fmt.Fprintf(os.Stderr, "round %d: %s %.1f/s\n", r, c.name, float64(ops)/d.Seconds())
 		}
 	}
@@ -364,6 +370,10 @@ func contended(cl *cluster.Cluster) {
 		u := uses[i]
 		fmt.Printf("| %s | %.1f/s | %.2f× | %.1f ms | %.1f ms | %.1f ms | %.0f%% |\n", c.name, tp(u), tp(u)/tp(e),
 			u.per(u.children), u.per(u.etcd), u.per(u.machine), 100*u.busy(runtime.NumCPU()))
+	}
+	fmt.Println("\nrequests per cycle (the members' grpc_server_started_total and etcd_server_proposals_committed_total):")
+	for i, c := range cs {
+		fmt.Printf("  %s: %s\n", c.name, perCycle(rpcs[i], uses[i].ops))
 	}
 	// What starting the binaries (and the command) costs, without a
 	// single request: the part of a cycle's contender CPU that no
