@@ -150,6 +150,14 @@ type Config struct {
 	// instead of after: the first claim's TryAcquire takes it. A lease
 	// nobody takes is revoked by Close.
 	Early bool
+	// Waits says that the caller waits for a busy set (--wait): the
+	// first look at the queue of a claim that keeps a ledger (ledger.go)
+	// is then a serializable read, answered by the member the client is
+	// connected to without asking the leader. Its answer is only a hint:
+	// "busy" leads to the queue key's put, which reads the queue and the
+	// keys again through the cluster's log, and "free" to the lock
+	// transaction, which compares them there.
+	Waits bool
 	// Infof, if set, is told what -v says: renewals that needed more than
 	// one attempt. Warnf, if set, is told of a renewal that came past the
 	// deadline (this process was stopped) and found the lease alive.
@@ -466,6 +474,7 @@ type claim struct {
 	quiet bool
 	busy  error
 	watch *busyWatch
+	led   *ledger // a queued waiter's ledger (ledger.go)
 
 	// The waiting queue (queue.go): busyQueue, the last attempt found an
 	// earlier waiter on its paths (busyKey is then the queue prefix);
@@ -519,6 +528,9 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 		return nil, c.busy
 	}
 	c.quiet = false
+	if c.busy != nil && c.led.valid(c) && c.led.synced && c.led.recheck && c.stillWaits() {
+		return nil, c.busy // a queued waiter's ledger: still waiting (ledger.go)
+	}
 	deadline := time.Now().Add(c.b.rto)
 	redeals := 0
 	checked := false
@@ -584,10 +596,11 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 		}
 		if err == nil {
 			c.held = h
-			// Its queue key was deleted with the take, goes once the
-			// command has started (pools), or goes with the lease.
+			// Its queue key goes with the lease, at release, or once
+			// the command has started (pools).
 			h.started = c.dequeueLater()
 			c.qrev = 0
+			c.dropLedger()
 			return h, nil
 		}
 		if errors.Is(err, lockset.ErrBusy) {
@@ -721,21 +734,14 @@ func (c *claim) attempt(deadline time.Time) (*held, error) {
 	for ci, ch := range chunks {
 		var pools []pool
 		var pc [][]int
-		var extra []*pb.RequestOp
 		if ci == 0 {
 			pools, pc = c.pools, cands
-			if len(chunks) == 1 && len(ch) < first {
-				// A waiter leaves the queue in the transaction that
-				// takes its set, when there is room for the delete;
-				// else its key goes with its lease, at release.
-				extra = c.dequeueOp()
-			}
 		}
 		d := deadline
 		if ci > 0 {
 			d = time.Now().Add(c.b.rto) // each further chunk gets its own budget
 		}
-		r, err := c.txn(ch, pools, pc, extra, d)
+		r, err := c.txn(ch, pools, pc, d)
 		if err != nil {
 			return nil, err
 		}
@@ -867,7 +873,7 @@ type txnResult struct {
 //
 // A pool whose chain ends in the final Else is full: the transaction has
 // then put the paths and other pools' slots, which the caller revokes.
-func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, extra []*pb.RequestOp, deadline time.Time) (txnResult, error) {
+func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.Time) (txnResult, error) {
 	lease := c.lease.id
 	t := &etcdclient.Txn{}
 	for _, k := range keys {
@@ -876,7 +882,6 @@ func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, extra []*pb.Req
 	for i := range pools {
 		t.Then(c.chain(&pools[i], cands[i], 0))
 	}
-	t.Then(extra...)
 	var resp *clientv3.TxnResponse
 	err := c.b.doFor("lock transaction", max(min(time.Until(deadline), AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) (err error) {
 		resp, err = c.b.cli.Commit(ctx, t)
@@ -912,6 +917,7 @@ func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, extra []*pb.Req
 					return txnResult{}, fmt.Errorf("%w: a key is already held under this lease", errResend)
 				}
 				c.busyKey, c.busyRev = keys[i].key, resp.Header.Revision
+				c.led.hold(keys[i].key, rr.Kvs[0].CreateRevision)
 				res.busy = &BusyError{What: keys[i].canon, Key: keys[i].key, Holders: holders(rr.Kvs)}
 				return res, nil
 			}
@@ -1124,6 +1130,11 @@ func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
 	// A waiter takes its place in the queue (queue.go) the first time it
 	// waits for its paths, so that later sets that intersect its set
 	// yield to it.
+	if c.keepsLedger() {
+		if handled, err := c.waitLedger(ctx, wctx); handled {
+			return err
+		}
+	}
 	c.enqueue()
 	w := c.watchBusy()
 	if w.missed {
@@ -1284,6 +1295,7 @@ const stagger = 20 * time.Millisecond
 // Close releases anything held and the lease.
 func (c *claim) Close() {
 	c.stopWatch()
+	c.dropLedger()
 	if c.held != nil {
 		c.held.Release()
 	}

@@ -187,16 +187,8 @@ func (f *firstClaim) stillAllBusy() bool {
 	if err != nil {
 		return false
 	}
-	held := make(map[string]bool, len(resp.Kvs))
-	var queued []*mvccpb.KeyValue
-	for _, kv := range resp.Kvs {
-		if strings.HasPrefix(string(kv.Key), f.b.queuePrefix()) {
-			queued = append(queued, kv)
-		} else {
-			held[string(kv.Key)] = true
-		}
-	}
-	q := f.before(queueKVs(queued))
+	held, q := f.b.splitWaitRange(resp.Kvs)
+	q = f.before(q)
 sets:
 	for _, c := range f.sets {
 		if c.ahead(q, 0, nil) != nil {
@@ -316,7 +308,7 @@ func (f *firstClaim) enqueue() {
 	if err != nil {
 		return
 	}
-	key, rev, err := f.sets[0].putQueueKey(l)
+	key, rev, _, err := f.sets[0].putQueueKey(l)
 	if err != nil {
 		l.revoke(f.b)
 		return

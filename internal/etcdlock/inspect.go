@@ -24,6 +24,7 @@ import (
 // wrapping ErrUnavailable.
 func (b *Backend) Inspect(r lockset.Request) (*lockset.Inspection, error) {
 	in := &lockset.Inspection{}
+	holding := map[int64]bool{} // leases of the path keys held: a holder keeps its queue key
 	for _, p := range r.Paths {
 		c, err := pathlock.Canonical(p)
 		if err != nil {
@@ -42,6 +43,9 @@ func (b *Backend) Inspect(r lockset.Request) (*lockset.Inspection, error) {
 			return nil, err
 		}
 		for _, kv := range resp.Kvs {
+			if kv.Lease != 0 {
+				holding[kv.Lease] = true
+			}
 			ps.State = lockset.StateHeld
 			ps.Holders = append(ps.Holders, holderOf(kv.Value))
 		}
@@ -80,7 +84,7 @@ func (b *Backend) Inspect(r lockset.Request) (*lockset.Inspection, error) {
 	}); err != nil {
 		return nil, err
 	}
-	in.Queued = queuedFor(in, queueKVs(q.Kvs), b.PoolPrefix)
+	in.Queued = queuedFor(in, queueKVs(q.Kvs, holding), b.PoolPrefix)
 	return in, nil
 }
 

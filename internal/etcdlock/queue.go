@@ -33,10 +33,14 @@ import (
 // before its own (every queue key, for a withlock that is not queued) and
 // names one of its paths makes the set busy, so a newcomer whose set
 // intersects an earlier waiter's yields to it, while a set that intersects
-// no waiter's proceeds at once. A waiter's key goes when it takes its set
-// (deleted in the same transaction) or stops waiting (its lease revoked);
-// a waiter that dies (SIGKILL) leaves the queue when its lease expires,
-// TTL + lock delay after its last renewal.
+// no waiter's proceeds at once. A waiter's key stays while it holds its
+// set and goes with its lease, at release, or when it stops waiting (its
+// lease revoked); a waiter that dies (SIGKILL) leaves the queue when its
+// lease expires, TTL + lock delay after its last renewal. A queue key
+// whose lease holds one of the path keys read with it is a holder's, and
+// the held key answers for it (judge); the waiters behind a holder are
+// woken once, by its release (ledger.go). With pools, the key goes once
+// the holder's command has started (dequeueLater).
 //
 // Slot pools: a waiter reserves a slot of each pool it waits for (the
 // value lists the key prefix of each pool an attempt found full or
@@ -255,9 +259,12 @@ type queueKV struct {
 
 // queueKVs turns the range of the queue prefix into queue keys in create
 // revision order, skipping values that are not queue values.
-func queueKVs(kvs []*mvccpb.KeyValue) []*queueKV {
+func queueKVs(kvs []*mvccpb.KeyValue, holding map[int64]bool) []*queueKV {
 	var q []*queueKV
 	for _, kv := range kvs {
+		if holding[kv.Lease] {
+			continue
+		}
 		if v, ok := parseQueueValue(kv.Value); ok {
 			q = append(q, &queueKV{key: string(kv.Key), rev: kv.CreateRevision, v: v})
 		}
@@ -282,13 +289,18 @@ func (c *claim) precheck() *BusyError {
 		}
 	}
 	keys := c.keys[:min(len(c.keys), MaxTxnOps-1-len(pools))]
+	var opts []clientv3.OpOption
+	if c.b.cfg.Waits && !c.tried && c.keepsLedger() {
+		// The first look of a waiter with a ledger: a hint (Config.Waits).
+		opts = append(opts, clientv3.WithSerializable())
+	}
 	ops := make([]clientv3.Op, 0, 1+len(pools)+len(keys))
-	ops = append(ops, clientv3.OpGet(c.b.queuePrefix(), clientv3.WithPrefix()))
+	ops = append(ops, clientv3.OpGet(c.b.queuePrefix(), append(opts, clientv3.WithPrefix())...))
 	for _, p := range pools {
 		ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly()))
 	}
 	for _, k := range keys {
-		ops = append(ops, clientv3.OpGet(k.key))
+		ops = append(ops, clientv3.OpGet(k.key, opts...))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
 	defer cancel()
@@ -296,7 +308,6 @@ func (c *claim) precheck() *BusyError {
 	if err != nil {
 		return nil
 	}
-	rev := resp.Header.Revision
 	var taken map[string]int
 	if len(pools) > 0 {
 		wants := c.poolWants()
@@ -305,24 +316,49 @@ func (c *claim) precheck() *BusyError {
 			taken[p] = countTaken(p, wants[p].size, resp.Responses[1+i].GetResponseRange().GetKvs())
 		}
 	}
-	be := c.ahead(queueKVs(resp.Responses[0].GetResponseRange().Kvs), rev, taken)
+	return c.judge(resp.Header.Revision, resp.Responses[0].GetResponseRange().GetKvs(), resp.Responses[1+len(pools):], keys, taken)
+}
+
+// judge decides a read, at revision rev, of the queue (queue) and of the
+// first len(keys) of the claim's path keys (reads[i] is keys[i]'s range):
+// the busy answer for an earlier waiter (ahead), else for a path key
+// held; nil if none. A queue key whose lease holds one of these path
+// keys is its holder's (a holder keeps its queue key until it releases),
+// not a waiter's: the held key answers for it. taken is as for ahead. A
+// claim that keeps a ledger (ledger.go) takes from the read what it
+// waits for.
+func (c *claim) judge(rev int64, queue []*mvccpb.KeyValue, reads []*pb.ResponseOp, keys []pathKey, taken map[string]int) *BusyError {
+	var holding map[int64]bool
+	for _, r := range reads {
+		if kvs := r.GetResponseRange().GetKvs(); len(kvs) > 0 && kvs[0].Lease != 0 {
+			if holding == nil {
+				holding = map[int64]bool{}
+			}
+			holding[kvs[0].Lease] = true
+		}
+	}
+	q := queueKVs(queue, holding)
+	be := c.ahead(q, rev, taken)
 	if c.queued() && rev >= c.qrev {
 		// Read since the claim entered the queue: no waiter can come
 		// ahead of it any more. Earlier waiters for its pools still
 		// count at every try (their reservations depend on the free
 		// slots), so with one of them it reads the queue every time.
 		c.qchecked = !c.poolsAhead
+		if len(keys) == len(c.keys) {
+			c.led.take(c, q, reads)
+		}
 	}
 	if be != nil {
 		return be
 	}
-	for i, r := range resp.Responses[1+len(pools):] {
-		if rr := r.GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
-			if c.lease != nil && rr.Kvs[0].Lease == int64(c.lease.id) {
+	for i, r := range reads {
+		if kvs := r.GetResponseRange().GetKvs(); len(kvs) > 0 {
+			if c.lease != nil && kvs[0].Lease == int64(c.lease.id) {
 				return nil // ours: the transaction sorts it out
 			}
 			c.busyKey, c.busyPrefix, c.busyEnd, c.busyRev, c.busyQueue = keys[i].key, false, "", rev, false
-			return &BusyError{What: keys[i].canon, Key: keys[i].key, Holders: holders(rr.Kvs)}
+			return &BusyError{What: keys[i].canon, Key: keys[i].key, Holders: holders(kvs)}
 		}
 	}
 	return nil
@@ -337,30 +373,39 @@ func (c *claim) prechecks() bool { return len(c.keys) > 0 || len(c.pools) > 0 }
 // more than maxQueued paths, is not queued. An enqueue that fails leaves the claim
 // waiting unqueued; the next WaitChange tries again.
 func (c *claim) enqueue() {
-	if c.queued() || !c.prechecks() || len(c.keys) > maxQueued {
+	if c.queued() || !c.prechecks() || len(c.keys) > maxQueued || !c.liveLease() {
 		return
 	}
-	if c.lease == nil || c.lease.isLost() {
-		if c.lease != nil {
-			c.lease.revoke(c.b)
-		}
-		l, err := c.b.newLease()
-		if err != nil {
-			c.lease = nil
-			return
-		}
-		c.lease = l
-	}
-	key, rev, err := c.putQueueKey(c.lease)
+	key, rev, _, err := c.putQueueKey(c.lease)
 	if err != nil {
 		return
 	}
 	c.qkey, c.qrev, c.qlease, c.qchecked = key, rev, c.lease.id, false
 }
 
+// liveLease grants the claim a lease if it has none or its last was
+// lost (revoked then); false if the grant failed.
+func (c *claim) liveLease() bool {
+	if c.lease != nil && !c.lease.isLost() {
+		return true
+	}
+	if c.lease != nil {
+		c.lease.revoke(c.b)
+	}
+	l, err := c.b.newLease()
+	if err != nil {
+		c.lease = nil
+		return false
+	}
+	c.lease = l
+	return true
+}
+
 // putQueueKey puts a queue key for the claim's set under lease l, and
-// returns it with its create revision.
-func (c *claim) putQueueKey(l *lease) (key string, rev int64, err error) {
+// returns it with its create revision, and the transaction's answer: its
+// header, then the key's put or read, then the answers to reads, read in
+// the same transaction right after it (they see the key).
+func (c *claim) putQueueKey(l *lease, reads ...*pb.RequestOp) (key string, rev int64, read *clientv3.TxnResponse, err error) {
 	c.qsince = time.Now().UTC().Format(time.RFC3339)
 	data := c.queueData()
 	key = fmt.Sprintf("%s%016x", c.b.queuePrefix(), int64(l.id))
@@ -370,25 +415,28 @@ func (c *claim) putQueueKey(l *lease) (key string, rev int64, err error) {
 	// the queue. The key is ours alone (named by our lease).
 	err = c.b.retry("enter the queue", func(ctx context.Context) error {
 		r, err := c.b.cli.Commit(ctx, new(etcdclient.Txn).If(etcdclient.CreateIs(key, 0)).
-			Then(etcdclient.Put(key, string(data), l.id)).
-			Else(etcdclient.Get(key)))
+			Then(etcdclient.Put(key, string(data), l.id)).Then(reads...).
+			Else(etcdclient.Get(key)).Else(reads...))
 		switch {
 		case err != nil:
 			return err
+		case len(r.Responses) != 1+len(reads):
+			return fmt.Errorf("queue key %s: %d answers to %d requests", key, len(r.Responses), 1+len(reads))
 		case r.Succeeded:
 			rev = r.Header.Revision
-		case len(r.Responses) == 1 && len(r.Responses[0].GetResponseRange().Kvs) == 1:
+		case len(r.Responses[0].GetResponseRange().GetKvs()) == 1:
 			rev = r.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 		default:
 			return fmt.Errorf("queue key %s neither absent nor readable", key)
 		}
+		read = r
 		return nil
 	})
 	if err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	c.qreserve = slices.Clone(c.reserve)
-	return key, rev, nil
+	return key, rev, read, nil
 }
 
 // queueData is the claim's queue value: its paths, and the pools it
@@ -456,28 +504,23 @@ func (c *claim) addPool(ps []string, p string) []string {
 // (precheck). A queued waiter that has read the queue since it entered
 // it, and that waits for a path key rather than for an earlier waiter,
 // need not: no waiter can enter ahead of it, so it goes straight to the
-// lock transaction when the key is released.
+// lock transaction when the key is released. Nor need a claim whose
+// ledger is empty (ledger.go).
 func (c *claim) needsCheck() bool {
+	if c.led.ready(c) {
+		return false // its ledger is empty: nothing to wait for (ledger.go)
+	}
 	return !(c.queued() && c.qchecked && !c.busyQueue && c.busyKey != "")
 }
 
-// dequeueOp is the delete of the claim's queue key, for the transaction
-// that takes its set; nil if it is not queued, or if it has pools: their
-// slots are taken in nested transactions, so the outer one applies its
-// other operations even when a pool is full, and the waiter would lose its
-// place without getting in (dequeueLater deletes the key then).
-func (c *claim) dequeueOp() []*pb.RequestOp {
-	if !c.queued() || len(c.pools) > 0 {
-		return nil
-	}
-	return []*pb.RequestOp{etcdclient.Delete(c.qkey)}
-}
-
-// dequeueLater returns what deletes the queue key of a claim that has
-// taken its set, once its command has started (held.Started): a key the
-// lock transaction did not delete (dequeueOp) would go only with the
-// lease, at release, and its pool reservations would make newcomers
-// yield meanwhile. nil if there is nothing to delete.
+// dequeueLater returns what deletes the queue key of a claim with pools
+// that has taken its set, once its command has started (held.Started):
+// its key would go only with the lease, at release, and its pool
+// reservations would make newcomers yield meanwhile. (The lock
+// transaction cannot delete it: it applies its other operations even
+// when a pool in it is full, and the waiter would lose its place without
+// getting in.) A claim without pools keeps its key until release
+// (ledger.go). nil if there is nothing to delete.
 func (c *claim) dequeueLater() func() {
 	if !c.queued() || len(c.pools) == 0 {
 		return nil
@@ -494,15 +537,38 @@ func (c *claim) dequeueLater() func() {
 // readQueue reads the live waiters (for --first-of, which checks every
 // candidate set against them; its own queue key names its first set only)
 // and the revision of the read; nil and 0 if the read got no answer in
-// time.
+// time. It reads the held path keys with the queue (waitRange), to leave
+// out the queue keys of holders (judge).
 func (b *Backend) readQueue() ([]*queueKV, int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
 	defer cancel()
-	resp, err := b.cli.Get(ctx, b.queuePrefix(), clientv3.WithPrefix())
+	from, to := b.waitRange()
+	resp, err := b.cli.Get(ctx, from, clientv3.WithRange(to))
 	if err != nil {
 		return nil, 0
 	}
-	return queueKVs(resp.Kvs), resp.Header.Revision
+	_, q := b.splitWaitRange(resp.Kvs)
+	return q, resp.Header.Revision
+}
+
+// splitWaitRange splits a read of waitRange into the held path keys (by
+// key) and the queue, in create revision order, without the queue keys
+// of holders: those whose lease holds a path key.
+func (b *Backend) splitWaitRange(kvs []*mvccpb.KeyValue) (held map[string]bool, q []*queueKV) {
+	held = make(map[string]bool, len(kvs))
+	holding := map[int64]bool{}
+	var queued []*mvccpb.KeyValue
+	for _, kv := range kvs {
+		if strings.HasPrefix(string(kv.Key), b.queuePrefix()) {
+			queued = append(queued, kv)
+			continue
+		}
+		held[string(kv.Key)] = true
+		if kv.Lease != 0 {
+			holding[kv.Lease] = true
+		}
+	}
+	return held, queueKVs(queued, holding)
 }
 
 // describe names the holder of a key (or the waiter of a queue key) for

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,5 +202,42 @@ func TestFrozenWaiterRunsWhenFreed(t *testing.T) {
 				t.Errorf("the waiter's command wrote %q; want ran", b)
 			}
 		})
+	}
+}
+
+// A waiter that takes its set keeps its queue key until it releases: its
+// lease takes both, in one revision, so the waiters behind it are woken
+// once, by the release (docs/withlock.md, "Fair waiting"). Newcomers and
+// `withlock who` name it as the path's holder, not as an earlier waiter.
+func TestHolderKeepsQueueKey(t *testing.T) {
+	p, dir, base, args := etcdCase(t)
+	release1, release2, running := filepath.Join(dir, "release1"), filepath.Join(dir, "release2"), filepath.Join(dir, "running")
+	holdUntil(t, base, "/srv/a", release1)
+	waitFor(t, 10*time.Second, "the holder's key", func() bool { return keys(t, p)[pathKey(p, "srv/a")] != 0 })
+	w := command(nil, "withlock", args("--wait", "60s", "--paths", "/srv/a", "--", "sh", "-c",
+		`touch "$1"; while [ ! -e "$2" ]; do sleep 0.02; done`, "sh", running, release2)...)
+	stderr := startWaiter(t, w)
+	waitFor(t, 20*time.Second, "the waiter's queue key", func() bool { return queueKeys(t, p) == 1 })
+	os.WriteFile(release1, nil, 0o644)
+	waitFor(t, 20*time.Second, "the waiter's command", func() bool { _, err := os.Stat(running); return err == nil })
+
+	if n := queueKeys(t, p); n != 1 {
+		t.Errorf("queue keys while the former waiter holds /srv/a: %d; want its own, 1", n)
+	}
+	pid := "pid " + strconv.Itoa(w.Process.Pid) // withlock execs withlock-etcd: the same pid
+	r := run(t, nil, "withlock", args("-v", "--paths", "/srv/a", "--", "true")...)
+	if r.code != 75 || strings.Contains(r.stderr, "earlier waiter") || !strings.Contains(r.stderr, pid) {
+		t.Errorf("a newcomer while the former waiter holds: exit %d, stderr %q; want 75 naming the holder, %s, not an earlier waiter", r.code, r.stderr, pid)
+	}
+	r = run(t, nil, "withlock", append(append([]string{"who"}, base...), "/srv/a")...)
+	if r.code != 75 || strings.Contains(r.stdout, "queued") || !strings.Contains(r.stdout, pid) {
+		t.Errorf("who /srv/a: exit %d; want 75 naming the holder, %s, and no waiter\n%s%s", r.code, pid, r.stdout, r.stderr)
+	}
+	os.WriteFile(release2, nil, 0o644)
+	if err := w.Wait(); err != nil {
+		t.Fatalf("the waiter: %v\n%s", err, stderr)
+	}
+	if k := keys(t, p); len(k) != 0 {
+		t.Errorf("keys left after the release: %v", k)
 	}
 }

@@ -102,9 +102,33 @@ var Mutants = []Mutant{
 		Name:   "etcd-dequeue-in-txn",
 		Breaks: "on etcd the lock transaction deletes a pool waiter's queue key even when a pool in it is full: it loses its place",
 		Edits: []Edit{
-			{"internal/etcdlock/queue.go", "	if !c.queued() || len(c.pools) > 0 {\n\t\treturn nil\n\t}\n\treturn []*pb.RequestOp{etcdclient.Delete(c.qkey)}", "	if !c.queued() {\n\t\treturn nil\n\t}\n\treturn []*pb.RequestOp{etcdclient.Delete(c.qkey)}"},
+			{"internal/etcdlock/etcdlock.go", "		t.Then(c.chain(&pools[i], cands[i], 0))\n\t}\n", "		t.Then(c.chain(&pools[i], cands[i], 0))\n\t}\n\tif c.queued() {\n\t\tt.Then(etcdclient.Delete(c.qkey))\n\t}\n"},
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestPoolQueueReservesEveryFullPool", Tags: "etcd",
+	},
+	{
+		Name:   "etcd-ledger-skips-waiters",
+		Breaks: "on etcd a queued waiter's ledger leaves out the earlier waiters on its paths: it takes a free path ahead of them",
+		Edits: []Edit{
+			{"internal/etcdlock/ledger.go", "		if kv.v.intersects(ids) {\n\t\t\tl.wait[kv.key] = kv.rev", "		if false && kv.v.intersects(ids) {\n\t\t\tl.wait[kv.key] = kv.rev"},
+		},
+		Pkgs: []string{"./tests/etcd"}, Run: "TestFairWait", Tags: "etcd",
+	},
+	{
+		Name:   "etcd-ledger-stale-delete",
+		Breaks: "on etcd a delete older than the key a waiter read empties its ledger: it writes a lock transaction bound to fail",
+		Edits: []Edit{
+			{"internal/etcdlock/ledger.go", "ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > created", "ev.Type == mvccpb.DELETE && created >= 0"},
+		},
+		Pkgs: []string{"./internal/etcdlock"}, Run: "TestLedger",
+	},
+	{
+		Name:   "etcd-holder-as-waiter",
+		Breaks: "on etcd a newcomer is told a holder (which keeps its queue key) is an earlier waiter, and watches its queue key, not the path",
+		Edits: []Edit{
+			{"internal/etcdlock/queue.go", "		if holding[kv.Lease] {\n\t\t\tcontinue\n\t\t}\n", ""},
+		},
+		Pkgs: []string{"./internal/etcdlock", "./tests/etcd"}, Run: "TestJudgeHolderQueueKey|TestHolderKeepsQueueKey", Tags: "etcd",
 	},
 	{
 		Name:   "etcd-pool-queue-all",
