@@ -150,14 +150,6 @@ type Config struct {
 	// instead of after: the first claim's TryAcquire takes it. A lease
 	// nobody takes is revoked by Close.
 	Early bool
-	// Waits says that the caller waits for a busy set (--wait): the
-	// first look at the queue of a claim that keeps a ledger (ledger.go)
-	// is then a serializable read, answered by the member the client is
-	// connected to without asking the leader. Its answer is only a hint:
-	// "busy" leads to the queue key's put, which reads the queue and the
-	// keys again through the cluster's log, and "free" to the lock
-	// transaction, which compares them there.
-	Waits bool
 	// Infof, if set, is told what -v says: renewals that needed more than
 	// one attempt. Warnf, if set, is told of a renewal that came past the
 	// deadline (this process was stopped) and found the lease alive.

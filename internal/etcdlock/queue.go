@@ -289,18 +289,13 @@ func (c *claim) precheck() *BusyError {
 		}
 	}
 	keys := c.keys[:min(len(c.keys), MaxTxnOps-1-len(pools))]
-	var opts []clientv3.OpOption
-	if c.b.cfg.Waits && !c.tried && c.keepsLedger() {
-		// The first look of a waiter with a ledger: a hint (Config.Waits).
-		opts = append(opts, clientv3.WithSerializable())
-	}
 	ops := make([]clientv3.Op, 0, 1+len(pools)+len(keys))
-	ops = append(ops, clientv3.OpGet(c.b.queuePrefix(), append(opts, clientv3.WithPrefix())...))
+	ops = append(ops, clientv3.OpGet(c.b.queuePrefix(), clientv3.WithPrefix()))
 	for _, p := range pools {
 		ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly()))
 	}
 	for _, k := range keys {
-		ops = append(ops, clientv3.OpGet(k.key, opts...))
+		ops = append(ops, clientv3.OpGet(k.key))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
 	defer cancel()
