@@ -241,3 +241,37 @@ func TestHolderKeepsQueueKey(t *testing.T) {
 		t.Errorf("keys left after the release: %v", k)
 	}
 }
+
+// Five waiters queued one after another behind a holder run in the order
+// they queued, each once the one before it has released: every waiter
+// behind another keeps a ledger (ledger.go) whose entries are the earlier
+// waiters' queue keys, which they keep while they hold.
+func TestLedgerChainOrder(t *testing.T) {
+	p, dir, base, args := etcdCase(t)
+	release, order := filepath.Join(dir, "release"), filepath.Join(dir, "order")
+	holdUntil(t, base, "/srv/a", release)
+	waitFor(t, 10*time.Second, "the holder's key", func() bool { return keys(t, p)[pathKey(p, "srv/a")] != 0 })
+	var ws []*exec.Cmd
+	for i := range 5 {
+		// Each appends its name, then checks that nobody else ran
+		// meanwhile (the file still ends with its own line).
+		name := "w" + strconv.Itoa(i+1)
+		w := command(nil, "withlock", args("--wait", "60s", "--paths", "/srv/a", "--", "sh", "-c",
+			`echo "$2" >> "$1" && sleep 0.05 && [ "$(tail -n 1 "$1")" = "$2" ]`, "sh", order, name)...)
+		startWaiter(t, w)
+		ws = append(ws, w)
+		waitFor(t, 20*time.Second, name+"'s queue key", func() bool { return queueKeys(t, p) == i+1 })
+	}
+	os.WriteFile(release, nil, 0o644)
+	for i, w := range ws {
+		if err := w.Wait(); err != nil {
+			t.Errorf("w%d: %v", i+1, err)
+		}
+	}
+	if b, _ := os.ReadFile(order); string(b) != "w1\nw2\nw3\nw4\nw5\n" {
+		t.Errorf("the waiters ran in the order %q; want w1 to w5", b)
+	}
+	if k := keys(t, p); len(k) != 0 {
+		t.Errorf("keys left after every process exited: %v", k)
+	}
+}
