@@ -546,15 +546,19 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 				go func() { peeked <- c.precheck() }()
 			}
 			l, err := c.b.newLease()
+			// The read sets the claim's busy state and reads c.lease:
+			// the lease is the claim's only once it is done.
+			var be *BusyError
+			if peeked != nil {
+				be = <-peeked
+			}
 			if err != nil {
 				return nil, err
 			}
 			c.lease = l
-			if peeked != nil {
-				if be := <-peeked; be != nil {
-					c.tried, c.busy = true, be
-					return nil, be
-				}
+			if be != nil {
+				c.tried, c.busy = true, be
+				return nil, be
 			}
 		}
 		if !checked && c.prechecks() && c.needsCheck() {
@@ -644,19 +648,45 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 }
 
 // stillBusy reports whether a linearizable read finds the busy path key
-// still held since the busy attempt (a pool is left to the attempt), or
-// the claim still behind earlier waiters for a pool.
+// still held since the busy attempt, the full pool still full, or the
+// claim still behind earlier waiters for a pool.
 func (c *claim) stillBusy() bool {
 	if c.busyEnd != "" {
 		return c.stillBehindPool()
 	}
-	if c.busyPrefix || c.busyKey == "" {
+	if c.busyPrefix {
+		return c.stillFull()
+	}
+	if c.busyKey == "" {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
 	defer cancel()
 	r, err := c.b.cli.Get(ctx, c.busyKey, clientv3.WithKeysOnly())
 	return err == nil && len(r.Kvs) > 0 && r.Kvs[0].CreateRevision <= c.busyRev
+}
+
+// stillFull reports whether a linearizable read of the pool that was
+// full (busyKey, a pool's prefix; keys only) finds it still without a
+// free slot for each of the claim's occurrences of it. Without it a
+// waiter for a full pool sent its lock transaction at every poll: a
+// write through the cluster's log, two with the paths a queued waiter
+// then gives back (undo), four times a second.
+func (c *claim) stillFull() bool {
+	w, ok := c.poolWants()[c.busyKey]
+	if !ok {
+		return false
+	}
+	need := 0
+	for _, p := range c.pools {
+		if p.prefix == c.busyKey {
+			need++
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
+	defer cancel()
+	r, err := c.b.cli.Get(ctx, c.busyKey, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	return err == nil && w.size-countTaken(c.busyKey, w.size, r.Kvs) < need
 }
 
 // stillBehindPool reads the queue and the pools again (precheck) for a

@@ -5,6 +5,7 @@ package etcdlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -41,10 +42,15 @@ import (
 //
 // The watch covers every path key and queue key of the key prefix, so a
 // waiter is sent the deletes of every release under the prefix, not its
-// own paths only; it filters them itself. A watch that ends, or a poll
-// interval without the ledger emptying (a watch on a frozen member is
-// silent), makes the next attempt read first, and that read fills the
-// ledger again.
+// own paths only; it filters them itself. A poll interval without the
+// ledger emptying (a watch on a frozen member is silent) makes the next
+// try read the ledger's keys (stillWaits: one read, no write). A watch
+// that ends drops the ledger: the next attempt reads the queue and the
+// keys first, and the next wait opens a ledger again (a read of the
+// queue and the keys, for a claim queued already).
+//
+// The skip of a holder's queue key relies on queueValue.Keeps: a waiter
+// with pools can hold path keys for a moment while it waits.
 //
 // Sets with slot pools wait as before: what a pool waiter waits for
 // depends on the free slots at each try. So do sets too large to read
@@ -125,28 +131,35 @@ func (l *ledger) ready(c *claim) bool {
 
 // stillWaits reads, after a poll interval in which the ledger's watch
 // reported nothing (a watch on a frozen member is silent), whether what
-// the ledger waits for is still there: one linearizable read of the path
-// keys and the queue, keys only (no write: TestWaiterIdleWritesNothing).
-// Keys gone are taken out; a path key created again since is the new
+// the ledger waits for is still there: the ledger's keys, keys only, in
+// one linearizable read (no write: TestWaiterIdleWritesNothing). Keys
+// gone are taken out; a path key created again since is the new
 // holder's. true if the ledger is still not empty; false if it is, or if
 // the read got no answer in time (the attempt then reads first: recheck
-// stays set).
+// stays set). A ledger holds at most one queue key per earlier waiter and
+// the claim's path keys; past MaxTxnOps of them only the first are read,
+// and the rest wait for their deletes.
 func (c *claim) stillWaits() bool {
 	l := c.led
+	keys := make([]string, 0, len(l.wait))
+	for k := range l.wait {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	keys = keys[:min(len(keys), MaxTxnOps)]
+	ops := make([]clientv3.Op, len(keys))
+	for i, k := range keys {
+		ops[i] = clientv3.OpGet(k, clientv3.WithKeysOnly())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
 	defer cancel()
-	from, to := c.b.waitRange()
-	r, err := c.b.cli.Get(ctx, from, clientv3.WithRange(to), clientv3.WithKeysOnly())
-	if err != nil {
+	r, err := c.b.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil || len(r.Responses) != len(keys) {
 		return false
 	}
-	live := make(map[string]int64, len(r.Kvs))
-	for _, kv := range r.Kvs {
-		live[string(kv.Key)] = kv.CreateRevision
-	}
-	for k := range l.wait {
-		if created, ok := live[k]; ok {
-			l.wait[k] = created
+	for i, k := range keys {
+		if kvs := r.Responses[i].GetResponseRange().GetKvs(); len(kvs) > 0 {
+			l.wait[k] = kvs[0].CreateRevision
 		} else {
 			delete(l.wait, k)
 		}
@@ -238,7 +251,11 @@ func (c *claim) waitLedger(ctx, wctx context.Context) (handled bool, err error) 
 		select {
 		case wr, ok := <-l.ch:
 			if !ok || wr.Err() != nil {
+				// The next attempt reads the queue and the keys first
+				// (qchecked: its lock transaction is a write), and the
+				// next wait opens a ledger again.
 				c.dropLedger()
+				c.qchecked = false
 				c.b.cli.Widen()
 				return true, ctx.Err()
 			}

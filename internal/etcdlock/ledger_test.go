@@ -4,6 +4,7 @@ package etcdlock
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -22,7 +23,7 @@ func rangeOf(key string, lease, rev int64) *pb.ResponseOp {
 }
 
 func queueKey(t *testing.T, b *Backend, lease, rev int64, rels ...string) *mvccpb.KeyValue {
-	v := queueValue{Holder: Holder{Host: "h", PID: int(lease)}}
+	v := queueValue{Holder: Holder{Host: "h", PID: int(lease)}, Keeps: true}
 	for _, rel := range rels {
 		v.Keys = append(v.Keys, shortID(b.PathKey(rel)))
 	}
@@ -126,6 +127,16 @@ func TestJudgeHolderQueueKey(t *testing.T) {
 	be := c.judge(8, []*mvccpb.KeyValue{holder}, []*pb.ResponseOp{rangeOf(c.keys[0].key, 1, 6)}, c.keys, nil)
 	if be == nil || be.queued || be.Key != c.keys[0].key || c.busyKey != c.keys[0].key || c.busyQueue {
 		t.Fatalf("judge: %+v, watching %q (queue %v); want busy on the path key", be, c.busyKey, c.busyQueue)
+	}
+	// A waiter with pools (or an older withlock) holds path keys for a
+	// moment while it waits: a transaction that found a pool full put
+	// them and will delete them to keep its place. Its key does not say
+	// Keeps, so it stays an earlier waiter.
+	waiter := queueKey(t, b, 2, 5, "srv/a")
+	waiter.Value = []byte(strings.Replace(string(waiter.Value), `,"keeps":true`, "", 1))
+	be = c.judge(8, []*mvccpb.KeyValue{waiter}, []*pb.ResponseOp{rangeOf(c.keys[0].key, 2, 6)}, c.keys, nil)
+	if be == nil || !be.queued || be.Key != string(waiter.Key) {
+		t.Fatalf("judge, a pool waiter's key on a lease holding the path for a moment: %+v; want busy behind it", be)
 	}
 	// Not read with it (a set too large for one read): the queue key
 	// still makes the claim yield, to the same process.

@@ -73,6 +73,13 @@ type queueValue struct {
 	Since string   `json:"since"`
 	Keys  []string `json:"keys"`
 	Pools []string `json:"pools,omitempty"`
+	// Keeps: the waiter has no pools, so it keeps its queue key while
+	// it holds its set (ledger.go), and a key of its set held under the
+	// queue key's lease means it holds (judge). A waiter with pools can
+	// hold path keys for a moment while it waits (a transaction that
+	// found a pool full puts them, then deletes them to keep its
+	// place): its key never says so. Older binaries write no Keeps.
+	Keeps bool `json:"keeps,omitempty"`
 }
 
 // QueuePrefix is the key prefix of the waiting queue under prefix.
@@ -258,16 +265,17 @@ type queueKV struct {
 }
 
 // queueKVs turns the range of the queue prefix into queue keys in create
-// revision order, skipping values that are not queue values.
+// revision order, skipping values that are not queue values, and the keys
+// of holders: those that keep their key while they hold (Keeps) and whose
+// lease is in holding (the leases of path keys read with the queue).
 func queueKVs(kvs []*mvccpb.KeyValue, holding map[int64]bool) []*queueKV {
 	var q []*queueKV
 	for _, kv := range kvs {
-		if holding[kv.Lease] {
-			continue
+		v, ok := parseQueueValue(kv.Value)
+		if !ok || v.Keeps && holding[kv.Lease] {
+			continue // not a queue value, or a holder's key (judge)
 		}
-		if v, ok := parseQueueValue(kv.Value); ok {
-			q = append(q, &queueKV{key: string(kv.Key), rev: kv.CreateRevision, v: v})
-		}
+		q = append(q, &queueKV{key: string(kv.Key), rev: kv.CreateRevision, v: v})
 	}
 	slices.SortFunc(q, func(a, b *queueKV) int { return cmp.Compare(a.rev, b.rev) })
 	return q
@@ -318,8 +326,9 @@ func (c *claim) precheck() *BusyError {
 // first len(keys) of the claim's path keys (reads[i] is keys[i]'s range):
 // the busy answer for an earlier waiter (ahead), else for a path key
 // held; nil if none. A queue key whose lease holds one of these path
-// keys is its holder's (a holder keeps its queue key until it releases),
-// not a waiter's: the held key answers for it. taken is as for ahead. A
+// keys, and whose value says that its waiter keeps it while it holds
+// (queueValue.Keeps), is its holder's, not a waiter's: the held key
+// answers for it. taken is as for ahead. A
 // claim that keeps a ledger (ledger.go) takes from the read what it
 // waits for.
 func (c *claim) judge(rev int64, queue []*mvccpb.KeyValue, reads []*pb.ResponseOp, keys []pathKey, taken map[string]int) *BusyError {
@@ -442,6 +451,7 @@ func (c *claim) queueData() []byte {
 		v.Keys = append(v.Keys, shortID(k.key))
 	}
 	v.Pools = c.reserve
+	v.Keeps = len(c.pools) == 0
 	data, _ := json.Marshal(v)
 	return data
 }
@@ -532,23 +542,24 @@ func (c *claim) dequeueLater() func() {
 // readQueue reads the live waiters (for --first-of, which checks every
 // candidate set against them; its own queue key names its first set only)
 // and the revision of the read; nil and 0 if the read got no answer in
-// time. It reads the held path keys with the queue (waitRange), to leave
+// time. It reads the held path keys (keys only) with the queue, to leave
 // out the queue keys of holders (judge).
 func (b *Backend) readQueue() ([]*queueKV, int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
 	defer cancel()
-	from, to := b.waitRange()
-	resp, err := b.cli.Get(ctx, from, clientv3.WithRange(to))
-	if err != nil {
+	resp, err := b.cli.Txn(ctx).Then(
+		clientv3.OpGet(b.queuePrefix(), clientv3.WithPrefix()),
+		clientv3.OpGet(b.cfg.Prefix+"/paths/", clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
+	if err != nil || len(resp.Responses) != 2 {
 		return nil, 0
 	}
-	_, q := b.splitWaitRange(resp.Kvs)
+	_, q := b.splitWaitRange(append(resp.Responses[1].GetResponseRange().GetKvs(), resp.Responses[0].GetResponseRange().GetKvs()...))
 	return q, resp.Header.Revision
 }
 
 // splitWaitRange splits a read of waitRange into the held path keys (by
 // key) and the queue, in create revision order, without the queue keys
-// of holders: those whose lease holds a path key.
+// of holders (queueKVs).
 func (b *Backend) splitWaitRange(kvs []*mvccpb.KeyValue) (held map[string]bool, q []*queueKV) {
 	held = make(map[string]bool, len(kvs))
 	holding := map[int64]bool{}

@@ -220,6 +220,19 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 func watchers(t *testing.T) int {
 	t.Helper()
 	n := 0
+	eachMetric(t, false, func(_ int, name string, v float64) {
+		if name == "etcd_debugging_mvcc_watcher_total" {
+			n += int(v)
+		}
+	})
+	return n
+}
+
+// eachMetric calls f with every sample (name with its labels, value) of
+// the /metrics of every running, unfrozen member i. A member that does
+// not answer is skipped, or fails the test if must.
+func eachMetric(t *testing.T, must bool, f func(i int, name string, v float64)) {
+	t.Helper()
 	for i, ep := range cl.Endpoints() {
 		if !cl.Running(i) || cl.Members[i].Frozen() {
 			continue
@@ -227,18 +240,23 @@ func watchers(t *testing.T) int {
 		c := http.Client{Timeout: 2 * time.Second}
 		resp, err := c.Get(ep + "/metrics")
 		if err != nil {
+			if must {
+				t.Fatal(err)
+			}
 			continue
 		}
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for line := range strings.Lines(string(data)) {
-			if v, ok := strings.CutPrefix(line, "etcd_debugging_mvcc_watcher_total "); ok {
-				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				n += int(f)
+			fs := strings.Fields(line)
+			if len(fs) < 2 || strings.HasPrefix(fs[0], "#") {
+				continue
+			}
+			if v, err := strconv.ParseFloat(fs[len(fs)-1], 64); err == nil {
+				f(i, strings.Join(fs[:len(fs)-1], " "), v)
 			}
 		}
 	}
-	return n
 }
 
 // leaseTTL returns the remaining TTL of lease id in seconds, -1 when the

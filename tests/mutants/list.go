@@ -107,6 +107,14 @@ var Mutants = []Mutant{
 		Pkgs: []string{"./tests/etcd"}, Run: "TestPoolQueueReservesEveryFullPool", Tags: "etcd",
 	},
 	{
+		Name:   "etcd-pool-waiter-writes-per-poll",
+		Breaks: "on etcd a waiter for a full pool sends its lock transaction at every poll (a write; two with paths) instead of reading the pool",
+		Edits: []Edit{
+			{"internal/etcdlock/etcdlock.go", "	if c.busyPrefix {\n\t\treturn c.stillFull()\n\t}", "	if c.busyPrefix {\n\t\treturn false\n\t}"},
+		},
+		Pkgs: []string{"./tests/etcd"}, Run: "TestPoolWaiterIdleWritesNothing", Tags: "etcd",
+	},
+	{
 		Name:   "etcd-ledger-skips-waiters",
 		Breaks: "on etcd a queued waiter's ledger leaves out the earlier waiters on its paths: it takes a free path ahead of them",
 		Edits: []Edit{
@@ -126,9 +134,17 @@ var Mutants = []Mutant{
 		Name:   "etcd-holder-as-waiter",
 		Breaks: "on etcd a newcomer is told a holder (which keeps its queue key) is an earlier waiter, and watches its queue key, not the path",
 		Edits: []Edit{
-			{"internal/etcdlock/queue.go", "		if holding[kv.Lease] {\n\t\t\tcontinue\n\t\t}\n", ""},
+			{"internal/etcdlock/queue.go", "if !ok || v.Keeps && holding[kv.Lease] {", "if !ok {"},
 		},
 		Pkgs: []string{"./internal/etcdlock", "./tests/etcd"}, Run: "TestJudgeHolderQueueKey|TestHolderKeepsQueueKey", Tags: "etcd",
+	},
+	{
+		Name:   "etcd-pool-waiter-as-holder",
+		Breaks: "on etcd a waiter with pools whose transaction put its paths for a moment is taken for a holder: a later waiter takes the set ahead of it",
+		Edits: []Edit{
+			{"internal/etcdlock/queue.go", "if !ok || v.Keeps && holding[kv.Lease] {", "if !ok || holding[kv.Lease] {"},
+		},
+		Pkgs: []string{"./internal/etcdlock"}, Run: "TestJudgeHolderQueueKey",
 	},
 	{
 		Name:   "etcd-pool-queue-all",
