@@ -155,6 +155,7 @@ func (c *claim) stillWaits() bool {
 	defer cancel()
 	r, err := c.b.cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil || len(r.Responses) != len(keys) {
+		c.b.cli.Widen() // no answer: the member may be frozen, and the watch with it
 		return false
 	}
 	for i, k := range keys {
