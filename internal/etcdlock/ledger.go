@@ -135,8 +135,8 @@ func (l *ledger) ready(c *claim) bool {
 // one linearizable read (no write: TestWaiterIdleWritesNothing). Keys
 // gone are taken out; a path key created again since is the new
 // holder's. true if the ledger is still not empty; false if it is, or if
-// the read got no answer in time (the attempt then reads first: recheck
-// stays set). A ledger holds at most one queue key per earlier waiter and
+// no try got an answer (the attempt then reads first: recheck stays
+// set). A ledger holds at most one queue key per earlier waiter and
 // the claim's path keys; past MaxTxnOps of them only the first are read,
 // and the rest wait for their deletes.
 func (c *claim) stillWaits() bool {
@@ -151,11 +151,22 @@ func (c *claim) stillWaits() bool {
 	for i, k := range keys {
 		ops[i] = clientv3.OpGet(k, clientv3.WithKeysOnly())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
-	defer cancel()
-	r, err := c.b.cli.Txn(ctx).Then(ops...).Commit()
-	if err != nil || len(r.Responses) != len(keys) {
+	// Up to three tries of a third of AttemptTimeout each, as a holder
+	// renews (etcdclient.Renew): a read that gets no answer connects the
+	// client to every member, and the next try goes to the next one in
+	// turn, long before gRPC's keep-alive would drop a frozen member.
+	var r *clientv3.TxnResponse
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.Background()), AttemptTimeout/3)
+		r, err = c.b.cli.Txn(ctx).Then(ops...).Commit()
+		cancel()
+		if err == nil {
+			break
+		}
 		c.b.cli.Widen() // no answer: the member may be frozen, and the watch with it
+	}
+	if err != nil || len(r.Responses) != len(keys) {
 		return false
 	}
 	for i, k := range keys {

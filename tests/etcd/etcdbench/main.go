@@ -8,13 +8,15 @@
 //
 //	etcdbench -bin DIR [-n 300] [-secs 3] [-workers 8]
 //	etcdbench -bin DIR -contended [-before DIR2] [-secs 6] [-rounds 4]
-//	etcdbench -serve FILE
+//	etcdbench -serve FILE [-pids FILE2]
 //
 // -contended times only the contended case as processes (every worker
 // on one key, withlock --wait against etcdctl lock), with DIR2's withlock
 // (a build of an earlier commit) as a third contender, in alternating
 // rounds. -serve starts the cluster, writes its endpoints to FILE and
-// keeps it up until its standard input ends (tests/bench/starve.sh).
+// keeps it up until its standard input ends (tests/bench/starve.sh);
+// -pids also writes the members' process IDs to FILE2, one a line, in
+// the endpoints' order (tests/etcd/freezewait.py freezes them).
 //
 // DIR holds withlock, withlock-etcd and withlock-nodispatch (withlock
 // built without the --backend scan, to show the local path's cost).
@@ -52,6 +54,7 @@ var (
 	workers = flag.Int("workers", 8, "parallel workers per throughput case")
 	ports   = flag.String("ports", "23891,23901", "client,peer base ports")
 	serve   = flag.String("serve", "", "start the cluster, write its endpoints to this file, keep it up until stdin ends")
+	pids    = flag.String("pids", "", "with -serve: write the members' process IDs to this file")
 	contend = flag.Bool("contended", false, "time only the contended case as processes")
 	before  = flag.String("before", "", "with -contended: a directory with an earlier build of withlock and withlock-etcd")
 	rounds  = flag.Int("rounds", 4, "alternating rounds of the contended case as processes")
@@ -71,6 +74,13 @@ func main() {
 	eps := cl.Endpoints()
 	if *serve != "" {
 		check(os.WriteFile(*serve, []byte(strings.Join(eps, ",")+"\n"), 0o644))
+		if *pids != "" {
+			var b strings.Builder
+			for i := range cl.Members {
+				fmt.Fprintln(&b, cl.Pid(i))
+			}
+			check(os.WriteFile(*pids, []byte(b.String()), 0o644))
+		}
 		io.Copy(io.Discard, os.Stdin)
 		return
 	}
