@@ -660,10 +660,33 @@ func (c *claim) stillBusy() bool {
 	if c.busyKey == "" {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
-	defer cancel()
-	r, err := c.b.cli.Get(ctx, c.busyKey, clientv3.WithKeysOnly())
+	var r *clientv3.GetResponse
+	err := c.b.pollRead(func(ctx context.Context) (err error) {
+		r, err = c.b.cli.Get(ctx, c.busyKey, clientv3.WithKeysOnly())
+		return err
+	})
 	return err == nil && len(r.Kvs) > 0 && r.Kvs[0].CreateRevision <= c.busyRev
+}
+
+// pollRead runs read, a waiter's read after a poll interval in which its
+// watch reported nothing (a watch on a frozen member is silent), in up
+// to three tries of a third of AttemptTimeout each, as a holder renews
+// (etcdclient.Renew): a try that gets no answer connects the client to
+// every member, and the next goes to the next one in turn, long before
+// gRPC's keep-alive would drop a frozen member. Each try asks that the
+// member have a leader. It returns the last try's error.
+func (b *Backend) pollRead(read func(ctx context.Context) error) error {
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.Background()), AttemptTimeout/3)
+		err = read(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		b.cli.Widen()
+	}
+	return err
 }
 
 // stillFull reports whether a linearizable read of the pool that was
@@ -683,9 +706,11 @@ func (c *claim) stillFull() bool {
 			need++
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
-	defer cancel()
-	r, err := c.b.cli.Get(ctx, c.busyKey, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	var r *clientv3.GetResponse
+	err := c.b.pollRead(func(ctx context.Context) (err error) {
+		r, err = c.b.cli.Get(ctx, c.busyKey, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		return err
+	})
 	return err == nil && w.size-countTaken(c.busyKey, w.size, r.Kvs) < need
 }
 

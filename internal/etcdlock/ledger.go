@@ -132,7 +132,7 @@ func (l *ledger) ready(c *claim) bool {
 // stillWaits reads, after a poll interval in which the ledger's watch
 // reported nothing (a watch on a frozen member is silent), whether what
 // the ledger waits for is still there: the ledger's keys, keys only, in
-// one linearizable read (no write: TestWaiterIdleWritesNothing). Keys
+// one linearizable read (pollRead; no write: TestWaiterIdleWritesNothing). Keys
 // gone are taken out; a path key created again since is the new
 // holder's. true if the ledger is still not empty; false if it is, or if
 // no try got an answer (the attempt then reads first: recheck stays
@@ -151,21 +151,11 @@ func (c *claim) stillWaits() bool {
 	for i, k := range keys {
 		ops[i] = clientv3.OpGet(k, clientv3.WithKeysOnly())
 	}
-	// Up to three tries of a third of AttemptTimeout each, as a holder
-	// renews (etcdclient.Renew): a read that gets no answer connects the
-	// client to every member, and the next try goes to the next one in
-	// turn, long before gRPC's keep-alive would drop a frozen member.
 	var r *clientv3.TxnResponse
-	var err error
-	for range 3 {
-		ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.Background()), AttemptTimeout/3)
+	err := c.b.pollRead(func(ctx context.Context) (err error) {
 		r, err = c.b.cli.Txn(ctx).Then(ops...).Commit()
-		cancel()
-		if err == nil {
-			break
-		}
-		c.b.cli.Widen() // no answer: the member may be frozen, and the watch with it
-	}
+		return err
+	})
 	if err != nil || len(r.Responses) != len(keys) {
 		return false
 	}
