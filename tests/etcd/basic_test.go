@@ -361,6 +361,10 @@ func idleWaiter(t *testing.T, held, waits []string) {
 		t.Fatal(err)
 	}
 	defer waiter.Process.Kill()
+	// Counted once the waiter is queued: a waiter with a ledger starts
+	// its watch before it puts its queue key (ledger.go), so the watch
+	// alone does not say it has written all it writes.
+	waitFor(t, 20*time.Second, "the waiter's queue key", func() bool { return queueKeys(t, p) == 1 })
 	_, writes := idle(t, before, "the waiter to watch what is busy")
 	os.WriteFile(release, nil, 0o644)
 	if err := holder.Wait(); err != nil {
