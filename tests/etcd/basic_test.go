@@ -299,13 +299,17 @@ func idleTxns(t *testing.T, before int, what string) int {
 }
 
 // idle waits as idleTxns does, then returns how many transactions the
-// members received and how many writes they committed in the next 2 s.
+// members received and how many writes were committed in the next 2 s,
+// other than the revokes of leases that expired meanwhile (an earlier
+// test's process killed with its lease, say): no client sends those.
 func idle(t *testing.T, before int, what string) (txns, writes int) {
 	t.Helper()
 	waitFor(t, 20*time.Second, what, func() bool { return watchers(t) > before })
-	t0, w0 := txnCalls(t), committed(t)
+	t0, w0, e0 := txnCalls(t), committed(t), expired(t)
 	time.Sleep(2 * time.Second) // eight polls' worth of waiting, not a wait for anything
-	return txnCalls(t) - t0, committed(t) - w0
+	txns, w, e := txnCalls(t)-t0, committed(t)-w0, expired(t)-e0
+	t.Logf("in 2 s of waiting: %d transactions, %d writes committed, %d of them revokes of expired leases", txns, w, e)
+	return txns, w - e
 }
 
 // committed is the number of writes (raft proposals) the cluster has
@@ -317,6 +321,21 @@ func committed(t *testing.T) int {
 	eachMetric(t, true, func(_ int, name string, v float64) {
 		if name == "etcd_server_proposals_committed_total" {
 			n = max(n, int(v))
+		}
+	})
+	return n
+}
+
+// expired is the number of leases the cluster revoked because they
+// expired (each revoke one write): the leader counts them
+// (etcd_debugging_server_lease_expired_total), so the members' counts
+// are added up.
+func expired(t *testing.T) int {
+	t.Helper()
+	n := 0
+	eachMetric(t, true, func(_ int, name string, v float64) {
+		if name == "etcd_debugging_server_lease_expired_total" {
+			n += int(v)
 		}
 	})
 	return n
