@@ -520,7 +520,7 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 		return nil, c.busy
 	}
 	c.quiet = false
-	if c.busy != nil && c.led.valid(c) && c.led.synced && c.led.recheck && c.stillWaits() {
+	if c.busy != nil && c.led.valid(c) && c.led.wait != nil && c.led.recheck && c.stillWaits() {
 		return nil, c.busy // a queued waiter's ledger: still waiting (ledger.go)
 	}
 	deadline := time.Now().Add(c.b.rto)

@@ -57,8 +57,7 @@ import (
 // with the queue in one transaction.
 type ledger struct {
 	lease   clientv3.LeaseID // the queue key's lease the ledger was taken under
-	wait    map[string]int64 // key → its create revision as read
-	synced  bool             // wait was taken from a read since the claim entered the queue
+	wait    map[string]int64 // key → its create revision as read; nil until a read since the claim entered the queue filled it
 	recheck bool             // a poll interval passed with wait not empty: read before the next attempt
 	ch      clientv3.WatchChan
 	cancel  context.CancelFunc
@@ -97,7 +96,7 @@ func (l *ledger) take(c *claim, q []*queueKV, reads []*pb.ResponseOp) {
 			l.wait[string(kvs[0].Key)] = kvs[0].CreateRevision
 		}
 	}
-	l.synced, l.recheck = true, false
+	l.recheck = false
 }
 
 // hold records a path key that a lock transaction found held.
@@ -126,7 +125,7 @@ func (l *ledger) valid(c *claim) bool {
 // ready reports whether the claim may go straight to the lock
 // transaction: its ledger is valid, was filled, and is empty.
 func (l *ledger) ready(c *claim) bool {
-	return l.valid(c) && l.synced && !l.recheck && len(l.wait) == 0
+	return l.valid(c) && l.wait != nil && !l.recheck && len(l.wait) == 0
 }
 
 // stillWaits reads, after a poll interval in which the ledger's watch
@@ -249,7 +248,7 @@ func (c *claim) waitLedger(ctx, wctx context.Context) (handled bool, err error) 
 		return false, nil
 	}
 	l := c.led
-	for !l.synced || len(l.wait) > 0 {
+	for l.wait == nil || len(l.wait) > 0 {
 		select {
 		case wr, ok := <-l.ch:
 			if !ok || wr.Err() != nil {

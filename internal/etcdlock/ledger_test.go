@@ -112,7 +112,7 @@ func TestLedger(t *testing.T) {
 	c.lease, c.qrev = &lease{id: 9}, 20
 	c.led = &ledger{lease: 9, cancel: func() {}}
 	c.judge(19, queue, reads, c.keys, nil)
-	if c.led.synced {
+	if c.led.wait != nil {
 		t.Error("a ledger taken from a read older than the queue key")
 	}
 }
