@@ -39,11 +39,9 @@ endif
 ifeq ($(DATE),)
 DATE    := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%F)
 endif
-# grpcnotrace leaves gRPC's request tracing (golang.org/x/net/trace, and
-# html/template with it) out of withlock-etcd and cron-gate-etcd: nothing
-# here turns it on, and its package inits cost every etcd call about 0.6 ms
-# (docs/etcd.md, "Cost per call"). The other binaries do not link gRPC.
-TAGS    := grpcnotrace
+# No build tags: the etcd binaries no longer link gRPC (internal/etcdv3),
+# whose tracing the tag grpcnotrace used to leave out.
+TAGS    :=
 LDFLAGS := -s -w -X $(MODULE)/internal/buildinfo.Version=$(VERSION) -X $(MODULE)/internal/buildinfo.Commit=$(COMMIT)
 
 BINS      := withlock withlock-full withlock-etcd cron-gate cron-gate-full cron-gate-etcd

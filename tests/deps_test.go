@@ -21,7 +21,15 @@ var forbiddenDeps = map[string][]string{
 	// or a backend that needs one is handed to the -etcd binary.
 	"./cmd/withlock-full":  {"net/http", "go.etcd.io/", "google.golang.org/grpc"},
 	"./cmd/cron-gate-full": {"go.etcd.io/", "google.golang.org/grpc"},
+	// The etcd binaries speak to etcd through internal/etcdv3: no gRPC,
+	// no protobuf runtime beyond protowire, no etcd client, whose
+	// package inits and pages cost every call several milliseconds.
+	"./cmd/withlock-etcd":  etcdClientDeps,
+	"./cmd/cron-gate-etcd": etcdClientDeps,
 }
+
+var etcdClientDeps = []string{"go.etcd.io/", "google.golang.org/grpc", "google.golang.org/genproto/", "github.com/golang/protobuf/",
+	"google.golang.org/protobuf/proto", "google.golang.org/protobuf/reflect/", "go.uber.org/zap"}
 
 // TestLeanBinariesDeps fails when a binary links what it must not (go list
 // -deps: every package linked into it).

@@ -21,11 +21,8 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
-
 	"github.com/crongate/crongate/internal/etcderr"
+	clientv3 "github.com/crongate/crongate/internal/etcdv3"
 	"github.com/crongate/crongate/internal/safeopen"
 )
 
@@ -278,14 +275,8 @@ func New(eps []string, dialTimeout time.Duration, sec Security) (*Client, error)
 		DialTimeout:          dialTimeout,
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: time.Second,
-		Logger:               zap.NewNop(),
-		DialOptions: []grpc.DialOption{
-			// Requests and answers through codec (codec.go), which
-			// spares every call the protobuf runtime's start-up work.
-			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec{})),
-			grpc.WithChainUnaryInterceptor(c.watchAnswers),
-		},
-		Username: sec.User,
+		Intercept:            c.watchAnswers,
+		Username:             sec.User,
 		Password: sec.Password,
 	}
 	if sec.TLS() {
@@ -335,14 +326,14 @@ func (c *Client) endpoints() []string {
 	return c.all
 }
 
-// watchAnswers is a unary interceptor: an answer stops the first
+// watchAnswers wraps every request: an answer stops the first
 // request's timer; no answer moves the client on from the stage the
 // request was sent in.
-func (c *Client) watchAnswers(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+func (c *Client) watchAnswers(_ context.Context, call func() error) error {
 	c.mu.Lock()
 	stage := c.stage
 	c.mu.Unlock()
-	err := invoker(ctx, method, req, reply, cc, opts...)
+	err := call()
 	switch {
 	case err == nil:
 		c.stopTimer()

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/crongate/crongate/internal/etcderr"
+	clientv3 "github.com/crongate/crongate/internal/etcdv3"
 )
 
 // Renew's errors besides ctx's.
@@ -70,7 +68,7 @@ func (c *Client) Renew(ctx context.Context, id clientv3.LeaseID, ttl time.Durati
 			return time.Time{}, attempts, late, ctx.Err()
 		case err == nil:
 			return sent, attempts, late, nil
-		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		case errors.Is(err, clientv3.ErrLeaseNotFound):
 			return time.Time{}, attempts, late, ErrLeaseGone
 		case late:
 			return time.Time{}, attempts, late, ErrRenewDeadline

@@ -2,19 +2,13 @@ package etcdclient
 
 import (
 	"context"
-	"math"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
+	pb "github.com/crongate/crongate/internal/etcdpb"
+	clientv3 "github.com/crongate/crongate/internal/etcdv3"
 )
 
-// Txn is a transaction built as etcd's own messages, sent by
-// Client.Commit. clientv3's Compare and Txn.If copy every comparison
-// with proto.Clone, and the first copy in a process makes the protobuf
-// runtime unpack the whole rpc.proto descriptor: 5% of a withlock-etcd
-// call's CPU (perf), for nothing. The lock's transactions use this
-// instead; reads without comparisons stay with clientv3.
+// Txn is a transaction with comparisons, built as etcd's messages and
+// sent by Client.Commit.
 type Txn struct{ r pb.TxnRequest }
 
 // If adds comparisons, all of which must hold for Then to apply.
@@ -35,24 +29,13 @@ func (t *Txn) Op() *pb.RequestOp {
 // Request is the transaction's message.
 func (t *Txn) Request() *pb.TxnRequest { return &t.r }
 
-// callOpts are clientv3's default call options (a Client created by New
-// sets no others): wait for a connection rather than fail at once, and
-// its message size limits.
-var callOpts = []grpc.CallOption{
-	grpc.WaitForReady(true),
-	grpc.MaxCallSendMsgSize(2 * 1024 * 1024),
-	grpc.MaxCallRecvMsgSize(math.MaxInt32),
-}
-
-// Commit sends t as clientv3's Txn.Commit does: on the client's
-// connection (its interceptors, its stages), not retried (a write may
-// have applied), its error converted the same way.
+// Commit sends t: not retried (a write may have applied).
 func (c *Client) Commit(ctx context.Context, t *Txn) (*clientv3.TxnResponse, error) {
-	r, err := pb.NewKVClient(c.ActiveConnection()).Txn(ctx, &t.r, callOpts...)
-	if err != nil {
-		return nil, clientv3.ContextError(ctx, err)
+	var r pb.TxnResponse
+	if err := c.Invoke(ctx, "/etcdserverpb.KV/Txn", &t.r, &r); err != nil {
+		return nil, err
 	}
-	return (*clientv3.TxnResponse)(r), nil
+	return &r, nil
 }
 
 // CreateIs compares key's create revision with rev (0: absent).

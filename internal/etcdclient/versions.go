@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/safetext"
@@ -61,8 +59,7 @@ func CheckVersions(c *Client, timeout time.Duration) *VersionCheck {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		var members []member
-		m := clientv3.NewMaintenanceFromMaintenanceClient(pb.NewMaintenanceClient(c.ActiveConnection()), c.Client)
-		r, err := m.Status(ctx, "")
+		r, err := c.Status(ctx, "")
 		if err == nil && r.Header != nil {
 			live := member{r.Header.MemberId, r.Version}
 			members = cachedVersions(c.all, r.Header.ClusterId, live, time.Now())

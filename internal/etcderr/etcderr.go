@@ -6,9 +6,7 @@ import (
 	"context"
 	"errors"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	clientv3 "github.com/crongate/crongate/internal/etcdv3"
 )
 
 // Ambiguous reports whether err means "no answer": a timeout, a broken
@@ -20,19 +18,12 @@ func Ambiguous(err error) bool {
 		return true
 	}
 	switch Code(err) {
-	case codes.InvalidArgument, codes.NotFound, codes.FailedPrecondition, codes.PermissionDenied,
-		codes.Unauthenticated, codes.OutOfRange, codes.AlreadyExists, codes.ResourceExhausted:
+	case clientv3.InvalidArgument, clientv3.NotFound, clientv3.FailedPrecondition, clientv3.PermissionDenied,
+		clientv3.Unauthenticated, clientv3.OutOfRange, clientv3.AlreadyExists, clientv3.ResourceExhausted:
 		return false
 	}
 	return true
 }
 
-// Code is the gRPC code of a client error: the client turns server errors
-// into rpctypes.EtcdError, other failures stay gRPC status errors.
-func Code(err error) codes.Code {
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		return ee.Code()
-	}
-	return status.Code(err)
-}
+// Code is the gRPC code of a client error.
+func Code(err error) clientv3.Code { return clientv3.ErrorCode(err) }

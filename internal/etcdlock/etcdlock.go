@@ -60,11 +60,10 @@ import (
 	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcderr"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/codes"
+	mvccpb "github.com/crongate/crongate/internal/etcdpb"
+	pb "github.com/crongate/crongate/internal/etcdpb"
+
+	clientv3 "github.com/crongate/crongate/internal/etcdv3"
 
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/pathlock"
@@ -207,7 +206,7 @@ func (b *Backend) Abort(bound time.Duration) {
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Go(func() {
-			if _, err := b.cli.Revoke(ctx, id); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			if _, err := b.cli.Revoke(ctx, id); err == nil || errors.Is(err, clientv3.ErrLeaseNotFound) {
 				b.untrack(id)
 			}
 		})
@@ -576,7 +575,7 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 		}
 		c.tried = true
 		h, err := c.attempt(deadline)
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) && !expired {
+		if errors.Is(err, clientv3.ErrLeaseNotFound) && !expired {
 			// The lease ended before the transaction: this process was
 			// stopped or starved past TTL + lock delay while it waited
 			// (its renewal has not said so yet). A put under a lease
@@ -936,7 +935,7 @@ func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.T
 	})
 	if err != nil {
 		if !ambiguous(err) {
-			if etcderr.Code(err) == codes.InvalidArgument && strings.Contains(err.Error(), "too many operations") {
+			if etcderr.Code(err) == clientv3.InvalidArgument && strings.Contains(err.Error(), "too many operations") {
 				return txnResult{}, fmt.Errorf("the etcd cluster refuses a transaction of %d keys: withlock-etcd needs --max-txn-ops of at least %d on the etcd members (%v)", len(keys)+len(pools), MaxTxnOps, err)
 			}
 			return txnResult{}, err

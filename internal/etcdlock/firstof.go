@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	mvccpb "github.com/crongate/crongate/internal/etcdpb"
+	clientv3 "github.com/crongate/crongate/internal/etcdv3"
 
 	"github.com/crongate/crongate/internal/lockset"
 )

@@ -10,8 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	clientv3 "github.com/crongate/crongate/internal/etcdv3"
 
 	"github.com/crongate/crongate/internal/etcdclient"
 
@@ -221,7 +220,7 @@ func (l *lease) revokeConfirmed(b *Backend, deadline time.Time) error {
 		left := time.Until(deadline)
 		err := b.doFor("revoke lease", max(min(left, AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) error {
 			_, err := b.cli.Revoke(ctx, l.id)
-			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			if errors.Is(err, clientv3.ErrLeaseNotFound) {
 				err = nil // expired already: nothing is held
 			}
 			if err == nil {

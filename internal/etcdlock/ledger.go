@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	mvccpb "github.com/crongate/crongate/internal/etcdpb"
+	pb "github.com/crongate/crongate/internal/etcdpb"
+	clientv3 "github.com/crongate/crongate/internal/etcdv3"
 
 	"github.com/crongate/crongate/internal/etcdclient"
 )

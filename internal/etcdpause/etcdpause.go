@@ -58,9 +58,9 @@ import (
 	"github.com/crongate/crongate/internal/etcderr"
 	"github.com/crongate/crongate/internal/safetext"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	mvccpb "github.com/crongate/crongate/internal/etcdpb"
+
+	clientv3 "github.com/crongate/crongate/internal/etcdv3"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
@@ -398,7 +398,7 @@ func (s *Store) Set(ctx context.Context, name string, p pauses.Pause) error {
 			etcdclient.Put(rk, string(rv), clientv3.NoLease),
 		))
 		if err != nil {
-			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			if errors.Is(err, clientv3.ErrLeaseNotFound) {
 				lease = 0 // expired before use (a very short pause): grant anew
 				return errConflict
 			}

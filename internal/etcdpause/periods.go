@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	clientv3 "github.com/crongate/crongate/internal/etcdv3"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/etcdclient"

@@ -54,9 +54,9 @@ func Dir() (string, error) {
 	return dir, err
 }
 
-// Tags are the build tags of a release (the Makefile's TAGS), so that the
-// tests run the binaries an operator installs.
-const Tags = "grpcnotrace"
+// Tags are the build tags of a release (the Makefile's TAGS: none), so
+// that the tests run the binaries an operator installs.
+const Tags = ""
 
 // Cleanup removes the build directory; call it from TestMain.
 func Cleanup() {

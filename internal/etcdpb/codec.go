@@ -1,96 +1,77 @@
-//go:build linux
-
-package etcdclient
+package etcdpb
 
 import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"google.golang.org/grpc/encoding"
-	_ "google.golang.org/grpc/encoding/proto" // the fallback, registered as "proto"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// codec is the gRPC codec of the etcd client: it encodes the requests and
-// decodes the answers that withlock-etcd and cron-gate-etcd exchange with
-// etcd (ranges, transactions, leases, watches, status, login) by hand, with
-// protowire, and hands every other message to gRPC's protobuf codec.
-//
-// Why: the protobuf runtime builds a message type's tables by reflection
-// the first time it encodes or decodes one. For a process that makes a
-// handful of requests and exits — every withlock call — that was the
-// largest single part of its CPU after the package inits (perf: 12%),
-// on the call's path. Written out for the dozen types used, the encoding
-// costs nothing up front. The bytes are the same as the protobuf
-// runtime's (TestCodecMatchesProtobuf), and the decoding accepts and
-// rejects what it does (FuzzCodecUnmarshal), field for field: unknown
-// fields and fields of an unexpected wire type are skipped, a field seen
-// twice merges (messages) or wins (scalars), strings must be UTF-8.
-type codec struct{}
-
-// Name is the protobuf codec's: the requests' content type stays
-// application/grpc+proto.
-func (codec) Name() string { return "proto" }
-
-var fallback = encoding.GetCodecV2("proto")
-
-func (codec) Marshal(v any) (mem.BufferSlice, error) {
-	var b []byte
+// Marshal encodes a request: the bytes the protobuf runtime writes for
+// it (TestCodecMatchesProtobuf). ok is false for a type that is not one.
+func Marshal(v any) (b []byte, ok bool) {
 	switch m := v.(type) {
-	case *pb.RangeRequest:
+	case *RangeRequest:
 		b = appendRange(nil, m)
-	case *pb.TxnRequest:
+	case *TxnRequest:
 		b = appendTxn(nil, m)
-	case *pb.LeaseGrantRequest:
+	case *LeaseGrantRequest:
 		b = appendVarint(appendVarint(nil, 1, uint64(m.TTL)), 2, uint64(m.ID))
-	case *pb.LeaseRevokeRequest:
+	case *LeaseRevokeRequest:
 		b = appendVarint(nil, 1, uint64(m.ID))
-	case *pb.LeaseKeepAliveRequest:
+	case *LeaseKeepAliveRequest:
 		b = appendVarint(nil, 1, uint64(m.ID))
-	case *pb.StatusRequest:
+	case *StatusRequest:
 		b = []byte{}
-	case *pb.WatchRequest:
+	case *WatchRequest:
 		b = appendWatch(nil, m)
-	case *pb.AuthenticateRequest:
+	case *AuthenticateRequest:
 		b = appendBytes(appendBytes(nil, 1, []byte(m.Name)), 2, []byte(m.Password))
+	case *PutRequest:
+		b = appendPut(nil, m)
+	case *DeleteRangeRequest:
+		b = appendDelete(nil, m)
 	default:
-		return fallback.Marshal(v)
+		return nil, false
 	}
-	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	return b, true
 }
 
-func (codec) Unmarshal(data mem.BufferSlice, v any) error {
+// Unmarshal decodes an answer into v, as the protobuf runtime does, field
+// for field: unknown fields and fields of an unexpected wire type are
+// skipped, a field seen twice merges (messages) or wins (scalars),
+// strings must be UTF-8. Bytes are copied: data may be reused after.
+func Unmarshal(data []byte, v any) error {
 	var dec func(*decoder, []byte)
 	switch m := v.(type) {
-	case *pb.RangeResponse:
+	case *RangeResponse:
 		dec = func(d *decoder, b []byte) { d.rangeResp(b, m) }
-	case *pb.TxnResponse:
+	case *TxnResponse:
 		dec = func(d *decoder, b []byte) { d.txnResp(b, m) }
-	case *pb.LeaseGrantResponse:
+	case *LeaseGrantResponse:
 		dec = func(d *decoder, b []byte) { d.leaseGrantResp(b, m) }
-	case *pb.LeaseRevokeResponse:
+	case *LeaseRevokeResponse:
 		dec = func(d *decoder, b []byte) { d.headerOnly(b, &m.Header) }
-	case *pb.LeaseKeepAliveResponse:
+	case *LeaseKeepAliveResponse:
 		dec = func(d *decoder, b []byte) { d.keepAliveResp(b, m) }
-	case *pb.StatusResponse:
+	case *StatusResponse:
 		dec = func(d *decoder, b []byte) { d.statusResp(b, m) }
-	case *pb.WatchResponse:
+	case *WatchResponse:
 		dec = func(d *decoder, b []byte) { d.watchResp(b, m) }
-	case *pb.AuthenticateResponse:
+	case *AuthenticateResponse:
 		dec = func(d *decoder, b []byte) { d.authResp(b, m) }
+	case *PutResponse:
+		dec = func(d *decoder, b []byte) { d.putResp(b, m) }
+	case *DeleteRangeResponse:
+		dec = func(d *decoder, b []byte) { d.deleteResp(b, m) }
 	default:
-		return fallback.Unmarshal(data, v)
+		return fmt.Errorf("etcdpb: cannot decode a %T", v)
 	}
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-	defer buf.Free()
 	d := &decoder{}
-	dec(d, buf.ReadOnlyData())
+	dec(d, data)
 	if d.err != nil {
-		return fmt.Errorf("grpc: failed to unmarshal the received message: %v", d.err)
+		return fmt.Errorf("cannot decode the answer: %v", d.err)
 	}
 	return nil
 }
@@ -125,7 +106,7 @@ func appendField(b []byte, num protowire.Number, v []byte) []byte {
 	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
 }
 
-func appendRange(b []byte, m *pb.RangeRequest) []byte {
+func appendRange(b []byte, m *RangeRequest) []byte {
 	b = appendBytes(b, 1, m.Key)
 	b = appendBytes(b, 2, m.RangeEnd)
 	b = appendVarint(b, 3, uint64(m.Limit))
@@ -141,7 +122,7 @@ func appendRange(b []byte, m *pb.RangeRequest) []byte {
 	return appendVarint(b, 13, uint64(m.MaxCreateRevision))
 }
 
-func appendPut(b []byte, m *pb.PutRequest) []byte {
+func appendPut(b []byte, m *PutRequest) []byte {
 	b = appendBytes(b, 1, m.Key)
 	b = appendBytes(b, 2, m.Value)
 	b = appendVarint(b, 3, uint64(m.Lease))
@@ -150,13 +131,13 @@ func appendPut(b []byte, m *pb.PutRequest) []byte {
 	return appendBool(b, 6, m.IgnoreLease)
 }
 
-func appendDelete(b []byte, m *pb.DeleteRangeRequest) []byte {
+func appendDelete(b []byte, m *DeleteRangeRequest) []byte {
 	b = appendBytes(b, 1, m.Key)
 	b = appendBytes(b, 2, m.RangeEnd)
 	return appendBool(b, 3, m.PrevKv)
 }
 
-func appendCompare(b []byte, m *pb.Compare) []byte {
+func appendCompare(b []byte, m *Compare) []byte {
 	b = appendVarint(b, 1, uint64(m.Result))
 	b = appendVarint(b, 2, uint64(m.Target))
 	b = appendBytes(b, 3, m.Key)
@@ -166,29 +147,29 @@ func appendCompare(b []byte, m *pb.Compare) []byte {
 		return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), uint64(v))
 	}
 	switch u := m.TargetUnion.(type) {
-	case *pb.Compare_Version:
+	case *Compare_Version:
 		b = oneof(4, u.Version)
-	case *pb.Compare_CreateRevision:
+	case *Compare_CreateRevision:
 		b = oneof(5, u.CreateRevision)
-	case *pb.Compare_ModRevision:
+	case *Compare_ModRevision:
 		b = oneof(6, u.ModRevision)
-	case *pb.Compare_Value:
+	case *Compare_Value:
 		b = appendField(b, 7, u.Value)
-	case *pb.Compare_Lease:
+	case *Compare_Lease:
 		b = oneof(8, u.Lease)
 	}
 	return b
 }
 
-func appendRequestOp(b []byte, m *pb.RequestOp) []byte {
+func appendRequestOp(b []byte, m *RequestOp) []byte {
 	switch r := m.Request.(type) {
-	case *pb.RequestOp_RequestRange:
+	case *RequestOp_RequestRange:
 		b = appendMessage(b, 1, r.RequestRange != nil, func(b []byte) []byte { return appendRange(b, r.RequestRange) })
-	case *pb.RequestOp_RequestPut:
+	case *RequestOp_RequestPut:
 		b = appendMessage(b, 2, r.RequestPut != nil, func(b []byte) []byte { return appendPut(b, r.RequestPut) })
-	case *pb.RequestOp_RequestDeleteRange:
+	case *RequestOp_RequestDeleteRange:
 		b = appendMessage(b, 3, r.RequestDeleteRange != nil, func(b []byte) []byte { return appendDelete(b, r.RequestDeleteRange) })
-	case *pb.RequestOp_RequestTxn:
+	case *RequestOp_RequestTxn:
 		b = appendMessage(b, 4, r.RequestTxn != nil, func(b []byte) []byte { return appendTxn(b, r.RequestTxn) })
 	}
 	return b
@@ -205,7 +186,7 @@ func appendMessage(b []byte, num protowire.Number, present bool, body func([]byt
 	return appendField(b, num, inner)
 }
 
-func appendTxn(b []byte, m *pb.TxnRequest) []byte {
+func appendTxn(b []byte, m *TxnRequest) []byte {
 	for _, c := range m.Compare {
 		b = appendMessage(b, 1, c != nil, func(b []byte) []byte { return appendCompare(b, c) })
 	}
@@ -218,9 +199,9 @@ func appendTxn(b []byte, m *pb.TxnRequest) []byte {
 	return b
 }
 
-func appendWatch(b []byte, m *pb.WatchRequest) []byte {
+func appendWatch(b []byte, m *WatchRequest) []byte {
 	switch r := m.RequestUnion.(type) {
-	case *pb.WatchRequest_CreateRequest:
+	case *WatchRequest_CreateRequest:
 		b = appendMessage(b, 1, r.CreateRequest != nil, func(b []byte) []byte {
 			c := r.CreateRequest
 			b = appendBytes(b, 1, c.Key)
@@ -238,11 +219,11 @@ func appendWatch(b []byte, m *pb.WatchRequest) []byte {
 			b = appendVarint(b, 7, uint64(c.WatchId))
 			return appendBool(b, 8, c.Fragment)
 		})
-	case *pb.WatchRequest_CancelRequest:
+	case *WatchRequest_CancelRequest:
 		b = appendMessage(b, 2, r.CancelRequest != nil, func(b []byte) []byte {
 			return appendVarint(b, 1, uint64(r.CancelRequest.WatchId))
 		})
-	case *pb.WatchRequest_ProgressRequest:
+	case *WatchRequest_ProgressRequest:
 		b = appendField(b, 3, nil)
 	}
 	return b
@@ -325,9 +306,9 @@ func (d *decoder) str(p []byte) string {
 	return string(p)
 }
 
-func (d *decoder) header(p []byte, h **pb.ResponseHeader) {
+func (d *decoder) header(p []byte, h **ResponseHeader) {
 	if *h == nil {
-		*h = &pb.ResponseHeader{}
+		*h = &ResponseHeader{}
 	}
 	m := *h
 	d.fields(p, func(num protowire.Number, typ protowire.Type, v uint64, _ []byte) bool {
@@ -350,7 +331,7 @@ func (d *decoder) header(p []byte, h **pb.ResponseHeader) {
 	})
 }
 
-func (d *decoder) headerOnly(b []byte, h **pb.ResponseHeader) {
+func (d *decoder) headerOnly(b []byte, h **ResponseHeader) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, _ uint64, p []byte) bool {
 		if num == 1 && typ == protowire.BytesType {
 			d.header(p, h)
@@ -360,9 +341,9 @@ func (d *decoder) headerOnly(b []byte, h **pb.ResponseHeader) {
 	})
 }
 
-func (d *decoder) kv(p []byte, kv **mvccpb.KeyValue) {
+func (d *decoder) kv(p []byte, kv **KeyValue) {
 	if *kv == nil {
-		*kv = &mvccpb.KeyValue{}
+		*kv = &KeyValue{}
 	}
 	m := *kv
 	d.fields(p, func(num protowire.Number, typ protowire.Type, v uint64, p []byte) bool {
@@ -389,13 +370,13 @@ func (d *decoder) kv(p []byte, kv **mvccpb.KeyValue) {
 }
 
 // kvs appends a KeyValue decoded from p.
-func (d *decoder) kvs(p []byte, list *[]*mvccpb.KeyValue) {
-	var kv *mvccpb.KeyValue
+func (d *decoder) kvs(p []byte, list *[]*KeyValue) {
+	var kv *KeyValue
 	d.kv(p, &kv)
 	*list = append(*list, kv)
 }
 
-func (d *decoder) rangeResp(b []byte, m *pb.RangeResponse) {
+func (d *decoder) rangeResp(b []byte, m *RangeResponse) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, v uint64, p []byte) bool {
 		switch {
 		case num == 1 && typ == protowire.BytesType:
@@ -413,7 +394,7 @@ func (d *decoder) rangeResp(b []byte, m *pb.RangeResponse) {
 	})
 }
 
-func (d *decoder) putResp(b []byte, m *pb.PutResponse) {
+func (d *decoder) putResp(b []byte, m *PutResponse) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, _ uint64, p []byte) bool {
 		switch {
 		case num == 1 && typ == protowire.BytesType:
@@ -427,7 +408,7 @@ func (d *decoder) putResp(b []byte, m *pb.PutResponse) {
 	})
 }
 
-func (d *decoder) deleteResp(b []byte, m *pb.DeleteRangeResponse) {
+func (d *decoder) deleteResp(b []byte, m *DeleteRangeResponse) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, v uint64, p []byte) bool {
 		switch {
 		case num == 1 && typ == protowire.BytesType:
@@ -443,7 +424,7 @@ func (d *decoder) deleteResp(b []byte, m *pb.DeleteRangeResponse) {
 	})
 }
 
-func (d *decoder) txnResp(b []byte, m *pb.TxnResponse) {
+func (d *decoder) txnResp(b []byte, m *TxnResponse) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, v uint64, p []byte) bool {
 		switch {
 		case num == 1 && typ == protowire.BytesType:
@@ -451,7 +432,7 @@ func (d *decoder) txnResp(b []byte, m *pb.TxnResponse) {
 		case num == 2 && typ == protowire.VarintType:
 			m.Succeeded = v != 0
 		case num == 3 && typ == protowire.BytesType:
-			op := &pb.ResponseOp{}
+			op := &ResponseOp{}
 			d.responseOp(p, op)
 			m.Responses = append(m.Responses, op)
 		default:
@@ -463,37 +444,37 @@ func (d *decoder) txnResp(b []byte, m *pb.TxnResponse) {
 
 // responseOp decodes a ResponseOp: a oneof of four messages. A member seen
 // again merges into the one there; another member replaces it.
-func (d *decoder) responseOp(b []byte, m *pb.ResponseOp) {
+func (d *decoder) responseOp(b []byte, m *ResponseOp) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, _ uint64, p []byte) bool {
 		if typ != protowire.BytesType {
 			return false
 		}
 		switch num {
 		case 1:
-			r, ok := m.Response.(*pb.ResponseOp_ResponseRange)
+			r, ok := m.Response.(*ResponseOp_ResponseRange)
 			if !ok || r.ResponseRange == nil {
-				r = &pb.ResponseOp_ResponseRange{ResponseRange: &pb.RangeResponse{}}
+				r = &ResponseOp_ResponseRange{ResponseRange: &RangeResponse{}}
 				m.Response = r
 			}
 			d.rangeResp(p, r.ResponseRange)
 		case 2:
-			r, ok := m.Response.(*pb.ResponseOp_ResponsePut)
+			r, ok := m.Response.(*ResponseOp_ResponsePut)
 			if !ok || r.ResponsePut == nil {
-				r = &pb.ResponseOp_ResponsePut{ResponsePut: &pb.PutResponse{}}
+				r = &ResponseOp_ResponsePut{ResponsePut: &PutResponse{}}
 				m.Response = r
 			}
 			d.putResp(p, r.ResponsePut)
 		case 3:
-			r, ok := m.Response.(*pb.ResponseOp_ResponseDeleteRange)
+			r, ok := m.Response.(*ResponseOp_ResponseDeleteRange)
 			if !ok || r.ResponseDeleteRange == nil {
-				r = &pb.ResponseOp_ResponseDeleteRange{ResponseDeleteRange: &pb.DeleteRangeResponse{}}
+				r = &ResponseOp_ResponseDeleteRange{ResponseDeleteRange: &DeleteRangeResponse{}}
 				m.Response = r
 			}
 			d.deleteResp(p, r.ResponseDeleteRange)
 		case 4:
-			r, ok := m.Response.(*pb.ResponseOp_ResponseTxn)
+			r, ok := m.Response.(*ResponseOp_ResponseTxn)
 			if !ok || r.ResponseTxn == nil {
-				r = &pb.ResponseOp_ResponseTxn{ResponseTxn: &pb.TxnResponse{}}
+				r = &ResponseOp_ResponseTxn{ResponseTxn: &TxnResponse{}}
 				m.Response = r
 			}
 			d.txnResp(p, r.ResponseTxn)
@@ -504,7 +485,7 @@ func (d *decoder) responseOp(b []byte, m *pb.ResponseOp) {
 	})
 }
 
-func (d *decoder) leaseGrantResp(b []byte, m *pb.LeaseGrantResponse) {
+func (d *decoder) leaseGrantResp(b []byte, m *LeaseGrantResponse) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, v uint64, p []byte) bool {
 		switch {
 		case num == 1 && typ == protowire.BytesType:
@@ -522,7 +503,7 @@ func (d *decoder) leaseGrantResp(b []byte, m *pb.LeaseGrantResponse) {
 	})
 }
 
-func (d *decoder) keepAliveResp(b []byte, m *pb.LeaseKeepAliveResponse) {
+func (d *decoder) keepAliveResp(b []byte, m *LeaseKeepAliveResponse) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, v uint64, p []byte) bool {
 		switch {
 		case num == 1 && typ == protowire.BytesType:
@@ -538,7 +519,7 @@ func (d *decoder) keepAliveResp(b []byte, m *pb.LeaseKeepAliveResponse) {
 	})
 }
 
-func (d *decoder) statusResp(b []byte, m *pb.StatusResponse) {
+func (d *decoder) statusResp(b []byte, m *StatusResponse) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, v uint64, p []byte) bool {
 		if typ == protowire.BytesType {
 			switch num {
@@ -552,7 +533,7 @@ func (d *decoder) statusResp(b []byte, m *pb.StatusResponse) {
 				m.StorageVersion = d.str(p)
 			case 13:
 				if m.DowngradeInfo == nil {
-					m.DowngradeInfo = &pb.DowngradeInfo{}
+					m.DowngradeInfo = &DowngradeInfo{}
 				}
 				di := m.DowngradeInfo
 				d.fields(p, func(num protowire.Number, typ protowire.Type, v uint64, p []byte) bool {
@@ -595,7 +576,7 @@ func (d *decoder) statusResp(b []byte, m *pb.StatusResponse) {
 	})
 }
 
-func (d *decoder) watchResp(b []byte, m *pb.WatchResponse) {
+func (d *decoder) watchResp(b []byte, m *WatchResponse) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, v uint64, p []byte) bool {
 		if typ == protowire.BytesType {
 			switch num {
@@ -604,11 +585,11 @@ func (d *decoder) watchResp(b []byte, m *pb.WatchResponse) {
 			case 6:
 				m.CancelReason = d.str(p)
 			case 11:
-				ev := &mvccpb.Event{}
+				ev := &Event{}
 				d.fields(p, func(num protowire.Number, typ protowire.Type, v uint64, p []byte) bool {
 					switch {
 					case num == 1 && typ == protowire.VarintType:
-						ev.Type = mvccpb.Event_EventType(int32(v))
+						ev.Type = Event_EventType(int32(v))
 					case num == 2 && typ == protowire.BytesType:
 						d.kv(p, &ev.Kv)
 					case num == 3 && typ == protowire.BytesType:
@@ -642,7 +623,7 @@ func (d *decoder) watchResp(b []byte, m *pb.WatchResponse) {
 	})
 }
 
-func (d *decoder) authResp(b []byte, m *pb.AuthenticateResponse) {
+func (d *decoder) authResp(b []byte, m *AuthenticateResponse) {
 	d.fields(b, func(num protowire.Number, typ protowire.Type, _ uint64, p []byte) bool {
 		switch {
 		case num == 1 && typ == protowire.BytesType:

@@ -1,0 +1,494 @@
+// Package clientv3 is a small etcd v3 client: the requests withlock-etcd
+// and cron-gate-etcd make (ranges, transactions, leases, watches, status,
+// login), sent as gRPC over HTTP/2 (golang.org/x/net/http2) with
+// messages encoded by hand (internal/etcdpb). Its API follows the
+// official client's (go.etcd.io/etcd/client/v3) where it has one.
+//
+// Why not the official client: a call of withlock-etcd makes a handful of
+// requests and exits, and linking that client (gRPC, the protobuf
+// runtime, etcd's generated API) cost each call about 8 ms of start-up
+// on a 2-core host, as much as its requests (docs/benchmarks.md).
+//
+// What it keeps of gRPC's behaviour: a request waits for a connection to
+// one of the client's endpoints (gRPC's WaitForReady) until its context
+// ends, so a request is never sent to a member that cannot be reached;
+// requests go to the connected endpoints in turn; a connection is
+// checked with HTTP/2 pings after DialKeepAliveTime of silence and
+// closed when one goes unanswered for DialKeepAliveTimeout; a request is
+// never sent twice, except one the member refused for an expired auth
+// token, after a new login.
+package clientv3
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	pb "github.com/crongate/crongate/internal/etcdpb"
+)
+
+// Config is a client's configuration.
+type Config struct {
+	Endpoints []string // http://HOST:PORT or https://HOST:PORT
+	// DialTimeout bounds a connection's set-up (TCP and TLS) and, with
+	// a Username, the login in New.
+	DialTimeout time.Duration
+	// DialKeepAliveTime is the silence after which a connection is
+	// pinged; DialKeepAliveTimeout how long the ping may go unanswered
+	// before the connection is closed.
+	DialKeepAliveTime, DialKeepAliveTimeout time.Duration
+	TLS                                     *tls.Config // for https:// endpoints
+	Username, Password                      string
+	// Intercept, if set, wraps every request but Status: call sends
+	// it (the official client's unary interceptors).
+	Intercept func(ctx context.Context, call func() error) error
+}
+
+// Client is a connection pool over a cluster's endpoints.
+type Client struct {
+	cfg Config
+	h2  *http2.Transport
+
+	mu      sync.Mutex
+	eps     []string         // where requests go
+	conns   map[string]*conn // by endpoint
+	turn    int              // the round-robin turn
+	changed chan struct{}    // closed when a connection is ready or eps change
+	token   string           // the login's auth token
+	closed  bool
+}
+
+// conn is the connection to one endpoint.
+type conn struct {
+	ep, scheme, host string
+	cc               *http2.ClientConn // nil until connected
+	dialing          bool
+	failures         int
+	retry            time.Time // no dial before
+}
+
+// ErrClosed is returned by requests of a closed client.
+var ErrClosed = errors.New("the etcd client is closed")
+
+// New creates a client. It connects when the first request is made; with
+// a Username it logs in first (one request, within DialTimeout).
+func New(cfg Config) (*Client, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("no etcd endpoints")
+	}
+	c := &Client{cfg: cfg, conns: map[string]*conn{}, changed: make(chan struct{})}
+	c.h2 = &http2.Transport{
+		ReadIdleTimeout:    cfg.DialKeepAliveTime,
+		PingTimeout:        cfg.DialKeepAliveTimeout,
+		AllowHTTP:          true,
+		DisableCompression: true,
+	}
+	c.eps = append([]string{}, cfg.Endpoints...)
+	for _, ep := range c.eps {
+		if _, err := c.connLocked(ep); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Username != "" {
+		timeout := cfg.DialTimeout
+		if timeout <= 0 {
+			timeout = 5 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := c.login(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// connLocked is ep's connection record, created if need be (c.mu held).
+func (c *Client) connLocked(ep string) (*conn, error) {
+	if cn := c.conns[ep]; cn != nil {
+		return cn, nil
+	}
+	u, err := url.Parse(ep)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an etcd endpoint URL", ep)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "2379")
+	}
+	cn := &conn{ep: ep, scheme: u.Scheme, host: host}
+	c.conns[ep] = cn
+	return cn, nil
+}
+
+// SetEndpoints changes where the next requests go.
+func (c *Client) SetEndpoints(eps ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.eps = append([]string{}, eps...)
+	for _, ep := range eps {
+		c.connLocked(ep)
+	}
+	c.signalLocked()
+}
+
+// Endpoints are where requests go.
+func (c *Client) Endpoints() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string{}, c.eps...)
+}
+
+func (c *Client) signalLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Close closes the connections; requests under way fail.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	for _, cn := range c.conns {
+		if cn.cc != nil {
+			cn.cc.Close()
+			cn.cc = nil
+		}
+	}
+	c.signalLocked()
+	return nil
+}
+
+// pick returns a connection that can take a request: to endpoint ep, or
+// for "" to one of c.eps, in turn. It dials the endpoints that have no
+// connection, and waits for one until ctx ends.
+func (c *Client) pick(ctx context.Context, ep string) (*conn, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		eps := c.eps
+		if ep != "" {
+			c.connLocked(ep)
+			eps = []string{ep}
+		}
+		var wake time.Time
+		for i := range eps {
+			cn := c.conns[eps[(c.turn+i)%len(eps)]]
+			if cn == nil {
+				continue
+			}
+			if cn.cc != nil && !cn.cc.ReserveNewRequest() {
+				cn.cc.Close() // closed, or going away: dial again
+				cn.cc = nil
+			}
+			if cn.cc != nil {
+				if ep == "" {
+					c.turn = (c.turn + i + 1) % len(eps)
+				}
+				c.mu.Unlock()
+				return cn, nil
+			}
+			if !cn.dialing {
+				if d := time.Until(cn.retry); d > 0 {
+					if wake.IsZero() || cn.retry.Before(wake) {
+						wake = cn.retry
+					}
+					continue
+				}
+				cn.dialing = true
+				go c.dial(cn)
+			}
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		var t *time.Timer
+		var timer <-chan time.Time
+		if !wake.IsZero() {
+			t = time.NewTimer(time.Until(wake))
+			timer = t.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		case <-timer:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// dial connects cn, once; a failure is retried after a back-off (1 s,
+// doubling up to 8 s, with jitter) when a request needs the endpoint.
+func (c *Client) dial(cn *conn) {
+	timeout := c.cfg.DialTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cc, err := c.connect(ctx, cn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn.dialing = false
+	switch {
+	case err != nil:
+		cn.failures++
+		backoff := time.Second << min(cn.failures-1, 3)
+		cn.retry = time.Now().Add(backoff/2 + rand.N(backoff/2))
+	case c.closed:
+		cc.Close()
+	default:
+		cn.failures = 0
+		cn.cc = cc
+	}
+	c.signalLocked()
+}
+
+func (c *Client) connect(ctx context.Context, cn *conn) (*http2.ClientConn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", cn.host)
+	if err != nil {
+		return nil, err
+	}
+	if cn.scheme == "https" {
+		tc := &tls.Config{}
+		if c.cfg.TLS != nil {
+			tc = c.cfg.TLS.Clone()
+		}
+		if tc.ServerName == "" {
+			tc.ServerName, _, _ = net.SplitHostPort(cn.host)
+		}
+		tc.NextProtos = []string{"h2"}
+		tlc := tls.Client(nc, tc)
+		if err := tlc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tlc
+	}
+	cc, err := c.h2.NewClientConn(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	// Ready once the member has answered as an HTTP/2 server (its
+	// settings come before the ping's answer), as gRPC waits for its
+	// settings: a request is never sent where it cannot be served.
+	if err := cc.Ping(ctx); err != nil {
+		cc.Close()
+		return nil, err
+	}
+	return cc, nil
+}
+
+// Invoke sends the request req to method ("/etcdserverpb.KV/Txn") and
+// decodes the answer into resp, through the Intercept hook.
+func (c *Client) Invoke(ctx context.Context, method string, req, resp any) error {
+	call := func() error { return c.call(ctx, "", method, req, resp) }
+	var err error
+	if c.cfg.Intercept != nil {
+		err = c.cfg.Intercept(ctx, call)
+	} else {
+		err = call()
+	}
+	return ContextError(ctx, err)
+}
+
+// call sends req to ep ("" for any endpoint) and decodes the answer.
+func (c *Client) call(ctx context.Context, ep, method string, req, resp any) error {
+	body, ok := pb.Marshal(req)
+	if !ok {
+		return fmt.Errorf("clientv3: cannot encode a %T", req)
+	}
+	for relogged := false; ; relogged = true {
+		cn, err := c.pick(ctx, ep)
+		if err != nil {
+			return err
+		}
+		data, err := c.roundTrip(ctx, cn, method, frame(body), false)
+		if err == ErrInvalidAuthToken && c.cfg.Username != "" && !relogged && method != "/etcdserverpb.Auth/Authenticate" {
+			if err := c.login(ctx); err != nil {
+				return err
+			}
+			continue // refused, not applied: sent again with the new token
+		}
+		if err != nil {
+			return err
+		}
+		if data == nil {
+			return unavailable("%s: the member's answer holds no message", cn.ep)
+		}
+		return pb.Unmarshal(data, resp)
+	}
+}
+
+// frame is a gRPC message frame: not compressed, its length, itself.
+func frame(msg []byte) []byte {
+	b := make([]byte, 5, 5+len(msg))
+	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
+	return append(b, msg...)
+}
+
+// maxAnswer bounds an answer's size.
+const maxAnswer = 256 << 20
+
+type requireLeaderKey struct{}
+
+// WithRequireLeader marks ctx's requests: a member without a leader
+// refuses them at once (ErrNoLeader), and ends such a watch.
+func WithRequireLeader(ctx context.Context) context.Context {
+	return context.WithValue(ctx, requireLeaderKey{}, true)
+}
+
+// newRequest is a gRPC request to cn.
+func (c *Client) newRequest(ctx context.Context, cn *conn, method string, body io.Reader, length int64) *http.Request {
+	h := http.Header{
+		"Content-Type": {"application/grpc"},
+		"Te":           {"trailers"},
+	}
+	if ctx.Value(requireLeaderKey{}) != nil {
+		h["Hasleader"] = []string{"true"}
+	}
+	c.mu.Lock()
+	if c.token != "" && method != "/etcdserverpb.Auth/Authenticate" {
+		h["Token"] = []string{c.token}
+	}
+	c.mu.Unlock()
+	req := (&http.Request{
+		Method:        "POST",
+		URL:           &url.URL{Scheme: cn.scheme, Host: cn.host, Path: method},
+		Host:          cn.host,
+		Header:        h,
+		Body:          io.NopCloser(body),
+		ContentLength: length,
+		Proto:         "HTTP/2.0",
+		ProtoMajor:    2,
+	}).WithContext(ctx)
+	if length == 0 {
+		req.Body = http.NoBody
+	}
+	return req
+}
+
+// roundTrip sends one request (body, a framed message) and returns the
+// answer's first message.
+func (c *Client) roundTrip(ctx context.Context, cn *conn, method string, body []byte, _ bool) ([]byte, error) {
+	resp, err := cn.cc.RoundTrip(c.newRequest(ctx, cn, method, bytes.NewReader(body), int64(len(body))))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, unavailable("%s: %v", cn.ep, err)
+	}
+	defer resp.Body.Close()
+	if err := checkHeaders(resp, cn); err != nil {
+		return nil, err
+	}
+	var first []byte
+	r := &frameReader{r: resp.Body}
+	for {
+		msg, err := r.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, unavailable("%s: %v", cn.ep, err)
+		}
+		if first == nil {
+			first = msg
+		}
+	}
+	if err := answerStatus(resp); err != nil {
+		return nil, err
+	}
+	if first == nil {
+		first = []byte{}
+	}
+	return first, nil
+}
+
+// checkHeaders checks an answer's HTTP status; an answer made only of
+// trailers carries its gRPC status in its headers.
+func checkHeaders(resp *http.Response, cn *conn) error {
+	if resp.StatusCode != http.StatusOK {
+		return unavailable("%s: HTTP status %d", cn.ep, resp.StatusCode)
+	}
+	if s := resp.Header.Get("Grpc-Status"); s != "" {
+		return statusError(s, resp.Header.Get("Grpc-Message"))
+	}
+	return nil
+}
+
+// answerStatus is the gRPC status of an answer read to its end.
+func answerStatus(resp *http.Response) error {
+	if s := resp.Header.Get("Grpc-Status"); s != "" {
+		return statusError(s, resp.Header.Get("Grpc-Message"))
+	}
+	return statusError(resp.Trailer.Get("Grpc-Status"), resp.Trailer.Get("Grpc-Message"))
+}
+
+// frameReader reads gRPC message frames.
+type frameReader struct {
+	r   io.Reader
+	hdr [5]byte
+}
+
+func (f *frameReader) next() ([]byte, error) {
+	if _, err := io.ReadFull(f.r, f.hdr[:]); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return nil, errors.New("an answer cut short")
+		}
+		return nil, err
+	}
+	if f.hdr[0] != 0 {
+		return nil, errors.New("a compressed answer, which was not asked for")
+	}
+	n := binary.BigEndian.Uint32(f.hdr[1:])
+	if n > maxAnswer {
+		return nil, fmt.Errorf("an answer of %d bytes", n)
+	}
+	msg := make([]byte, n)
+	if _, err := io.ReadFull(f.r, msg); err != nil {
+		return nil, errors.New("an answer cut short")
+	}
+	return msg, nil
+}
+
+// login gets an auth token for the user.
+func (c *Client) login(ctx context.Context) error {
+	var resp pb.AuthenticateResponse
+	err := c.call(ctx, "", "/etcdserverpb.Auth/Authenticate", &pb.AuthenticateRequest{Name: c.cfg.Username, Password: c.cfg.Password}, &resp)
+	if err != nil {
+		return ContextError(ctx, err)
+	}
+	c.mu.Lock()
+	c.token = resp.Token
+	c.mu.Unlock()
+	return nil
+}

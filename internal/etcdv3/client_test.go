@@ -1,0 +1,261 @@
+package clientv3
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	official "go.etcd.io/etcd/client/v3"
+
+	pb "github.com/crongate/crongate/internal/etcdpb"
+)
+
+// fakeMember is an HTTP/2 (cleartext) server that answers gRPC requests
+// as answer says: a message, or a status.
+type fakeMember struct {
+	url   string
+	calls atomic.Int32
+	mu    sync.Mutex
+	seen  []http.Header
+}
+
+func startMember(t *testing.T, answer func(method string, h http.Header, req []byte) (msg []byte, status int, message string)) *fakeMember {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &fakeMember{url: "http://" + ln.Addr().String()}
+	p := new(http.Protocols)
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Protocols: p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.calls.Add(1)
+		m.mu.Lock()
+		m.seen = append(m.seen, r.Header.Clone())
+		m.mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		var req []byte
+		if len(body) >= 5 {
+			req = body[5:]
+		}
+		msg, status, message := answer(r.URL.Path, r.Header, req)
+		w.Header().Set("Content-Type", "application/grpc")
+		if msg == nil && status != 0 { // trailers only
+			w.Header().Set("Grpc-Status", string(rune('0'+status/10))+string(rune('0'+status%10)))
+			w.Header().Set("Grpc-Message", message)
+			w.WriteHeader(200)
+			return
+		}
+		w.WriteHeader(200)
+		if msg != nil {
+			w.Write(frame(msg))
+		}
+		w.Header().Set(http.TrailerPrefix+"Grpc-Status", string(rune('0'+status/10))+string(rune('0'+status%10)))
+		w.Header().Set(http.TrailerPrefix+"Grpc-Message", message)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return m
+}
+
+// deadMember accepts connections and closes them at once: a member whose
+// endpoint answers but never speaks HTTP/2.
+func deadMember(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func rangeAnswer(rev int64) []byte {
+	// RangeResponse{Header{Revision: rev}, Count: 1}
+	hdr := []byte{0x18, byte(rev)}
+	return append(append([]byte{0x0a, byte(len(hdr))}, hdr...), 0x20, 0x01)
+}
+
+func TestUnaryAndHeaders(t *testing.T) {
+	m := startMember(t, func(method string, _ http.Header, req []byte) ([]byte, int, string) {
+		if method != "/etcdserverpb.KV/Range" {
+			return nil, 12, "unknown method"
+		}
+		var r pb.RangeRequest
+		if want, _ := pb.Marshal(&pb.RangeRequest{Key: []byte("/k"), KeysOnly: true}); !bytes.Equal(req, want) {
+			return nil, 3, "bad request"
+		}
+		_ = r
+		return rangeAnswer(42), 0, ""
+	})
+	c, err := New(Config{Endpoints: []string{m.url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := c.Get(WithRequireLeader(ctx), "/k", WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Header.Revision != 42 || r.Count != 1 {
+		t.Fatalf("answer %+v %+v", r, r.Header)
+	}
+	m.mu.Lock()
+	h := m.seen[0]
+	m.mu.Unlock()
+	if h.Get("Content-Type") != "application/grpc" || h.Get("Te") != "trailers" || h.Get("Hasleader") != "true" {
+		t.Fatalf("request headers %v", h)
+	}
+}
+
+func TestStatusErrors(t *testing.T) {
+	m := startMember(t, func(method string, _ http.Header, _ []byte) ([]byte, int, string) {
+		switch method {
+		case "/etcdserverpb.Lease/LeaseRevoke": // trailers only, as etcd answers an error
+			return nil, 5, "etcdserver: requested lease not found"
+		case "/etcdserverpb.Lease/LeaseKeepAlive": // TTL 0: the lease is gone
+			return []byte{0x10, 0x07}, 0, ""
+		}
+		return []byte{}, 3, "etcdserver: too many operations in txn request %25" // status after a message
+	})
+	c, err := New(Config{Endpoints: []string{m.url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Revoke(ctx, 7); !errors.Is(err, ErrLeaseNotFound) {
+		t.Errorf("revoke: %v, want ErrLeaseNotFound", err)
+	}
+	if _, err := c.KeepAliveOnce(ctx, 7); !errors.Is(err, ErrLeaseNotFound) {
+		t.Errorf("keep-alive: %v, want ErrLeaseNotFound", err)
+	}
+	_, err = c.Txn(ctx).Then(OpGet("/k")).Commit()
+	if ErrorCode(err) != InvalidArgument || err.Error() != "etcdserver: too many operations in txn request %" {
+		t.Errorf("txn: %v (code %d)", err, ErrorCode(err))
+	}
+}
+
+// TestWaitsForAConnection: a request is not sent to an endpoint that
+// cannot be reached, and waits for one that can; with none, it ends with
+// its context.
+func TestWaitsForAConnection(t *testing.T) {
+	dead := deadMember(t)
+	m := startMember(t, func(string, http.Header, []byte) ([]byte, int, string) { return rangeAnswer(5), 0, "" })
+	c, err := New(Config{Endpoints: []string{dead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err = c.Get(ctx, "/k")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("with a dead endpoint only: %v, want the context's deadline", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() { time.Sleep(50 * time.Millisecond); c.SetEndpoints(dead, m.url) }()
+	if _, err := c.Get(ctx, "/k"); err != nil {
+		t.Fatalf("after the endpoints changed: %v", err)
+	}
+}
+
+// TestLoginAgain: a request refused for an invalid auth token is sent
+// again after a new login, once.
+func TestLoginAgain(t *testing.T) {
+	var logins atomic.Int32
+	m := startMember(t, func(method string, h http.Header, _ []byte) ([]byte, int, string) {
+		if method == "/etcdserverpb.Auth/Authenticate" {
+			n := logins.Add(1)
+			tok := "tok" + string(rune('0'+n))
+			return append([]byte{0x12, byte(len(tok))}, tok...), 0, ""
+		}
+		if h.Get("Token") != "tok2" {
+			return nil, 16, "etcdserver: invalid auth token"
+		}
+		return rangeAnswer(9), 0, ""
+	})
+	c, err := New(Config{Endpoints: []string{m.url}, Username: "u", Password: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Get(ctx, "/k"); err != nil {
+		t.Fatalf("after a new login: %v", err)
+	}
+	if logins.Load() != 2 {
+		t.Fatalf("%d logins, want 2", logins.Load())
+	}
+}
+
+func TestGetPrefixRangeEnd(t *testing.T) {
+	for _, p := range []string{"/a", "/a/", "a\xff", "\xff\xff", "", "/x\xffy"} {
+		if got, want := GetPrefixRangeEnd(p), official.GetPrefixRangeEnd(p); got != want {
+			t.Errorf("GetPrefixRangeEnd(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+// FuzzFrames: any answer body is read as frames or refused, never a
+// panic, and a message is never longer than what was sent.
+func FuzzFrames(f *testing.F) {
+	f.Add(frame([]byte("abc")))
+	f.Add([]byte{0, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{1, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := &frameReader{r: bytes.NewReader(data)}
+		total := 0
+		for {
+			msg, err := r.next()
+			if err != nil {
+				break
+			}
+			total += 5 + len(msg)
+			if total > len(data) {
+				t.Fatalf("read %d bytes of %d", total, len(data))
+			}
+		}
+	})
+}
+
+// FuzzStatus: a status and message from a member's trailers give an
+// error or nil, never a panic; the message is kept, decoded.
+func FuzzStatus(f *testing.F) {
+	f.Add("5", "etcdserver: requested lease not found")
+	f.Add("0", "")
+	f.Add("x", "%zz%4")
+	f.Fuzz(func(t *testing.T, status, message string) {
+		err := statusError(status, message)
+		if status == "0" && err != nil {
+			t.Fatalf("status 0: %v", err)
+		}
+		if err != nil && !strings.Contains(message, "%") && status != "0" && ErrorCode(err) != Unavailable && err.Error() != message {
+			t.Fatalf("message %q became %q", message, err.Error())
+		}
+		_ = binary.BigEndian
+	})
+}
