@@ -213,7 +213,7 @@ var ErrLogin = errors.New("etcd refused the login")
 // trouble, then to the others, then to all of them.
 //
 // A call of withlock-etcd or cron-gate-etcd makes a handful of requests
-// and exits; connecting to every member, as the etcd client does, cost it
+// and exits; connecting to every member, as etcd's official client does, cost it
 // a connection per member (HTTP/2 set-up on both sides) for requests that
 // one member answers. So a Client connects to one endpoint, picked at
 // random (which spreads the calls over the members). When a request to
@@ -222,8 +222,7 @@ var ErrLogin = errors.New("etcd refused the login")
 // down, or whose host is: a request waiting for the connection then goes
 // to whichever other member connects first), it connects to the **other**
 // members: a request sent again never goes back to the member that just
-// failed it, as it would in the client's round-robin turn, which starts
-// anew at a random member whenever a connection is added. Trouble there
+// failed it, as it could in a round-robin turn over all of them. Trouble there
 // too, or its caller (Widen: etcdlock at half the first renewal period,
 // so that a long holder has every member by its first renewal; a
 // period's claim) connects it to every member, and every request then
@@ -256,13 +255,13 @@ const firstAnswer = 250 * time.Millisecond
 
 // New creates a client for the endpoints eps, which sec.Check has
 // accepted. dialTimeout bounds connecting to a member (and, with a User,
-// the login). Without a User it does not contact the cluster (client
-// creation is lazy since 3.7): an unreachable cluster shows up in the first
-// request. With one, it logs in (one request); a refused login wraps
+// the login). Without a User it does not contact the cluster (the client
+// connects at its first request): an unreachable cluster shows up in the
+// first request. With one, it logs in (one request); a refused login wraps
 // ErrLogin, no answer is returned as the client's error.
 //
-// The client pings the members it is connected to every 5 s and leaves
-// one after 1 s without an answer; etcd refuses pings more often than
+// The client pings a member it is connected to after 5 s without a
+// word from it, and leaves it after 1 s without an answer; etcd refuses pings more often than
 // every 5 s (--grpc-keepalive-min-time). It logs nothing: errors are
 // returned to the caller, which says them in its own words.
 func New(eps []string, dialTimeout time.Duration, sec Security) (*Client, error) {
@@ -277,7 +276,7 @@ func New(eps []string, dialTimeout time.Duration, sec Security) (*Client, error)
 		DialKeepAliveTimeout: time.Second,
 		Intercept:            c.watchAnswers,
 		Username:             sec.User,
-		Password: sec.Password,
+		Password:             sec.Password,
 	}
 	if sec.TLS() {
 		tc, err := sec.tlsConfig()

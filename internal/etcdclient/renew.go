@@ -34,7 +34,7 @@ func RenewAttempt(ttl time.Duration) time.Duration {
 // (a frozen or cut-off member, a broken connection) connects the client
 // to every member (Widen), and the next attempt goes to the next one in
 // turn — long before the client would notice the dead connection itself
-// (gRPC keep-alive: about 6 s). A renewal asks that the member have a
+// (its keep-alive ping: about 6 s). A renewal asks that the member have a
 // leader (WithRequireLeader): a member cut off from the others says so at
 // once, and the next attempt goes elsewhere. Any member can renew: a
 // follower forwards the renewal to the leader, and once the others have

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/statefile"

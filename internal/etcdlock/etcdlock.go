@@ -3,8 +3,9 @@
 // Package etcdlock is the etcd backend of lockset: the same requests as the
 // local flock backend (path locks and slots from pools, all or nothing), held
 // as keys in an etcd cluster so that withlock processes on several hosts
-// exclude each other. Only cmd/withlock-etcd links it: the etcd client costs
-// about 7 ms and 15 MB per binary, which the local path does not pay. Its
+// exclude each other. Only cmd/withlock-etcd links it: the etcd client (net/http's
+// HTTP/2 and TLS) costs about 1 ms and 9 MB per binary, which the local
+// path does not pay. Its
 // Held is a lockset.Leased, its contention error a lockset.BusyError, and
 // its errors for a cluster that does not answer wrap
 // lockset.ErrUnavailable.

@@ -352,8 +352,9 @@ func frame(msg []byte) []byte {
 	return append(b, msg...)
 }
 
-// maxAnswer bounds an answer's size.
-const maxAnswer = 256 << 20
+// maxAnswer bounds an answer's size: etcd's own limit on a request is
+// 1.5 MiB, and the largest answers here are reads of a prefix.
+const maxAnswer = 64 << 20
 
 type requireLeaderKey struct{}
 
@@ -420,9 +421,12 @@ func (c *Client) roundTrip(ctx context.Context, cn *conn, method string, body []
 			}
 			return nil, unavailable("%s: %v", cn.ep, err)
 		}
-		if first == nil {
-			first = msg
+		if first != nil {
+			// A unary answer is one message; more is a member (or
+			// something posing as one) that does not stop.
+			return nil, unavailable("%s: an answer of more than one message", cn.ep)
 		}
+		first = msg
 	}
 	if err := answerStatus(resp); err != nil {
 		return nil, err
@@ -473,11 +477,17 @@ func (f *frameReader) next() ([]byte, error) {
 	if n > maxAnswer {
 		return nil, fmt.Errorf("an answer of %d bytes", n)
 	}
-	msg := make([]byte, n)
-	if _, err := io.ReadFull(f.r, msg); err != nil {
-		return nil, errors.New("an answer cut short")
+	// Read as it comes, not allocated from the length prefix: a length
+	// is only a claim.
+	var buf bytes.Buffer
+	buf.Grow(int(min(n, 64<<10)))
+	if m, err := io.CopyN(&buf, f.r, int64(n)); m != int64(n) {
+		if err == nil || err == io.EOF {
+			err = errors.New("an answer cut short")
+		}
+		return nil, err
 	}
-	return msg, nil
+	return buf.Bytes(), nil
 }
 
 // login gets an auth token for the user.

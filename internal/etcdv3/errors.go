@@ -98,8 +98,12 @@ func statusError(status, message string) error {
 	if n == 0 {
 		return nil
 	}
-	return EtcdError{Code(n), decodeMessage(message)}
+	return EtcdError{Code(n), decodeMessage(message[:min(len(message), maxMessage)])}
 }
+
+// maxMessage bounds the part of a member's error message that is kept:
+// the messages are one line and it is shown in one.
+const maxMessage = 1000
 
 // decodeMessage undoes gRPC's percent-encoding of grpc-message.
 func decodeMessage(s string) string {
