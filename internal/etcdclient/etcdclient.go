@@ -260,9 +260,10 @@ const firstAnswer = 250 * time.Millisecond
 // first request. With one, it logs in (one request); a refused login wraps
 // ErrLogin, no answer is returned as the client's error.
 //
-// The client pings a member it is connected to after 5 s without a
-// word from it, and leaves it after 1 s without an answer; etcd refuses pings more often than
-// every 5 s (--grpc-keepalive-min-time). It logs nothing: errors are
+// The client pings a member it has requests under way with every 5.5 s
+// and leaves it after 1 s without an answer; etcd refuses pings more
+// often than every 5 s (--grpc-keepalive-min-time), and on a connection
+// without requests. It logs nothing: errors are
 // returned to the caller, which says them in its own words.
 func New(eps []string, dialTimeout time.Duration, sec Security) (*Client, error) {
 	c := &Client{all: eps, first: eps[rand.IntN(len(eps))]}

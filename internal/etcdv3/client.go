@@ -12,9 +12,9 @@
 // What it keeps of gRPC's behaviour: a request waits for a connection to
 // one of the client's endpoints (gRPC's WaitForReady) until its context
 // ends, so a request is never sent to a member that cannot be reached;
-// requests go to the connected endpoints in turn; a connection is
-// checked with HTTP/2 pings after DialKeepAliveTime of silence and
-// closed when one goes unanswered for DialKeepAliveTimeout; a request is
+// requests go to the connected endpoints in turn; a connection with
+// requests under way is pinged every DialKeepAliveTime and closed when a
+// ping goes unanswered for DialKeepAliveTimeout; a request is
 // never sent twice, except one the member refused for an expired auth
 // token, after a new login.
 package clientv3
@@ -89,12 +89,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("no etcd endpoints")
 	}
 	c := &Client{cfg: cfg, conns: map[string]*conn{}, changed: make(chan struct{})}
-	c.h2 = &http2.Transport{
-		ReadIdleTimeout:    cfg.DialKeepAliveTime,
-		PingTimeout:        cfg.DialKeepAliveTimeout,
-		AllowHTTP:          true,
-		DisableCompression: true,
-	}
+	c.h2 = &http2.Transport{AllowHTTP: true, DisableCompression: true}
 	c.eps = append([]string{}, cfg.Endpoints...)
 	for _, ep := range c.eps {
 		if _, err := c.connLocked(ep); err != nil {
@@ -178,12 +173,12 @@ func (c *Client) Close() error {
 // pick returns a connection that can take a request: to endpoint ep, or
 // for "" to one of c.eps, in turn. It dials the endpoints that have no
 // connection, and waits for one until ctx ends.
-func (c *Client) pick(ctx context.Context, ep string) (*conn, error) {
+func (c *Client) pick(ctx context.Context, ep string) (*conn, *http2.ClientConn, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, ErrClosed
+			return nil, nil, ErrClosed
 		}
 		eps := c.eps
 		if ep != "" {
@@ -200,12 +195,12 @@ func (c *Client) pick(ctx context.Context, ep string) (*conn, error) {
 				cn.cc.Close() // closed, or going away: dial again
 				cn.cc = nil
 			}
-			if cn.cc != nil {
+			if cc := cn.cc; cc != nil {
 				if ep == "" {
 					c.turn = (c.turn + i + 1) % len(eps)
 				}
 				c.mu.Unlock()
-				return cn, nil
+				return cn, cc, nil
 			}
 			if !cn.dialing {
 				if d := time.Until(cn.retry); d > 0 {
@@ -235,7 +230,7 @@ func (c *Client) pick(ctx context.Context, ep string) (*conn, error) {
 			t.Stop()
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
 }
@@ -263,8 +258,49 @@ func (c *Client) dial(cn *conn) {
 	default:
 		cn.failures = 0
 		cn.cc = cc
+		go c.keepAlive(cn, cc)
 	}
 	c.signalLocked()
+}
+
+// keepAlive pings cc while it has requests under way, at most every
+// DialKeepAliveTime (and a tenth: etcd's members count pings closer than
+// --grpc-keepalive-min-time, 5 s, as abuse), and closes it when a ping
+// goes unanswered for DialKeepAliveTimeout, so that the next requests go
+// to a new connection. Like gRPC's client, it does not ping an idle
+// connection: etcd closes one pinged without requests after a few pings.
+func (c *Client) keepAlive(cn *conn, cc *http2.ClientConn) {
+	every := c.cfg.DialKeepAliveTime
+	if every <= 0 {
+		return
+	}
+	timeout := c.cfg.DialKeepAliveTimeout
+	if timeout <= 0 {
+		timeout = 20 * time.Second
+	}
+	t := time.NewTicker(every + every/10)
+	defer t.Stop()
+	for range t.C {
+		st := cc.State()
+		if st.Closed || st.Closing {
+			return
+		}
+		if st.StreamsActive == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := cc.Ping(ctx)
+		cancel()
+		if err != nil {
+			c.mu.Lock()
+			if cn.cc == cc {
+				cn.cc = nil
+			}
+			c.mu.Unlock()
+			cc.Close()
+			return
+		}
+	}
 }
 
 func (c *Client) connect(ctx context.Context, cn *conn) (*http2.ClientConn, error) {
@@ -324,11 +360,11 @@ func (c *Client) call(ctx context.Context, ep, method string, req, resp any) err
 		return fmt.Errorf("clientv3: cannot encode a %T", req)
 	}
 	for relogged := false; ; relogged = true {
-		cn, err := c.pick(ctx, ep)
+		cn, cc, err := c.pick(ctx, ep)
 		if err != nil {
 			return err
 		}
-		data, err := c.roundTrip(ctx, cn, method, frame(body), false)
+		data, err := c.roundTrip(ctx, cn, cc, method, frame(body))
 		if err == ErrInvalidAuthToken && c.cfg.Username != "" && !relogged && method != "/etcdserverpb.Auth/Authenticate" {
 			if err := c.login(ctx); err != nil {
 				return err
@@ -396,8 +432,8 @@ func (c *Client) newRequest(ctx context.Context, cn *conn, method string, body i
 
 // roundTrip sends one request (body, a framed message) and returns the
 // answer's first message.
-func (c *Client) roundTrip(ctx context.Context, cn *conn, method string, body []byte, _ bool) ([]byte, error) {
-	resp, err := cn.cc.RoundTrip(c.newRequest(ctx, cn, method, bytes.NewReader(body), int64(len(body))))
+func (c *Client) roundTrip(ctx context.Context, cn *conn, cc *http2.ClientConn, method string, body []byte) ([]byte, error) {
+	resp, err := cc.RoundTrip(c.newRequest(ctx, cn, method, bytes.NewReader(body), int64(len(body))))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -69,7 +69,7 @@ func (c *Client) watch(ctx context.Context, create []byte, notify bool, ch chan<
 			}
 		}
 	}
-	cn, err := c.pick(ctx, "")
+	cn, cc, err := c.pick(ctx, "")
 	if err != nil {
 		fail(err)
 		return
@@ -90,7 +90,7 @@ func (c *Client) watch(ctx context.Context, create []byte, notify bool, ch chan<
 		}
 		pw.Close()
 	}()
-	resp, err := cn.cc.RoundTrip(c.newRequest(ctx, cn, "/etcdserverpb.Watch/Watch", pr, -1))
+	resp, err := cc.RoundTrip(c.newRequest(ctx, cn, "/etcdserverpb.Watch/Watch", pr, -1))
 	if err != nil {
 		fail(unavailable("%s: %v", cn.ep, err))
 		return
