@@ -325,19 +325,57 @@ func (c *Client) connect(ctx context.Context, cn *conn) (*http2.ClientConn, erro
 		}
 		nc = tlc
 	}
-	cc, err := c.h2.NewClientConn(nc)
+	// Ready once the member has spoken as an HTTP/2 server (its
+	// settings frame, which it sends first), as gRPC waits for it: a
+	// request is never sent where it cannot be served.
+	fr := &firstRead{Conn: nc, done: make(chan struct{})}
+	cc, err := c.h2.NewClientConn(fr)
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
-	// Ready once the member has answered as an HTTP/2 server (its
-	// settings come before the ping's answer), as gRPC waits for its
-	// settings: a request is never sent where it cannot be served.
-	if err := cc.Ping(ctx); err != nil {
+	select {
+	case <-fr.done:
+	case <-ctx.Done():
+		fr.settle(false)
+	}
+	if !fr.ok {
 		cc.Close()
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errors.New("the endpoint does not speak HTTP/2")
 	}
 	return cc, nil
+}
+
+// firstRead is a connection that tells when its first bytes arrive: ok
+// if they start an HTTP/2 settings frame.
+type firstRead struct {
+	net.Conn
+	once sync.Once
+	done chan struct{}
+	ok   bool // set before done is closed
+}
+
+func (f *firstRead) Read(p []byte) (int, error) {
+	n, err := f.Conn.Read(p)
+	switch {
+	case n >= 4:
+		f.settle(p[3] == 0x4) // the frame type: SETTINGS
+	case n > 0:
+		f.settle(true)
+	case err != nil:
+		f.settle(false)
+	}
+	return n, err
+}
+
+func (f *firstRead) settle(ok bool) {
+	f.once.Do(func() {
+		f.ok = ok
+		close(f.done)
+	})
 }
 
 // Invoke sends the request req to method ("/etcdserverpb.KV/Txn") and

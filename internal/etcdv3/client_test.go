@@ -72,7 +72,11 @@ func startMember(t *testing.T, answer func(method string, h http.Header, req []b
 
 // deadMember accepts connections and closes them at once: a member whose
 // endpoint answers but never speaks HTTP/2.
-func deadMember(t *testing.T) string {
+func deadMember(t *testing.T) string { return oddMember(t, "") }
+
+// oddMember accepts connections, writes say and closes them: an endpoint
+// that is not an HTTP/2 server.
+func oddMember(t *testing.T, say string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -84,6 +88,7 @@ func deadMember(t *testing.T) string {
 			if err != nil {
 				return
 			}
+			c.Write([]byte(say))
 			c.Close()
 		}
 	}()
@@ -169,18 +174,25 @@ func TestStatusErrors(t *testing.T) {
 func TestWaitsForAConnection(t *testing.T) {
 	dead := deadMember(t)
 	m := startMember(t, func(string, http.Header, []byte) ([]byte, int, string) { return rangeAnswer(5), 0, "" })
+	for _, ep := range []string{dead, oddMember(t, "HTTP/1.1 400 Bad Request\r\n\r\n")} {
+		c, err := New(Config{Endpoints: []string{ep}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err = c.Get(ctx, "/k")
+		cancel()
+		c.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("with an endpoint that does not speak HTTP/2 only: %v, want the context's deadline", err)
+		}
+	}
 	c, err := New(Config{Endpoints: []string{dead}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	_, err = c.Get(ctx, "/k")
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("with a dead endpoint only: %v, want the context's deadline", err)
-	}
-	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go func() { time.Sleep(50 * time.Millisecond); c.SetEndpoints(dead, m.url) }()
 	if _, err := c.Get(ctx, "/k"); err != nil {

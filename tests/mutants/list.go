@@ -106,6 +106,31 @@ var Mutants = []Mutant{
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestPoolQueueReservesEveryFullPool", Tags: "etcd",
 	},
+	// ---- the etcd client (internal/etcdv3) ----
+	{
+		Name:   "etcdv3-sends-before-ready",
+		Breaks: "a request is sent on a connection before the member has answered as an HTTP/2 server (it fails where it should wait)",
+		Edits: []Edit{
+			{"internal/etcdv3/client.go", "	if !fr.ok {\n", "	if false {\n"},
+		},
+		Pkgs: []string{"./internal/etcdv3"}, Run: "TestWaitsForAConnection",
+	},
+	{
+		Name:   "etcdv3-no-require-leader",
+		Breaks: "a request marked WithRequireLeader is sent without hasleader: a member cut off from the others holds it instead of refusing it",
+		Edits: []Edit{
+			{"internal/etcdv3/client.go", "		h[\"Hasleader\"] = []string{\"true\"}\n", ""},
+		},
+		Pkgs: []string{"./internal/etcdv3"}, Run: "TestUnaryAndHeaders",
+	},
+	{
+		Name:   "etcdv3-unary-reads-on",
+		Breaks: "a unary answer of more than one message is read to its end: an endpoint that never stops holds the call",
+		Edits: []Edit{
+			{"internal/etcdv3/client.go", "		if first != nil {\n", "		if false && first != nil {\n"},
+		},
+		Pkgs: []string{"./internal/etcdv3"}, Run: "TestStatusErrors",
+	},
 	{
 		Name:   "etcd-pool-waiter-writes-per-poll",
 		Breaks: "on etcd a waiter for a full pool sends its lock transaction at every poll (a write; two with paths) instead of reading the pool",
