@@ -191,7 +191,7 @@ func (c *Client) pick(ctx context.Context, ep string) (*conn, *http2.ClientConn,
 			if cn == nil {
 				continue
 			}
-			if cn.cc != nil && !cn.cc.ReserveNewRequest() {
+			if cn.cc != nil && !usable(cn.cc) {
 				cn.cc.Close() // closed, or going away: dial again
 				cn.cc = nil
 			}
@@ -235,6 +235,21 @@ func (c *Client) pick(ctx context.Context, ep string) (*conn, *http2.ClientConn,
 	}
 }
 
+// usable reports whether cc can take a request, and reserves it a stream
+// if so. (ReserveNewRequest alone lets a closed connection that never
+// carried a request take one, to fail it.)
+func usable(cc *http2.ClientConn) bool {
+	st := cc.State()
+	return !st.Closed && !st.Closing && cc.ReserveNewRequest()
+}
+
+// notSent reports whether a RoundTrip error says the request never left:
+// the connection closed or went away before it could be written.
+func notSent(err error) bool {
+	s := err.Error()
+	return s == "http2: client conn could not be established" || s == "http2: client conn not usable"
+}
+
 // dial connects cn, once; a failure is retried after a back-off (1 s,
 // doubling up to 8 s, with jitter) when a request needs the endpoint.
 func (c *Client) dial(cn *conn) {
@@ -261,6 +276,16 @@ func (c *Client) dial(cn *conn) {
 		go c.keepAlive(cn, cc)
 	}
 	c.signalLocked()
+}
+
+// drop closes cc, cn's connection, so that the next request dials again.
+func (c *Client) drop(cn *conn, cc *http2.ClientConn) {
+	c.mu.Lock()
+	if cn.cc == cc {
+		cn.cc = nil
+	}
+	c.mu.Unlock()
+	cc.Close()
 }
 
 // keepAlive pings cc while it has requests under way, at most every
@@ -292,12 +317,7 @@ func (c *Client) keepAlive(cn *conn, cc *http2.ClientConn) {
 		err := cc.Ping(ctx)
 		cancel()
 		if err != nil {
-			c.mu.Lock()
-			if cn.cc == cc {
-				cn.cc = nil
-			}
-			c.mu.Unlock()
-			cc.Close()
+			c.drop(cn, cc)
 			return
 		}
 	}
@@ -397,16 +417,23 @@ func (c *Client) call(ctx context.Context, ep, method string, req, resp any) err
 	if !ok {
 		return fmt.Errorf("clientv3: cannot encode a %T", req)
 	}
-	for relogged := false; ; relogged = true {
+	relogged := false
+	for {
 		cn, cc, err := c.pick(ctx, ep)
 		if err != nil {
 			return err
 		}
 		data, err := c.roundTrip(ctx, cn, cc, method, frame(body))
+		var ee EtcdError
+		if errors.As(err, &ee) && ee.unsent {
+			c.drop(cn, cc)
+			continue // never sent: another connection
+		}
 		if err == ErrInvalidAuthToken && c.cfg.Username != "" && !relogged && method != "/etcdserverpb.Auth/Authenticate" {
 			if err := c.login(ctx); err != nil {
 				return err
 			}
+			relogged = true
 			continue // refused, not applied: sent again with the new token
 		}
 		if err != nil {
@@ -475,6 +502,9 @@ func (c *Client) roundTrip(ctx context.Context, cn *conn, cc *http2.ClientConn, 
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if notSent(err) {
+			return nil, EtcdError{Unavailable, fmt.Sprintf("%s: %v", cn.ep, err), true}
 		}
 		return nil, unavailable("%s: %v", cn.ep, err)
 	}

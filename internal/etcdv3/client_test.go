@@ -23,6 +23,7 @@ import (
 // as answer says: a message, or a status.
 type fakeMember struct {
 	url   string
+	srv   *http.Server
 	calls atomic.Int32
 	mu    sync.Mutex
 	seen  []http.Header
@@ -65,6 +66,7 @@ func startMember(t *testing.T, answer func(method string, h http.Header, req []b
 		w.Header().Set(http.TrailerPrefix+"Grpc-Status", string(rune('0'+status/10))+string(rune('0'+status%10)))
 		w.Header().Set(http.TrailerPrefix+"Grpc-Message", message)
 	})}
+	m.srv = srv
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return m
@@ -197,6 +199,63 @@ func TestWaitsForAConnection(t *testing.T) {
 	go func() { time.Sleep(50 * time.Millisecond); c.SetEndpoints(dead, m.url) }()
 	if _, err := c.Get(ctx, "/k"); err != nil {
 		t.Fatalf("after the endpoints changed: %v", err)
+	}
+}
+
+// TestUnusedConnectionClosed: a connection that was made but never
+// carried a request, then closed by its member, is not given a request
+// (the HTTP/2 client lets such a connection take one, to fail it).
+func TestUnusedConnectionClosed(t *testing.T) {
+	answer := func(string, http.Header, []byte) ([]byte, int, string) { return rangeAnswer(3), 0, "" }
+	a, b := startMember(t, answer), startMember(t, answer)
+	c, err := New(Config{Endpoints: []string{a.url, b.url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Both connect; wait until both are ready.
+	for ready := 0; ready < 2; {
+		if _, err := c.Get(ctx, "/k"); err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		ready = 0
+		for _, cn := range c.conns {
+			if cn.cc != nil {
+				ready++
+			}
+		}
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			t.Fatal("the two connections never became ready")
+		}
+	}
+	// A connection of its own, unused, to b, which b then closes.
+	c.mu.Lock()
+	cn := c.conns[b.url]
+	c.mu.Unlock()
+	fresh, err := c.connect(ctx, cn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	old := cn.cc
+	cn.cc = fresh
+	c.mu.Unlock()
+	old.Close()
+	b.srv.Close()
+	for !fresh.State().Closed {
+		if ctx.Err() != nil {
+			t.Fatal("the member's close was never seen")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 4 {
+		if _, err := c.Get(ctx, "/k"); err != nil {
+			t.Fatalf("request %d after the close: %v", i, err)
+		}
 	}
 }
 

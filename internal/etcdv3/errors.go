@@ -36,8 +36,9 @@ const (
 // connection, which is Unavailable. Two with the same code and message
 // are equal, so errors.Is(err, ErrLeaseNotFound) works.
 type EtcdError struct {
-	code Code
-	desc string
+	code   Code
+	desc   string
+	unsent bool // the request never left: it may be sent elsewhere
 }
 
 func (e EtcdError) Error() string { return e.desc }
@@ -47,16 +48,16 @@ func (e EtcdError) Code() Code { return e.code }
 
 // The errors the callers tell apart.
 var (
-	ErrLeaseNotFound    = EtcdError{NotFound, "etcdserver: requested lease not found"}
-	ErrCompacted        = EtcdError{OutOfRange, "etcdserver: mvcc: required revision has been compacted"}
-	ErrFutureRev        = EtcdError{OutOfRange, "etcdserver: mvcc: required revision is a future revision"}
-	ErrNoLeader         = EtcdError{Unavailable, "etcdserver: no leader"}
-	ErrInvalidAuthToken = EtcdError{Unauthenticated, "etcdserver: invalid auth token"}
+	ErrLeaseNotFound    = EtcdError{code: NotFound, desc: "etcdserver: requested lease not found"}
+	ErrCompacted        = EtcdError{code: OutOfRange, desc: "etcdserver: mvcc: required revision has been compacted"}
+	ErrFutureRev        = EtcdError{code: OutOfRange, desc: "etcdserver: mvcc: required revision is a future revision"}
+	ErrNoLeader         = EtcdError{code: Unavailable, desc: "etcdserver: no leader"}
+	ErrInvalidAuthToken = EtcdError{code: Unauthenticated, desc: "etcdserver: invalid auth token"}
 )
 
 // unavailable is a failure to reach a member or to get its answer whole.
 func unavailable(format string, a ...any) error {
-	return EtcdError{Unavailable, fmt.Sprintf(format, a...)}
+	return EtcdError{code: Unavailable, desc: fmt.Sprintf(format, a...)}
 }
 
 // ErrorCode is err's gRPC code: EtcdError's, DeadlineExceeded or Canceled
@@ -98,7 +99,7 @@ func statusError(status, message string) error {
 	if n == 0 {
 		return nil
 	}
-	return EtcdError{Code(n), decodeMessage(message[:min(len(message), maxMessage)])}
+	return EtcdError{code: Code(n), desc: decodeMessage(message[:min(len(message), maxMessage)])}
 }
 
 // maxMessage bounds the part of a member's error message that is kept:

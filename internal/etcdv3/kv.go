@@ -132,7 +132,7 @@ func (c *Client) Grant(ctx context.Context, ttl int64) (*LeaseGrantResponse, err
 		return nil, err
 	}
 	if resp.Error != "" {
-		return nil, EtcdError{Unknown, resp.Error}
+		return nil, EtcdError{code: Unknown, desc: resp.Error}
 	}
 	return &LeaseGrantResponse{ResponseHeader: resp.Header, ID: LeaseID(resp.ID), TTL: resp.TTL}, nil
 }

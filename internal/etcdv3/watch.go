@@ -35,7 +35,7 @@ func (wr *WatchResponse) Err() error {
 		return ErrCompacted
 	case wr.Canceled:
 		if wr.cancelReason != "" {
-			return EtcdError{FailedPrecondition, wr.cancelReason}
+			return EtcdError{code: FailedPrecondition, desc: wr.cancelReason}
 		}
 		return ErrFutureRev
 	}

@@ -116,6 +116,15 @@ var Mutants = []Mutant{
 		Pkgs: []string{"./internal/etcdv3"}, Run: "TestWaitsForAConnection",
 	},
 	{
+		Name:   "etcdv3-closed-unused-conn",
+		Breaks: "a connection closed before it carried a request is given one, which fails, where another member could answer",
+		Edits: []Edit{
+			{"internal/etcdv3/client.go", "	return !st.Closed && !st.Closing && cc.ReserveNewRequest()", "	_ = st\n\treturn cc.ReserveNewRequest()"},
+			{"internal/etcdv3/client.go", "		if errors.As(err, &ee) && ee.unsent {", "		if false && errors.As(err, &ee) && ee.unsent {"},
+		},
+		Pkgs: []string{"./internal/etcdv3"}, Run: "TestUnusedConnectionClosed",
+	},
+	{
 		Name:   "etcdv3-no-require-leader",
 		Breaks: "a request marked WithRequireLeader is sent without hasleader: a member cut off from the others holds it instead of refusing it",
 		Edits: []Edit{
