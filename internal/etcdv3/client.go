@@ -243,11 +243,17 @@ func usable(cc *http2.ClientConn) bool {
 	return !st.Closed && !st.Closing && cc.ReserveNewRequest()
 }
 
-// notSent reports whether a RoundTrip error says the request never left:
-// the connection closed or went away before it could be written.
+// notSent reports whether a RoundTrip error says the request was not
+// served: the connection closed or became unusable before it could be
+// written, or the member's graceful GOAWAY says it never read the stream
+// (x/net/http2's own pool sends these again on a new connection too).
 func notSent(err error) bool {
-	s := err.Error()
-	return s == "http2: client conn could not be established" || s == "http2: client conn not usable"
+	switch err.Error() {
+	case "http2: client conn could not be established", "http2: client conn not usable",
+		"http2: Transport received Server's graceful shutdown GOAWAY":
+		return true
+	}
+	return false
 }
 
 // dial connects cn, once; a failure is retried after a back-off (1 s,
