@@ -44,16 +44,6 @@ type Event struct {
 	PrevKv *KeyValue
 }
 
-// IsCreate reports whether the event created its key.
-func (e *Event) IsCreate() bool {
-	return e.Type == PUT && e.Kv != nil && e.Kv.CreateRevision == e.Kv.ModRevision
-}
-
-// IsModify reports whether the event changed an existing key.
-func (e *Event) IsModify() bool {
-	return e.Type == PUT && e.Kv != nil && e.Kv.CreateRevision != e.Kv.ModRevision
-}
-
 type RangeRequest struct {
 	Key               []byte
 	RangeEnd          []byte
@@ -141,22 +131,6 @@ func (*ResponseOp_ResponseTxn) isResponseOp_Response()         {}
 func (m *ResponseOp) GetResponseRange() *RangeResponse {
 	if r, ok := m.Response.(*ResponseOp_ResponseRange); ok {
 		return r.ResponseRange
-	}
-	return nil
-}
-
-// GetResponsePut is the answer's put, nil if it is not one.
-func (m *ResponseOp) GetResponsePut() *PutResponse {
-	if r, ok := m.Response.(*ResponseOp_ResponsePut); ok {
-		return r.ResponsePut
-	}
-	return nil
-}
-
-// GetResponseDeleteRange is the answer's delete, nil if it is not one.
-func (m *ResponseOp) GetResponseDeleteRange() *DeleteRangeResponse {
-	if r, ok := m.Response.(*ResponseOp_ResponseDeleteRange); ok {
-		return r.ResponseDeleteRange
 	}
 	return nil
 }
@@ -335,39 +309,4 @@ func (m *RangeResponse) GetKvs() []*KeyValue {
 		return nil
 	}
 	return m.Kvs
-}
-
-func (m *RangeResponse) GetHeader() *ResponseHeader {
-	if m == nil {
-		return nil
-	}
-	return m.Header
-}
-
-func (m *TxnResponse) GetHeader() *ResponseHeader {
-	if m == nil {
-		return nil
-	}
-	return m.Header
-}
-
-func (m *TxnResponse) GetResponses() []*ResponseOp {
-	if m == nil {
-		return nil
-	}
-	return m.Responses
-}
-
-func (m *ResponseHeader) GetRevision() int64 {
-	if m == nil {
-		return 0
-	}
-	return m.Revision
-}
-
-func (m *KeyValue) GetCreateRevision() int64 {
-	if m == nil {
-		return 0
-	}
-	return m.CreateRevision
 }

@@ -140,13 +140,6 @@ func (c *Client) SetEndpoints(eps ...string) {
 	c.signalLocked()
 }
 
-// Endpoints are where requests go.
-func (c *Client) Endpoints() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string{}, c.eps...)
-}
-
 func (c *Client) signalLocked() {
 	close(c.changed)
 	c.changed = make(chan struct{})
@@ -466,7 +459,7 @@ const maxAnswer = 64 << 20
 type requireLeaderKey struct{}
 
 // WithRequireLeader marks ctx's requests: a member without a leader
-// refuses them at once (ErrNoLeader), and ends such a watch.
+// refuses them at once ("etcdserver: no leader"), and ends such a watch.
 func WithRequireLeader(ctx context.Context) context.Context {
 	return context.WithValue(ctx, requireLeaderKey{}, true)
 }

@@ -51,7 +51,6 @@ var (
 	ErrLeaseNotFound    = EtcdError{code: NotFound, desc: "etcdserver: requested lease not found"}
 	ErrCompacted        = EtcdError{code: OutOfRange, desc: "etcdserver: mvcc: required revision has been compacted"}
 	ErrFutureRev        = EtcdError{code: OutOfRange, desc: "etcdserver: mvcc: required revision is a future revision"}
-	ErrNoLeader         = EtcdError{code: Unavailable, desc: "etcdserver: no leader"}
 	ErrInvalidAuthToken = EtcdError{code: Unauthenticated, desc: "etcdserver: invalid auth token"}
 )
 

@@ -120,9 +120,8 @@ func (t *Txn) Commit() (*TxnResponse, error) {
 // LeaseGrantResponse is a granted lease.
 type LeaseGrantResponse struct {
 	*pb.ResponseHeader
-	ID    LeaseID
-	TTL   int64
-	Error string
+	ID  LeaseID
+	TTL int64
 }
 
 // Grant asks for a lease of ttl seconds.
