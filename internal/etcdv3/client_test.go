@@ -3,7 +3,6 @@ package clientv3
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -109,11 +108,9 @@ func TestUnaryAndHeaders(t *testing.T) {
 		if method != "/etcdserverpb.KV/Range" {
 			return nil, 12, "unknown method"
 		}
-		var r pb.RangeRequest
 		if want, _ := pb.Marshal(&pb.RangeRequest{Key: []byte("/k"), KeysOnly: true}); !bytes.Equal(req, want) {
 			return nil, 3, "bad request"
 		}
-		_ = r
 		return rangeAnswer(42), 0, ""
 	})
 	c, err := New(Config{Endpoints: []string{m.url}})
@@ -333,6 +330,5 @@ func FuzzStatus(f *testing.F) {
 		if err != nil && !strings.Contains(message, "%") && status != "0" && ErrorCode(err) != Unavailable && err.Error() != message[:min(len(message), maxMessage)] {
 			t.Fatalf("message %q became %q", message, err.Error())
 		}
-		_ = binary.BigEndian
 	})
 }
