@@ -71,6 +71,7 @@ for w in $(seq 8); do
 	) &
 done
 sleep 2
+echo "sampling from $(date -u '+%F %T') UTC"
 perf record -q -a -g -F 4000 -o "$out/perf.data" -- sleep "$secs" 2>/dev/null
 wait_loops() {
 	for w in $(seq 8); do
