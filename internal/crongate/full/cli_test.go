@@ -12,6 +12,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/crongate"
+	"github.com/crongate/crongate/internal/duration/kongduration"
 )
 
 func kongRun(t testing.TB, args []string) (CLI, bool) {
@@ -19,7 +20,8 @@ func kongRun(t testing.TB, args []string) (CLI, bool) {
 	k, err := kong.New(&c, kong.Name("cron-gate"),
 		kong.Vars{"config": "/etc/cron-gate/config.toml", "version": "test", "once_pers": onceEnum},
 		kong.Writers(io.Discard, io.Discard),
-		kong.Exit(func(int) { panic("kong exit") }))
+		kong.Exit(func(int) { panic("kong exit") }),
+		kongduration.Option()) // as the program's parser: days in durations
 	if err != nil {
 		t.Fatal(err)
 	}
