@@ -1,7 +1,7 @@
 // Package clientv3 is a small etcd v3 client: the requests withlock-etcd
 // and cron-gate-etcd make (ranges, transactions, leases, watches, status,
-// login), sent as gRPC over HTTP/2 (golang.org/x/net/http2) with
-// messages encoded by hand (internal/etcdpb). Its API follows the
+// login), sent as gRPC over HTTP/2 (a connection of its own, h2conn.go,
+// with x/net's frames) with messages encoded by hand (internal/etcdpb). Its API follows the
 // official client's (go.etcd.io/etcd/client/v3) where it has one.
 //
 // Why not the official client: a call of withlock-etcd makes a handful of
@@ -29,12 +29,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	pb "github.com/crongate/crongate/internal/etcdpb"
 )
@@ -59,7 +59,6 @@ type Config struct {
 // Client is a connection pool over a cluster's endpoints.
 type Client struct {
 	cfg Config
-	h2  *http2.Transport
 
 	mu      sync.Mutex
 	eps     []string         // where requests go
@@ -73,7 +72,7 @@ type Client struct {
 // conn is the connection to one endpoint.
 type conn struct {
 	ep, scheme, host string
-	cc               *http2.ClientConn // nil until connected
+	cc               *h2conn // nil until connected
 	dialing          bool
 	failures         int
 	retry            time.Time // no dial before
@@ -89,7 +88,6 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("no etcd endpoints")
 	}
 	c := &Client{cfg: cfg, conns: map[string]*conn{}, changed: make(chan struct{})}
-	c.h2 = &http2.Transport{AllowHTTP: true, DisableCompression: true}
 	c.eps = append([]string{}, cfg.Endpoints...)
 	for _, ep := range c.eps {
 		if _, err := c.connLocked(ep); err != nil {
@@ -166,7 +164,7 @@ func (c *Client) Close() error {
 // pick returns a connection that can take a request: to endpoint ep, or
 // for "" to one of c.eps, in turn. It dials the endpoints that have no
 // connection, and waits for one until ctx ends.
-func (c *Client) pick(ctx context.Context, ep string) (*conn, *http2.ClientConn, error) {
+func (c *Client) pick(ctx context.Context, ep string) (*conn, *h2conn, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -184,7 +182,7 @@ func (c *Client) pick(ctx context.Context, ep string) (*conn, *http2.ClientConn,
 			if cn == nil {
 				continue
 			}
-			if cn.cc != nil && !usable(cn.cc) {
+			if cn.cc != nil && !cn.cc.usable() {
 				cn.cc.Close() // closed, or going away: dial again
 				cn.cc = nil
 			}
@@ -228,25 +226,12 @@ func (c *Client) pick(ctx context.Context, ep string) (*conn, *http2.ClientConn,
 	}
 }
 
-// usable reports whether cc can take a request, and reserves it a stream
-// if so. (ReserveNewRequest alone lets a closed connection that never
-// carried a request take one, to fail it.)
-func usable(cc *http2.ClientConn) bool {
-	st := cc.State()
-	return !st.Closed && !st.Closing && cc.ReserveNewRequest()
-}
-
-// notSent reports whether a RoundTrip error says the request was not
-// served: the connection closed or became unusable before it could be
-// written, or the member's graceful GOAWAY says it never read the stream
-// (x/net/http2's own pool sends these again on a new connection too).
+// notSent reports whether a request's error says the member never got
+// it: the connection closed or went away before it was written, or the
+// member's GOAWAY or REFUSED_STREAM says it did not process the stream.
 func notSent(err error) bool {
-	switch err.Error() {
-	case "http2: client conn could not be established", "http2: client conn not usable",
-		"http2: Transport received Server's graceful shutdown GOAWAY":
-		return true
-	}
-	return false
+	var ue unsentError
+	return errors.As(err, &ue)
 }
 
 // dial connects cn, once; a failure is retried after a back-off (1 s,
@@ -278,7 +263,7 @@ func (c *Client) dial(cn *conn) {
 }
 
 // drop closes cc, cn's connection, so that the next request dials again.
-func (c *Client) drop(cn *conn, cc *http2.ClientConn) {
+func (c *Client) drop(cn *conn, cc *h2conn) {
 	c.mu.Lock()
 	if cn.cc == cc {
 		cn.cc = nil
@@ -293,7 +278,7 @@ func (c *Client) drop(cn *conn, cc *http2.ClientConn) {
 // goes unanswered for DialKeepAliveTimeout, so that the next requests go
 // to a new connection. Like gRPC's client, it does not ping an idle
 // connection: etcd closes one pinged without requests after a few pings.
-func (c *Client) keepAlive(cn *conn, cc *http2.ClientConn) {
+func (c *Client) keepAlive(cn *conn, cc *h2conn) {
 	every := c.cfg.DialKeepAliveTime
 	if every <= 0 {
 		return
@@ -305,11 +290,10 @@ func (c *Client) keepAlive(cn *conn, cc *http2.ClientConn) {
 	t := time.NewTicker(every + every/10)
 	defer t.Stop()
 	for range t.C {
-		st := cc.State()
-		if st.Closed || st.Closing {
+		if !cc.usable() {
 			return
 		}
-		if st.StreamsActive == 0 {
+		if cc.active() == 0 {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -322,7 +306,7 @@ func (c *Client) keepAlive(cn *conn, cc *http2.ClientConn) {
 	}
 }
 
-func (c *Client) connect(ctx context.Context, cn *conn) (*http2.ClientConn, error) {
+func (c *Client) connect(ctx context.Context, cn *conn) (*h2conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", cn.host)
 	if err != nil {
@@ -347,54 +331,19 @@ func (c *Client) connect(ctx context.Context, cn *conn) (*http2.ClientConn, erro
 	// Ready once the member has spoken as an HTTP/2 server (its
 	// settings frame, which it sends first), as gRPC waits for it: a
 	// request is never sent where it cannot be served.
-	fr := &firstRead{Conn: nc, done: make(chan struct{})}
-	cc, err := c.h2.NewClientConn(fr)
+	cc, err := newH2Conn(nc, cn.scheme, cn.host)
 	if err != nil {
-		nc.Close()
 		return nil, err
 	}
 	select {
-	case <-fr.done:
+	case <-cc.ready:
+		return cc, nil
+	case <-cc.done:
+		return nil, cc.err
 	case <-ctx.Done():
-		fr.settle(false)
-	}
-	if !fr.ok {
 		cc.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, errors.New("the endpoint does not speak HTTP/2")
+		return nil, ctx.Err()
 	}
-	return cc, nil
-}
-
-// firstRead is a connection that tells when its first bytes arrive: ok
-// if they start an HTTP/2 settings frame.
-type firstRead struct {
-	net.Conn
-	once sync.Once
-	done chan struct{}
-	ok   bool // set before done is closed
-}
-
-func (f *firstRead) Read(p []byte) (int, error) {
-	n, err := f.Conn.Read(p)
-	switch {
-	case n >= 4:
-		f.settle(p[3] == 0x4) // the frame type: SETTINGS
-	case n > 0:
-		f.settle(true)
-	case err != nil:
-		f.settle(false)
-	}
-	return n, err
-}
-
-func (f *firstRead) settle(ok bool) {
-	f.once.Do(func() {
-		f.ok = ok
-		close(f.done)
-	})
 }
 
 // Invoke sends the request req to method ("/etcdserverpb.KV/Txn") and
@@ -464,65 +413,44 @@ func WithRequireLeader(ctx context.Context) context.Context {
 	return context.WithValue(ctx, requireLeaderKey{}, true)
 }
 
-// newRequest is a gRPC request to cn.
-func (c *Client) newRequest(ctx context.Context, cn *conn, method string, body io.Reader, length int64) *http.Request {
-	h := http.Header{
-		"Content-Type": {"application/grpc"},
-		"Te":           {"trailers"},
-	}
+// headers are a request's header fields beyond gRPC's own.
+func (c *Client) headers(ctx context.Context, method string) []hpack.HeaderField {
+	var h []hpack.HeaderField
 	if ctx.Value(requireLeaderKey{}) != nil {
-		h["Hasleader"] = []string{"true"}
+		h = append(h, hpack.HeaderField{Name: "hasleader", Value: "true"})
 	}
 	c.mu.Lock()
 	if c.token != "" && method != "/etcdserverpb.Auth/Authenticate" {
-		h["Token"] = []string{c.token}
+		h = append(h, hpack.HeaderField{Name: "token", Value: c.token, Sensitive: true})
 	}
 	c.mu.Unlock()
-	req := (&http.Request{
-		Method:        "POST",
-		URL:           &url.URL{Scheme: cn.scheme, Host: cn.host, Path: method},
-		Host:          cn.host,
-		Header:        h,
-		Body:          io.NopCloser(body),
-		ContentLength: length,
-		Proto:         "HTTP/2.0",
-		ProtoMajor:    2,
-	}).WithContext(ctx)
-	if length == 0 {
-		req.Body = http.NoBody
-	}
-	return req
+	return h
 }
 
 // roundTrip sends one request (body, a framed message) and returns the
 // answer's first message.
-func (c *Client) roundTrip(ctx context.Context, cn *conn, cc *http2.ClientConn, method string, body []byte) ([]byte, error) {
-	resp, err := cc.RoundTrip(c.newRequest(ctx, cn, method, bytes.NewReader(body), int64(len(body))))
+func (c *Client) roundTrip(ctx context.Context, cn *conn, cc *h2conn, method string, body []byte) ([]byte, error) {
+	st, err := cc.open(ctx, method, c.headers(ctx, method), body, true)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if notSent(err) {
-			return nil, EtcdError{Unavailable, fmt.Sprintf("%s: %v", cn.ep, err), true}
-		}
-		return nil, unavailable("%s: %v", cn.ep, err)
+		return nil, streamError(ctx, cn, err)
 	}
-	defer resp.Body.Close()
-	if err := checkHeaders(resp, cn); err != nil {
+	defer st.close()
+	hdr, err := st.awaitHeader()
+	if err != nil {
+		return nil, streamError(ctx, cn, err)
+	}
+	if err := checkHeaders(hdr, cn); err != nil {
 		return nil, err
 	}
 	var first []byte
-	r := &frameReader{r: resp.Body}
+	r := &frameReader{r: st}
 	for {
 		msg, err := r.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, unavailable("%s: %v", cn.ep, err)
+			return nil, streamError(ctx, cn, err)
 		}
 		if first != nil {
 			// A unary answer is one message; more is a member (or
@@ -531,7 +459,7 @@ func (c *Client) roundTrip(ctx context.Context, cn *conn, cc *http2.ClientConn, 
 		}
 		first = msg
 	}
-	if err := answerStatus(resp); err != nil {
+	if err := answerStatus(hdr, st.Trailer()); err != nil {
 		return nil, err
 	}
 	if first == nil {
@@ -540,24 +468,48 @@ func (c *Client) roundTrip(ctx context.Context, cn *conn, cc *http2.ClientConn, 
 	return first, nil
 }
 
+// streamError is the error of a request whose stream failed.
+func streamError(ctx context.Context, cn *conn, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if notSent(err) {
+		return EtcdError{Unavailable, fmt.Sprintf("%s: %v", cn.ep, err), true}
+	}
+	return unavailable("%s: %v", cn.ep, err)
+}
+
+// field is the value of the header field name in h, "" if none.
+func field(h []hpack.HeaderField, name string) string {
+	for _, f := range h {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return ""
+}
+
 // checkHeaders checks an answer's HTTP status; an answer made only of
 // trailers carries its gRPC status in its headers.
-func checkHeaders(resp *http.Response, cn *conn) error {
-	if resp.StatusCode != http.StatusOK {
-		return unavailable("%s: HTTP status %d", cn.ep, resp.StatusCode)
+func checkHeaders(h []hpack.HeaderField, cn *conn) error {
+	if s := field(h, ":status"); s != "200" {
+		return unavailable("%s: HTTP status %.20q", cn.ep, s)
 	}
-	if s := resp.Header.Get("Grpc-Status"); s != "" {
-		return statusError(s, resp.Header.Get("Grpc-Message"))
+	if ct := field(h, "content-type"); !strings.HasPrefix(ct, "application/grpc") {
+		return unavailable("%s: an answer of content type %.40q", cn.ep, ct)
+	}
+	if s := field(h, "grpc-status"); s != "" {
+		return statusError(s, field(h, "grpc-message"))
 	}
 	return nil
 }
 
 // answerStatus is the gRPC status of an answer read to its end.
-func answerStatus(resp *http.Response) error {
-	if s := resp.Header.Get("Grpc-Status"); s != "" {
-		return statusError(s, resp.Header.Get("Grpc-Message"))
+func answerStatus(h, trailer []hpack.HeaderField) error {
+	if s := field(h, "grpc-status"); s != "" {
+		return statusError(s, field(h, "grpc-message"))
 	}
-	return statusError(resp.Trailer.Get("Grpc-Status"), resp.Trailer.Get("Grpc-Message"))
+	return statusError(field(trailer, "grpc-status"), field(trailer, "grpc-message"))
 }
 
 // frameReader reads gRPC message frames.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	official "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	pb "github.com/crongate/crongate/internal/etcdpb"
 )
@@ -243,7 +244,7 @@ func TestUnusedConnectionClosed(t *testing.T) {
 	c.mu.Unlock()
 	old.Close()
 	b.srv.Close()
-	for !fresh.State().Closed {
+	for !fresh.isClosed() {
 		if ctx.Err() != nil {
 			t.Fatal("the member's close was never seen")
 		}
@@ -331,4 +332,119 @@ func FuzzStatus(f *testing.F) {
 			t.Fatalf("message %q became %q", message, err.Error())
 		}
 	})
+}
+
+// TestLargeRequestAndAnswer: a request larger than the member's
+// flow-control window waits for its window updates, and an answer larger
+// than the stream's receive window arrives whole as it is read.
+func TestLargeRequestAndAnswer(t *testing.T) {
+	key := bytes.Repeat([]byte("k"), 1200<<10) // more than net/http's 1 MiB windows; etcd's own limit is 1.5 MiB
+	value := bytes.Repeat([]byte("0123456789abcdef"), (3<<20)/16)
+	// RangeResponse{Header{Revision: 7}, Kvs: [{Key: "/v", Value: value}], Count: 1}
+	var kv, answer []byte
+	kv = protowire.AppendBytes(protowire.AppendTag(kv, 1, protowire.BytesType), []byte("/v"))
+	kv = protowire.AppendBytes(protowire.AppendTag(kv, 5, protowire.BytesType), value)
+	answer = protowire.AppendBytes(protowire.AppendTag(answer, 1, protowire.BytesType), []byte{0x18, 7})
+	answer = protowire.AppendBytes(protowire.AppendTag(answer, 2, protowire.BytesType), kv)
+	answer = protowire.AppendVarint(protowire.AppendTag(answer, 4, protowire.VarintType), 1)
+	m := startMember(t, func(method string, _ http.Header, req []byte) ([]byte, int, string) {
+		if want, _ := pb.Marshal(&pb.RangeRequest{Key: key}); !bytes.Equal(req, want) {
+			return nil, 3, "not the request sent"
+		}
+		return answer, 0, ""
+	})
+	c, err := New(Config{Endpoints: []string{m.url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 2 { // the second on the same connection, its windows given back
+		resp, err := c.Get(ctx, string(key))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if len(resp.Kvs) != 1 || !bytes.Equal(resp.Kvs[0].Value, value) || resp.Header.Revision != 7 {
+			t.Fatalf("request %d: the answer changed on the way (%d keys)", i, len(resp.Kvs))
+		}
+	}
+}
+
+// TestWatchCancelResets: a watch whose context ends resets its stream,
+// and the connection goes on serving requests.
+func TestWatchCancelResets(t *testing.T) {
+	started := make(chan struct{}, 1)
+	gone := make(chan struct{}, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := new(http.Protocols)
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Protocols: p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/grpc")
+		if r.URL.Path != "/etcdserverpb.Watch/Watch" {
+			w.WriteHeader(200)
+			w.Write(frame(rangeAnswer(5)))
+			w.Header().Set(http.TrailerPrefix+"Grpc-Status", "0")
+			return
+		}
+		w.WriteHeader(200)
+		w.Write(frame([]byte{0x0a, 0x02, 0x18, 0x05, 0x18, 0x01})) // created
+		w.(http.Flusher).Flush()
+		started <- struct{}{}
+		<-r.Context().Done()
+		gone <- struct{}{}
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := New(Config{Endpoints: []string{"http://" + ln.Addr().String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	wctx, wcancel := context.WithCancel(context.Background())
+	ch := c.Watch(wctx, "/k", WithPrefix())
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch never started")
+	}
+	wcancel()
+	for range ch {
+	}
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the member never saw the watch end")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Get(ctx, "/k"); err != nil {
+		t.Fatalf("a request after the watch: %v", err)
+	}
+}
+
+// TestPing: a ping is answered; a closed connection's is not.
+func TestPing(t *testing.T) {
+	m := startMember(t, func(string, http.Header, []byte) ([]byte, int, string) { return rangeAnswer(1), 0, "" })
+	c, err := New(Config{Endpoints: []string{m.url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cn, cc, err := c.pick(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Ping(ctx); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	c.drop(cn, cc)
+	if err := cc.Ping(ctx); err == nil {
+		t.Fatal("a closed connection's ping answered")
+	}
 }

@@ -74,43 +74,34 @@ func (c *Client) watch(ctx context.Context, create []byte, notify bool, ch chan<
 		fail(err)
 		return
 	}
-	pr, pw := io.Pipe()
-	done := make(chan struct{})
-	defer close(done)
-	defer pw.Close()
-	go func() {
-		// The stream's request side: the create request, then open
-		// until the watch ends.
-		if _, err := pw.Write(create); err != nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-done:
-		}
-		pw.Close()
-	}()
-	resp, err := cc.RoundTrip(c.newRequest(ctx, cn, "/etcdserverpb.Watch/Watch", pr, -1))
+	// The stream's request side stays open until the watch ends; then
+	// the stream is reset.
+	st, err := cc.open(ctx, "/etcdserverpb.Watch/Watch", c.headers(ctx, "/etcdserverpb.Watch/Watch"), create, false)
 	if err != nil {
-		fail(unavailable("%s: %v", cn.ep, err))
+		fail(streamError(ctx, cn, err))
 		return
 	}
-	defer resp.Body.Close()
-	if err := checkHeaders(resp, cn); err != nil {
+	defer st.close()
+	hdr, err := st.awaitHeader()
+	if err != nil {
+		fail(streamError(ctx, cn, err))
+		return
+	}
+	if err := checkHeaders(hdr, cn); err != nil {
 		fail(err)
 		return
 	}
-	r := &frameReader{r: resp.Body}
+	r := &frameReader{r: st}
 	for {
 		data, err := r.next()
 		if err != nil {
 			if err == io.EOF {
-				err = answerStatus(resp)
+				err = answerStatus(hdr, st.Trailer())
 				if err == nil {
 					err = unavailable("%s: the watch stream ended", cn.ep)
 				}
 			} else {
-				err = unavailable("%s: %v", cn.ep, err)
+				err = streamError(ctx, cn, err)
 			}
 			fail(err)
 			return

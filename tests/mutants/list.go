@@ -111,7 +111,7 @@ var Mutants = []Mutant{
 		Name:   "etcdv3-sends-before-ready",
 		Breaks: "a request is sent on a connection before the member has answered as an HTTP/2 server (it fails where it should wait)",
 		Edits: []Edit{
-			{"internal/etcdv3/client.go", "	if !fr.ok {\n", "	if false {\n"},
+			{"internal/etcdv3/h2conn.go", "	first := true\n", "	first := false\n\tclose(cc.ready)\n"},
 		},
 		Pkgs: []string{"./internal/etcdv3"}, Run: "TestWaitsForAConnection",
 	},
@@ -119,7 +119,7 @@ var Mutants = []Mutant{
 		Name:   "etcdv3-closed-unused-conn",
 		Breaks: "a connection closed before it carried a request is given one, which fails, where another member could answer",
 		Edits: []Edit{
-			{"internal/etcdv3/client.go", "	return !st.Closed && !st.Closing && cc.ReserveNewRequest()", "	_ = st\n\treturn cc.ReserveNewRequest()"},
+			{"internal/etcdv3/h2conn.go", "	return !cc.closed && !cc.goingAway && cc.nextID < maxStreamID", "	return true"},
 			{"internal/etcdv3/client.go", "		if errors.As(err, &ee) && ee.unsent {", "		if false && errors.As(err, &ee) && ee.unsent {"},
 		},
 		Pkgs: []string{"./internal/etcdv3"}, Run: "TestUnusedConnectionClosed",
@@ -128,9 +128,25 @@ var Mutants = []Mutant{
 		Name:   "etcdv3-no-require-leader",
 		Breaks: "a request marked WithRequireLeader is sent without hasleader: a member cut off from the others holds it instead of refusing it",
 		Edits: []Edit{
-			{"internal/etcdv3/client.go", "		h[\"Hasleader\"] = []string{\"true\"}\n", ""},
+			{"internal/etcdv3/client.go", "		h = append(h, hpack.HeaderField{Name: \"hasleader\", Value: \"true\"})\n", ""},
 		},
 		Pkgs: []string{"./internal/etcdv3"}, Run: "TestUnaryAndHeaders",
+	},
+	{
+		Name:   "etcdv3-no-window-back",
+		Breaks: "what a stream reads is never given back to the member: an answer larger than the window stalls until the call times out",
+		Edits: []Edit{
+			{"internal/etcdv3/h2conn.go", "			if give > 0 {\n\t\t\t\tcc.windowUpdate(st.id, give)", "			if false && give > 0 {\n\t\t\t\tcc.windowUpdate(st.id, give)"},
+		},
+		Pkgs: []string{"./internal/etcdv3"}, Run: "TestLargeRequestAndAnswer",
+	},
+	{
+		Name:   "etcdv3-ignores-send-window",
+		Breaks: "a request is written past the member's flow-control window: the member closes the connection (FLOW_CONTROL_ERROR)",
+		Edits: []Edit{
+			{"internal/etcdv3/h2conn.go", "int64(frameSize), cc.sendWin, st.sendWin))", "int64(frameSize)))"},
+		},
+		Pkgs: []string{"./internal/etcdv3"}, Run: "TestLargeRequestAndAnswer",
 	},
 	{
 		Name:   "etcdv3-unary-reads-on",
