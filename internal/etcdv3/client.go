@@ -183,7 +183,7 @@ func (c *Client) pick(ctx context.Context, ep string) (*conn, *h2conn, error) {
 				continue
 			}
 			if cn.cc != nil && !cn.cc.usable() {
-				cn.cc.Close() // closed, or going away: dial again
+				cn.cc.retire() // closed or going away: its requests finish, new ones dial again
 				cn.cc = nil
 			}
 			if cc := cn.cc; cc != nil {
@@ -262,13 +262,29 @@ func (c *Client) dial(cn *conn) {
 	c.signalLocked()
 }
 
-// drop closes cc, cn's connection, so that the next request dials again.
-func (c *Client) drop(cn *conn, cc *h2conn) {
+// maxUnsent is how many times a call is made when its requests are not
+// served (a member going away or refusing the stream).
+const maxUnsent = 3
+
+// retire takes cc, cn's connection, out of service: the next request
+// dials again, and cc closes when its requests have ended.
+func (c *Client) retire(cn *conn, cc *h2conn) {
+	c.detach(cn, cc)
+	cc.retire()
+}
+
+// detach makes cn forget cc, so that the next request dials again.
+func (c *Client) detach(cn *conn, cc *h2conn) {
 	c.mu.Lock()
 	if cn.cc == cc {
 		cn.cc = nil
 	}
 	c.mu.Unlock()
+}
+
+// drop closes cc, cn's connection, so that the next request dials again.
+func (c *Client) drop(cn *conn, cc *h2conn) {
+	c.detach(cn, cc)
 	cc.Close()
 }
 
@@ -290,7 +306,7 @@ func (c *Client) keepAlive(cn *conn, cc *h2conn) {
 	t := time.NewTicker(every + every/10)
 	defer t.Stop()
 	for range t.C {
-		if !cc.usable() {
+		if cc.isClosed() {
 			return
 		}
 		if cc.active() == 0 {
@@ -366,7 +382,7 @@ func (c *Client) call(ctx context.Context, ep, method string, req, resp any) err
 		return fmt.Errorf("clientv3: cannot encode a %T", req)
 	}
 	relogged := false
-	for {
+	for unsent := 0; ; {
 		cn, cc, err := c.pick(ctx, ep)
 		if err != nil {
 			return err
@@ -374,8 +390,14 @@ func (c *Client) call(ctx context.Context, ep, method string, req, resp any) err
 		data, err := c.roundTrip(ctx, cn, cc, method, frame(body))
 		var ee EtcdError
 		if errors.As(err, &ee) && ee.unsent {
-			c.drop(cn, cc)
-			continue // never sent: another connection
+			// Never served: on another connection, a few times (a
+			// member that refuses every stream is not dialled in a
+			// loop). The connection's other requests finish on it.
+			c.retire(cn, cc)
+			if unsent++; unsent < maxUnsent {
+				continue
+			}
+			return err
 		}
 		if err == ErrInvalidAuthToken && c.cfg.Username != "" && !relogged && method != "/etcdserverpb.Auth/Authenticate" {
 			if err := c.login(ctx); err != nil {

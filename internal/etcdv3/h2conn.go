@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -51,7 +52,7 @@ type h2conn struct {
 	scheme, host string
 	fr           *http2.Framer
 
-	wmu  sync.Mutex // the writing side: bw (through fr), henc, hbuf
+	wsem chan struct{} // the write lock (lockWrite): bw (through fr), henc, hbuf
 	bw   *bufio.Writer
 	henc *hpack.Encoder
 	hbuf bytes.Buffer
@@ -59,13 +60,15 @@ type h2conn struct {
 	mu        sync.Mutex
 	streams   map[uint32]*h2stream
 	nextID    uint32
-	goingAway bool
+	goingAway bool // the member's GOAWAY: no new streams
+	retired   bool // ours: no new streams, closed when the last one ends
 	closed    bool
-	err       error  // why it closed
-	peerFrame uint32 // the member's SETTINGS_MAX_FRAME_SIZE
-	peerWin   int32  // the member's SETTINGS_INITIAL_WINDOW_SIZE
-	sendWin   int64  // the connection's send window
-	winCh     chan struct{}
+	err       error         // why it closed
+	peerFrame uint32        // the member's SETTINGS_MAX_FRAME_SIZE
+	peerWin   int32         // the member's SETTINGS_INITIAL_WINDOW_SIZE
+	peerMax   uint32        // the member's SETTINGS_MAX_CONCURRENT_STREAMS
+	sendWin   int64         // the connection's send window
+	winCh     chan struct{} // closed when a window grows or a stream ends
 	pings     map[[8]byte]chan struct{}
 	recvUnack int           // received on the connection, not given back yet
 	ready     chan struct{} // closed at the member's first SETTINGS frame
@@ -88,6 +91,7 @@ type h2stream struct {
 	sentEnd   bool  // we ended our side
 	err       error // reset, or the connection's end
 	unacked   int   // bytes read and not given back yet
+	halted    bool  // the member reset the stream after its whole answer: send no more
 	wake      chan struct{}
 	removed   bool
 }
@@ -100,8 +104,10 @@ func newH2Conn(nc net.Conn, scheme, host string) (*h2conn, error) {
 		nc: nc, scheme: scheme, host: host,
 		bw:        bufio.NewWriterSize(nc, 32<<10),
 		streams:   map[uint32]*h2stream{},
+		wsem:      make(chan struct{}, 1),
 		nextID:    1,
 		peerFrame: 16384,
+		peerMax:   math.MaxUint32, // unlimited until the member says
 		peerWin:   65535,
 		sendWin:   65535,
 		winCh:     make(chan struct{}),
@@ -114,7 +120,7 @@ func newH2Conn(nc net.Conn, scheme, host string) (*h2conn, error) {
 	cc.fr.MaxHeaderListSize = maxHeaders
 	cc.fr.SetMaxReadFrameSize(maxFrame)
 	cc.henc = hpack.NewEncoder(&cc.hbuf)
-	cc.wmu.Lock()
+	cc.wsem <- struct{}{}
 	_, err := cc.bw.WriteString(http2.ClientPreface)
 	if err == nil {
 		err = cc.fr.WriteSettings(
@@ -129,7 +135,7 @@ func newH2Conn(nc net.Conn, scheme, host string) (*h2conn, error) {
 	if err == nil {
 		err = cc.bw.Flush()
 	}
-	cc.wmu.Unlock()
+	cc.unlockWrite()
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -142,7 +148,80 @@ func newH2Conn(nc net.Conn, scheme, host string) (*h2conn, error) {
 func (cc *h2conn) usable() bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return !cc.closed && !cc.goingAway && cc.nextID < maxStreamID
+	return cc.usableLocked()
+}
+
+func (cc *h2conn) usableLocked() bool {
+	return !cc.closed && !cc.goingAway && !cc.retired && cc.nextID <= maxStreamID
+}
+
+// retire takes cc out of service: no new request goes on it, and it is
+// closed when the requests under way on it have ended (at once if there
+// are none), so that what the member serves is not cut off.
+func (cc *h2conn) retire() {
+	cc.mu.Lock()
+	cc.retired = true
+	idle := len(cc.streams) == 0
+	cc.mu.Unlock()
+	if idle {
+		cc.closeWith(errors.New("connection retired"))
+	}
+}
+
+// lockWrite takes the write lock, unless ctx ends or the connection
+// closes first; it fails if ctx has ended, so that nothing is written
+// for a request that has given up.
+func (cc *h2conn) lockWrite(ctx context.Context) error {
+	select {
+	case cc.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-cc.done:
+		return unsentError{"connection closed"}
+	}
+	if err := ctx.Err(); err != nil {
+		cc.unlockWrite()
+		return err
+	}
+	return nil
+}
+
+func (cc *h2conn) unlockWrite() { <-cc.wsem }
+
+// writeGrace is how long a write may still take after its request's
+// deadline or cancellation, so that a write that is not blocked always
+// completes: only a write stuck on a member that reads nothing fails.
+const writeGrace = 250 * time.Millisecond
+
+// guardWrite sets the deadline of the writes for ctx (write lock held):
+// ctx's deadline (at least writeGrace away), else writeTimeout; a
+// cancellation of ctx moves it to writeGrace from then. A write that
+// fails leaves a frame half written, so the connection is then closed;
+// that happens only to a write the member has not read for that long.
+// done must be called before the write lock is released.
+func (cc *h2conn) guardWrite(ctx context.Context) (done func()) {
+	now := time.Now()
+	d := now.Add(writeTimeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
+		if g := now.Add(writeGrace); d.Before(g) {
+			d = g
+		}
+	}
+	cc.nc.SetWriteDeadline(d)
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		cc.nc.SetWriteDeadline(time.Now().Add(writeGrace))
+		close(fired)
+	})
+	return func() {
+		if !stop() {
+			<-fired // it ran or runs: the next writer sets its own deadline after it
+		}
+	}
 }
 
 // isClosed reports whether cc is closed.
@@ -202,13 +281,16 @@ func (cc *h2conn) Ping(ctx context.Context) error {
 		delete(cc.pings, data)
 		cc.mu.Unlock()
 	}()
-	cc.wmu.Lock()
-	cc.writeDeadline(ctx)
+	if err := cc.lockWrite(ctx); err != nil {
+		return err
+	}
+	done := cc.guardWrite(ctx)
 	err := cc.fr.WritePing(false, data)
 	if err == nil {
 		err = cc.bw.Flush()
 	}
-	cc.wmu.Unlock()
+	done()
+	cc.unlockWrite()
 	if err != nil {
 		cc.closeWith(err)
 		return err
@@ -227,23 +309,37 @@ func (cc *h2conn) Ping(ctx context.Context) error {
 // writes body; end ends our side of the stream after it. An error that
 // is an unsentError means nothing reached the member.
 func (cc *h2conn) open(ctx context.Context, path string, hdr []hpack.HeaderField, body []byte, end bool) (*h2stream, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	cc.wmu.Lock()
-	cc.mu.Lock()
-	if cc.closed || cc.goingAway || cc.nextID >= maxStreamID {
+	var st *h2stream
+	for {
+		if err := cc.lockWrite(ctx); err != nil {
+			return nil, err
+		}
+		cc.mu.Lock()
+		if !cc.usableLocked() {
+			cc.mu.Unlock()
+			cc.unlockWrite()
+			return nil, unsentError{"connection not usable"}
+		}
+		if uint32(len(cc.streams)) < cc.peerMax {
+			break
+		}
+		// As many streams as the member allows: wait for one to end.
+		wait := cc.winCh
 		cc.mu.Unlock()
-		cc.wmu.Unlock()
-		return nil, unsentError{"connection not usable"}
+		cc.unlockWrite()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	st := &h2stream{cc: cc, id: cc.nextID, ctx: ctx, sendWin: int64(cc.peerWin), wake: make(chan struct{}, 1)}
+	st = &h2stream{cc: cc, id: cc.nextID, ctx: ctx, sendWin: int64(cc.peerWin), wake: make(chan struct{}, 1)}
 	cc.nextID += 2
 	cc.streams[st.id] = st
 	frameSize := int(cc.peerFrame)
 	cc.mu.Unlock()
 
-	cc.writeDeadline(ctx)
+	done := cc.guardWrite(ctx)
 	cc.hbuf.Reset()
 	for _, f := range [...]hpack.HeaderField{
 		{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: cc.scheme},
@@ -276,7 +372,8 @@ func (cc *h2conn) open(ctx context.Context, path string, hdr []hpack.HeaderField
 	if err == nil {
 		err = cc.bw.Flush()
 	}
-	cc.wmu.Unlock()
+	done()
+	cc.unlockWrite()
 	if err != nil {
 		cc.closeWith(err)
 		st.close()
@@ -292,7 +389,7 @@ func (cc *h2conn) open(ctx context.Context, path string, hdr []hpack.HeaderField
 }
 
 // writeDataLocked writes what the send windows allow of data, in frames
-// of at most frameSize (cc.wmu held), ending the stream with the last
+// of at most frameSize (the write lock held), ending the stream with the last
 // frame when end is set. It returns the bytes written.
 func (cc *h2conn) writeDataLocked(st *h2stream, data []byte, end bool, frameSize int) (int, error) {
 	sent := 0
@@ -330,10 +427,13 @@ func (cc *h2conn) writeRest(st *h2stream, data []byte, end bool, frameSize int) 
 		cc.mu.Lock()
 		wait := cc.winCh
 		blocked := (cc.sendWin <= 0 || st.sendWin <= 0) && !cc.closed && st.err == nil
-		err := st.err
+		err, halted := st.err, st.halted || st.ended
 		cc.mu.Unlock()
 		if err != nil {
 			return err
+		}
+		if halted {
+			return nil // the member has answered: the answer says what happened
 		}
 		if blocked {
 			select {
@@ -343,13 +443,16 @@ func (cc *h2conn) writeRest(st *h2stream, data []byte, end bool, frameSize int) 
 			}
 			continue
 		}
-		cc.wmu.Lock()
-		cc.writeDeadline(st.ctx)
+		if err := cc.lockWrite(st.ctx); err != nil {
+			return err
+		}
+		done := cc.guardWrite(st.ctx)
 		n, err := cc.writeDataLocked(st, data, end, frameSize)
 		if err == nil {
 			err = cc.bw.Flush()
 		}
-		cc.wmu.Unlock()
+		done()
+		cc.unlockWrite()
 		if err != nil {
 			cc.closeWith(err)
 			return err
@@ -359,23 +462,10 @@ func (cc *h2conn) writeRest(st *h2stream, data []byte, end bool, frameSize int) 
 	return nil
 }
 
-// writeTimeout bounds a write that is not a request's (an ack, a window
-// update, a reset): a member that reads nothing fills the socket's
-// buffers, and a write then blocks until the connection is closed.
+// writeTimeout bounds a write: a member that reads nothing fills the
+// socket's buffers, and a write then blocks until the connection is
+// closed.
 const writeTimeout = 10 * time.Second
-
-// writeDeadline sets the deadline of the next writes (cc.wmu held): the
-// request's, ctx's deadline, else writeTimeout. A write that times out
-// leaves a frame half written: the connection is then closed.
-func (cc *h2conn) writeDeadline(ctx context.Context) {
-	d := time.Now().Add(writeTimeout)
-	if ctx != nil {
-		if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
-			d = cd
-		}
-	}
-	cc.nc.SetWriteDeadline(d)
-}
 
 // signal wakes the stream's reader (cc.mu held, or not needed).
 func (st *h2stream) signal() {
@@ -465,45 +555,35 @@ func (st *h2stream) close() {
 	}
 	st.removed = true
 	delete(cc.streams, st.id)
-	reset := !(st.ended && st.sentEnd) && st.err == nil && !cc.closed
+	reset := !(st.ended && st.sentEnd) && !st.halted && st.err == nil && !cc.closed
+	last := len(cc.streams) == 0 && (cc.retired || cc.goingAway)
+	cc.windowsChangedLocked() // a request waiting for a stream slot goes on
 	cc.mu.Unlock()
 	if reset {
-		cc.wmu.Lock()
-		cc.writeDeadline(nil)
-		err := cc.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
-		if err == nil {
-			err = cc.bw.Flush()
-		}
-		cc.wmu.Unlock()
-		if err != nil {
-			cc.closeWith(err)
-		}
+		id := st.id
+		cc.write(func() error { return cc.fr.WriteRSTStream(id, http2.ErrCodeCancel) })
+	}
+	if last {
+		cc.closeWith(errors.New("connection retired"))
 	}
 }
 
 func (cc *h2conn) windowUpdate(id uint32, n int) {
-	cc.wmu.Lock()
-	cc.writeDeadline(nil)
-	err := cc.fr.WriteWindowUpdate(id, uint32(n))
-	if err == nil {
-		err = cc.bw.Flush()
-	}
-	cc.wmu.Unlock()
-	if err != nil {
-		cc.closeWith(err)
-	}
+	cc.write(func() error { return cc.fr.WriteWindowUpdate(id, uint32(n)) })
 }
 
-// write sends a frame the reading goroutine owes the member (an ack, a
-// window update).
+// write sends a frame that no request waits for (an ack, a window
+// update, a reset); nothing if the connection closed meanwhile.
 func (cc *h2conn) write(f func() error) {
-	cc.wmu.Lock()
-	cc.writeDeadline(nil)
+	if cc.lockWrite(context.Background()) != nil {
+		return
+	}
+	cc.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	err := f()
 	if err == nil {
 		err = cc.bw.Flush()
 	}
-	cc.wmu.Unlock()
+	cc.unlockWrite()
 	if err != nil {
 		cc.closeWith(err)
 	}
@@ -544,10 +624,9 @@ func (cc *h2conn) read() error {
 				continue
 			}
 			if err := f.ForeachSetting(func(s http2.Setting) error {
-				if s.ID == http2.SettingHeaderTableSize {
-					cc.wmu.Lock()
+				if s.ID == http2.SettingHeaderTableSize && cc.lockWrite(context.Background()) == nil {
 					cc.henc.SetMaxDynamicTableSizeLimit(s.Val)
-					cc.wmu.Unlock()
+					cc.unlockWrite()
 				}
 				return nil
 			}); err != nil {
@@ -623,7 +702,6 @@ func (cc *h2conn) read() error {
 					return errors.New("the member sent beyond its flow-control window")
 				}
 				st.data.Write(f.Data())
-				st.unacked += n - len(f.Data()) // padding: given back with the data
 				if f.StreamEnded() {
 					st.ended = true
 				}
@@ -633,7 +711,25 @@ func (cc *h2conn) read() error {
 			if give > 0 {
 				cc.write(func() error { return cc.fr.WriteWindowUpdate(0, uint32(give)) })
 			}
+			// Padding is nobody's to read: its window goes back at once.
+			if pad := n - len(f.Data()); pad > 0 && st != nil && !f.StreamEnded() {
+				id := f.StreamID
+				cc.write(func() error { return cc.fr.WriteWindowUpdate(id, uint32(pad)) })
+			}
 		case *http2.RSTStreamFrame:
+			cc.mu.Lock()
+			if st := cc.streams[f.StreamID]; st != nil && st.ended && st.err == nil {
+				// The member answered whole, then reset: it wants no
+				// more of the request (RFC 9113, 8.1; grpc-go does so
+				// when it ends a stream we have not ended). The answer
+				// stands.
+				st.halted = true
+				st.signal()
+				cc.windowsChangedLocked() // a writer waiting for a window stops
+				cc.mu.Unlock()
+				continue
+			}
+			cc.mu.Unlock()
 			err := error(fmt.Errorf("the member reset the stream (%v)", f.ErrCode))
 			if f.ErrCode == http2.ErrCodeRefusedStream {
 				err = unsentError{"the member refused the stream"}
@@ -677,6 +773,9 @@ func (cc *h2conn) settings(f *http2.SettingsFrame) error {
 		switch s.ID {
 		case http2.SettingMaxFrameSize:
 			cc.peerFrame = s.Val
+		case http2.SettingMaxConcurrentStreams:
+			cc.peerMax = s.Val
+			cc.windowsChangedLocked()
 		case http2.SettingInitialWindowSize:
 			delta := int64(s.Val) - int64(cc.peerWin)
 			for _, st := range cc.streams {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,21 +35,11 @@ func memberFrames(msg []byte, status string) []byte {
 // that sends its settings, reads the request, answers with data and
 // closes the connection; it returns the answer's message.
 func askOnce(t *testing.T, data []byte, wait time.Duration) ([]byte, error) {
-	// Loopback TCP, not net.Pipe: the client writes its preface and
-	// settings before it reads, as it may with a socket's buffers.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	a, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A socket pair, not net.Pipe: the client writes its preface and
+	// settings before it reads, as it may with a socket's buffers; and
+	// not loopback TCP, whose closed connections linger in TIME_WAIT
+	// and, at a fuzzer's pace, use up the ephemeral ports.
+	a, b := socketPair(t)
 	go func() {
 		defer b.Close()
 		fr := http2.NewFramer(b, b)
@@ -121,4 +113,22 @@ func FuzzMemberFrames(f *testing.F) {
 		}
 		askOnce(t, data, 5*time.Second)
 	})
+}
+
+// socketPair is a connected pair of Unix stream sockets.
+func socketPair(t *testing.T) (net.Conn, net.Conn) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		conns[i], err = net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conns[0], conns[1]
 }

@@ -119,7 +119,7 @@ var Mutants = []Mutant{
 		Name:   "etcdv3-closed-unused-conn",
 		Breaks: "a connection closed before it carried a request is given one, which fails, where another member could answer",
 		Edits: []Edit{
-			{"internal/etcdv3/h2conn.go", "	return !cc.closed && !cc.goingAway && cc.nextID < maxStreamID", "	return true"},
+			{"internal/etcdv3/h2conn.go", "	return !cc.closed && !cc.goingAway && !cc.retired && cc.nextID <= maxStreamID", "	return true"},
 			{"internal/etcdv3/client.go", "		if errors.As(err, &ee) && ee.unsent {", "		if false && errors.As(err, &ee) && ee.unsent {"},
 		},
 		Pkgs: []string{"./internal/etcdv3"}, Run: "TestUnusedConnectionClosed",
@@ -147,6 +147,30 @@ var Mutants = []Mutant{
 			{"internal/etcdv3/h2conn.go", "int64(frameSize), cc.sendWin, st.sendWin))", "int64(frameSize)))"},
 		},
 		Pkgs: []string{"./internal/etcdv3"}, Run: "TestLargeRequestAndAnswer",
+	},
+	{
+		Name:   "etcdv3-reset-discards-answer",
+		Breaks: "a member's RST_STREAM after its whole answer (grpc-go's way of ending a stream the client has not ended) throws the answer away: a served request fails as maybe-applied",
+		Edits: []Edit{
+			{"internal/etcdv3/h2conn.go", "			if st := cc.streams[f.StreamID]; st != nil && st.ended && st.err == nil {", "			if st := cc.streams[f.StreamID]; st != nil && false {"},
+		},
+		Pkgs: []string{"./internal/etcdv3"}, Run: "TestWatchEndKeepsStatus",
+	},
+	{
+		Name:   "etcdv3-retire-closes-at-once",
+		Breaks: "a connection taken out of service (the member going away, stream IDs used up) is closed under the requests it carries: applied transactions fail",
+		Edits: []Edit{
+			{"internal/etcdv3/h2conn.go", "	cc.retired = true\n\tidle := len(cc.streams) == 0\n", "	cc.retired = true\n\tidle := true\n"},
+		},
+		Pkgs: []string{"./internal/etcdv3"}, Run: "TestGracefulGoAwayFinishesStreams",
+	},
+	{
+		Name:   "etcdv3-write-lock-ignores-ctx",
+		Breaks: "a request waiting for the write lock behind a write stuck on a member waits past its deadline",
+		Edits: []Edit{
+			{"internal/etcdv3/h2conn.go", "	case <-ctx.Done():\n\t\treturn ctx.Err()\n\tcase <-cc.done:\n\t\treturn unsentError", "	case <-cc.done:\n\t\treturn unsentError"},
+		},
+		Pkgs: []string{"./internal/etcdv3"}, Run: "TestWriteLockWaitHonoursDeadline",
 	},
 	{
 		Name:   "etcdv3-unary-reads-on",
