@@ -114,13 +114,7 @@ func TestUnaryAndHeaders(t *testing.T) {
 		}
 		return rangeAnswer(42), 0, ""
 	})
-	c, err := New(Config{Endpoints: []string{m.url}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	c, ctx := testClient(t, m.url, 10*time.Second)
 	r, err := c.Get(WithRequireLeader(ctx), "/k", WithKeysOnly())
 	if err != nil {
 		t.Fatal(err)
@@ -146,13 +140,7 @@ func TestStatusErrors(t *testing.T) {
 		}
 		return []byte{}, 3, "etcdserver: too many operations in txn request %25" // status after a message
 	})
-	c, err := New(Config{Endpoints: []string{m.url}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	c, ctx := testClient(t, m.url, 10*time.Second)
 	if _, err := c.Revoke(ctx, 7); !errors.Is(err, ErrLeaseNotFound) {
 		t.Errorf("revoke: %v, want ErrLeaseNotFound", err)
 	}
@@ -162,7 +150,7 @@ func TestStatusErrors(t *testing.T) {
 	if _, err := c.Status(ctx, ""); err == nil || ErrorCode(err) != Unavailable {
 		t.Errorf("status answered with two messages: %v, want Unavailable", err)
 	}
-	_, err = c.Txn(ctx).Then(OpGet("/k")).Commit()
+	_, err := c.Txn(ctx).Then(OpGet("/k")).Commit()
 	if ErrorCode(err) != InvalidArgument || err.Error() != "etcdserver: too many operations in txn request %" {
 		t.Errorf("txn: %v (code %d)", err, ErrorCode(err))
 	}
@@ -187,13 +175,7 @@ func TestWaitsForAConnection(t *testing.T) {
 			t.Fatalf("with an endpoint that does not speak HTTP/2 only: %v, want the context's deadline", err)
 		}
 	}
-	c, err := New(Config{Endpoints: []string{dead}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	c, ctx := testClient(t, dead, 10*time.Second)
 	go func() { time.Sleep(50 * time.Millisecond); c.SetEndpoints(dead, m.url) }()
 	if _, err := c.Get(ctx, "/k"); err != nil {
 		t.Fatalf("after the endpoints changed: %v", err)
@@ -353,13 +335,7 @@ func TestLargeRequestAndAnswer(t *testing.T) {
 		}
 		return answer, 0, ""
 	})
-	c, err := New(Config{Endpoints: []string{m.url}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	c, ctx := testClient(t, m.url, 20*time.Second)
 	for i := range 2 { // the second on the same connection, its windows given back
 		resp, err := c.Get(ctx, string(key))
 		if err != nil {
@@ -429,13 +405,7 @@ func TestWatchCancelResets(t *testing.T) {
 // TestPing: a ping is answered; a closed connection's is not.
 func TestPing(t *testing.T) {
 	m := startMember(t, func(string, http.Header, []byte) ([]byte, int, string) { return rangeAnswer(1), 0, "" })
-	c, err := New(Config{Endpoints: []string{m.url}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	c, ctx := testClient(t, m.url, 10*time.Second)
 	cn, cc, err := c.pick(ctx, "")
 	if err != nil {
 		t.Fatal(err)

@@ -281,18 +281,7 @@ func (cc *h2conn) Ping(ctx context.Context) error {
 		delete(cc.pings, data)
 		cc.mu.Unlock()
 	}()
-	if err := cc.lockWrite(ctx); err != nil {
-		return err
-	}
-	done := cc.guardWrite(ctx)
-	err := cc.fr.WritePing(false, data)
-	if err == nil {
-		err = cc.bw.Flush()
-	}
-	done()
-	cc.unlockWrite()
-	if err != nil {
-		cc.closeWith(err)
+	if err := cc.writeFor(ctx, func() error { return cc.fr.WritePing(false, data) }); err != nil {
 		return err
 	}
 	select {
@@ -443,18 +432,11 @@ func (cc *h2conn) writeRest(st *h2stream, data []byte, end bool, frameSize int) 
 			}
 			continue
 		}
-		if err := cc.lockWrite(st.ctx); err != nil {
+		var n int
+		if err := cc.writeFor(st.ctx, func() (err error) {
+			n, err = cc.writeDataLocked(st, data, end, frameSize)
 			return err
-		}
-		done := cc.guardWrite(st.ctx)
-		n, err := cc.writeDataLocked(st, data, end, frameSize)
-		if err == nil {
-			err = cc.bw.Flush()
-		}
-		done()
-		cc.unlockWrite()
-		if err != nil {
-			cc.closeWith(err)
+		}); err != nil {
 			return err
 		}
 		data = data[n:]
@@ -575,18 +557,27 @@ func (cc *h2conn) windowUpdate(id uint32, n int) {
 // write sends a frame that no request waits for (an ack, a window
 // update, a reset); nothing if the connection closed meanwhile.
 func (cc *h2conn) write(f func() error) {
-	if cc.lockWrite(context.Background()) != nil {
-		return
+	cc.writeFor(context.Background(), f)
+}
+
+// writeFor writes what f writes, for a request of context ctx: it takes
+// the write lock (unless ctx ends first), bounds the write by ctx
+// (guardWrite) and flushes it; a write that fails closes the connection.
+func (cc *h2conn) writeFor(ctx context.Context, f func() error) error {
+	if err := cc.lockWrite(ctx); err != nil {
+		return err
 	}
-	cc.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	done := cc.guardWrite(ctx)
 	err := f()
 	if err == nil {
 		err = cc.bw.Flush()
 	}
+	done()
 	cc.unlockWrite()
 	if err != nil {
 		cc.closeWith(err)
 	}
+	return err
 }
 
 func (cc *h2conn) readLoop() {
