@@ -351,7 +351,9 @@ func (cc *h2conn) open(ctx context.Context, path string, hdr []hpack.HeaderField
 		block = block[n:]
 	}
 	if end && len(body) == 0 {
+		cc.mu.Lock()
 		st.sentEnd = true
+		cc.mu.Unlock()
 	}
 	// As much of the body as the windows let go in the same write.
 	var sent int
