@@ -360,13 +360,7 @@ func (cc *h2conn) open(ctx context.Context, path string, hdr []hpack.HeaderField
 	if err == nil && len(body) > 0 {
 		sent, err = cc.writeDataLocked(st, body, end, frameSize)
 	}
-	if err == nil {
-		err = cc.bw.Flush()
-	}
-	done()
-	cc.unlockWrite()
-	if err != nil {
-		cc.closeWith(err)
+	if err := cc.endWrite(done, err); err != nil {
 		st.close()
 		return nil, fmt.Errorf("writing a request: %w", err)
 	}
@@ -569,8 +563,13 @@ func (cc *h2conn) writeFor(ctx context.Context, f func() error) error {
 	if err := cc.lockWrite(ctx); err != nil {
 		return err
 	}
-	done := cc.guardWrite(ctx)
-	err := f()
+	return cc.endWrite(cc.guardWrite(ctx), f())
+}
+
+// endWrite ends a write made under the write lock, err being how it has
+// gone so far: it flushes the write, lifts its guard (done) and the
+// lock, and closes the connection if the write failed.
+func (cc *h2conn) endWrite(done func(), err error) error {
 	if err == nil {
 		err = cc.bw.Flush()
 	}
