@@ -27,7 +27,8 @@ import (
 // lock file inside the victim on about the sixth try); a walk from
 // directory descriptors cannot. Each try is a fresh start: a blog/ that
 // root made (it then owns it, and nobody cannot remove it) is removed
-// after the try. It requires: nothing is ever created inside the victim
+// after the try. cron-gate edit (on a terminal, EDITOR=true) is raced on
+// the state dir it creates for its lock, 3 × FLIP_TRIES times. It requires: nothing is ever created inside the victim
 // or inside nobody's own blog/, and every call either refuses (125) or
 // succeeds in a directory of root's own (0). The attacker is tests/symflip. FLIP_TRIES (default 100) is the number of tries per
 // kind of directory.
@@ -106,22 +107,30 @@ func TestSymlinkFlipRace(t *testing.T) {
 			"CRON_GATE_STATE_DIR=" + filepath.Join(private, "state"), "CRON_GATE_CACHE_DIR=off"}, kv...)...)
 	}
 	kinds := []struct {
-		name string
-		env  []string
-		argv func(i int) []string
+		name  string
+		env   []string
+		argv  func(i int) []string
+		pty   bool // run on a terminal (edit needs one)
+		times int  // tries are times × FLIP_TRIES (0: once)
 	}{
-		{"lock dir", env(), func(i int) []string {
+		{name: "lock dir", env: env(), argv: func(i int) []string {
 			return []string{"withlock", "--lock-dir", filepath.Join(blog, "locks"), "--paths", filepath.Join(private, "p"+strconv.Itoa(i)), "--", "true"}
 		}},
-		{"slot-file dir", env(), func(i int) []string {
+		{name: "slot-file dir", env: env(), argv: func(i int) []string {
 			return []string{"withlock", "--slots", "2", "--slot-file", filepath.Join(blog, "slots", "s-{i}.lock"), "--", "true"}
 		}},
-		{"state dir", env("CRON_GATE_STATE_DIR=" + filepath.Join(blog, "state")), func(i int) []string {
+		{name: "state dir", env: env("CRON_GATE_STATE_DIR=" + filepath.Join(blog, "state")), argv: func(i int) []string {
 			return []string{"cron-gate", "g", "--", "true"}
 		}},
-		{"cache dir", env("CRON_GATE_CACHE_DIR=" + filepath.Join(blog, "cache")), func(i int) []string {
+		{name: "cache dir", env: env("CRON_GATE_CACHE_DIR=" + filepath.Join(blog, "cache")), argv: func(i int) []string {
 			return []string{"cron-gate", "g" + strconv.Itoa(i), "--", "true"}
 		}},
+		// cron-gate edit creates the state dir for its lock before it
+		// runs the editor (true: nothing changed). 3× the tries: the
+		// issue's attack run counts 300 of these.
+		{name: "edit's state dir", env: env("CRON_GATE_STATE_DIR="+filepath.Join(blog, "state"), "EDITOR=true", "VISUAL="), argv: func(i int) []string {
+			return []string{"cron-gate", "edit"}
+		}, pty: true, times: 3},
 	}
 	escaped := func() []string {
 		var found []string
@@ -136,20 +145,27 @@ func TestSymlinkFlipRace(t *testing.T) {
 	escapes := map[string]int{}
 	for _, k := range kinds {
 		codes := map[int]int{}
-		for i := 0; i < tries; i++ {
+		n := tries * max(k.times, 1)
+		for i := 0; i < n; i++ {
 			argv := k.argv(i)
-			cmd := exec.CommandContext(ctx, filepath.Join(binDir, argv[0]), argv[1:]...)
-			cmd.Env = k.env
 			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
 			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				stop()
-				t.Fatalf("%s try %d: %v", k.name, i, err)
+			if k.pty {
+				p := startOnPTY(t, private, k.env, argv[1:]...)
+				code = p.wait(t)
+				stderr.WriteString(p.output())
+			} else {
+				cmd := exec.CommandContext(ctx, filepath.Join(binDir, argv[0]), argv[1:]...)
+				cmd.Env = k.env
+				cmd.Stderr = &stderr
+				err := cmd.Run()
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					code = ee.ExitCode()
+				} else if err != nil {
+					stop()
+					t.Fatalf("%s try %d: %v", k.name, i, err)
+				}
 			}
 			codes[code]++
 			if code != 0 && code != 125 {
@@ -181,7 +197,7 @@ func TestSymlinkFlipRace(t *testing.T) {
 				os.RemoveAll(blog) // racing the flipper: retried after the next try
 			}
 		}
-		t.Logf("%s: %d tries, exit codes %v, escapes %d", k.name, tries, codes, escapes[k.name])
+		t.Logf("%s: %d tries, exit codes %v, escapes %d", k.name, n, codes, escapes[k.name])
 	}
 	stop()
 	if len(escapes) > 0 {

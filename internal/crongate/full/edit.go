@@ -26,6 +26,7 @@ import (
 	"github.com/crongate/crongate/internal/gateconf"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/statedir"
 	"github.com/crongate/crongate/internal/tui"
 )
 
@@ -95,10 +96,15 @@ func (s *editSession) run(path string) int {
 	} else {
 		stateDir = gate.StateDirFor(nil)
 	}
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		s.out.Errorf("state dir %s: %v", cfgtext.QuotePath(stateDir), safeopen.Cause(err))
+	// Created by the safe walk (statedir.Open: from directory
+	// descriptors, never through another user's directory or symlink),
+	// as a run creates it; BeginEdit then walks it again to its lock.
+	sd, err := statedir.Open(stateDir)
+	if err != nil {
+		s.out.Errorf("%s", cfgtext.OneLine(err.Error()))
 		return runner.ExitFailure
 	}
+	sd.Close()
 	sess, err := gateconf.BeginEdit(path, gate.ConfigLockPath(stateDir))
 	if err != nil {
 		s.out.Errorf("%v", err)
@@ -109,6 +115,9 @@ func (s *editSession) run(path string) int {
 
 	// A private copy: a directory only this user can enter, the file 0600
 	// under the config's own name (editors pick their syntax by it).
+	// MkdirTemp needs no safe walk: mkdir(2) of a fresh random name never
+	// follows a symlink and fails if the name exists, and the new
+	// directory is 0700.
 	dir, err := os.MkdirTemp("", "cron-gate-edit-")
 	if err != nil {
 		s.out.Errorf("%s: cannot create a private directory for the copy: %v", where, safeopen.Cause(err))

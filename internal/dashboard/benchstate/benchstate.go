@@ -46,6 +46,8 @@ func Write(stateDir string, gates, records int, now time.Time) (*gate.Config, []
 // Journal.Append, which writes the summary checkpoint as a real run does.
 func writeJournal(stateDir, name string, records int, now time.Time, failing bool) error {
 	gd := filepath.Join(stateDir, "gates", name)
+	// A benchmark's fixture in its own temporary dir, never a path another
+	// user can reach: a plain MkdirAll is enough (not the safe walk).
 	if err := os.MkdirAll(gd, 0o755); err != nil {
 		return err
 	}
