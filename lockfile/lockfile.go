@@ -19,6 +19,9 @@
 //     O_NOFOLLOW, created with mode 0664 (before umask, as the Python workers
 //     do), and refused if it is a symlink, not a regular file, or has more
 //     than one link;
+//   - a state dir's lock files (OpenPrivate) are created PrivateMode and,
+//     at every open, must be the caller's and closed to group and others:
+//     a looser one of ours is tightened (fchmod), another user's refused;
 //   - lock files are never deleted or truncated: an empty file is only a
 //     meeting place, and deleting it would let two processes "hold" the lock
 //     on different inodes;
@@ -30,9 +33,11 @@
 package lockfile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -149,11 +154,66 @@ func (l *Lock) Close() error { return l.f.Close() }
 // Open opens (creating if needed) the lock file name inside d without
 // locking it.
 func (d *Dir) Open(name string) (*Lock, error) {
+	return d.open(name, FileMode)
+}
+
+// PrivateMode is the mode of the lock files of a state dir (OpenPrivate):
+// the owner's only. flock(2) works on a descriptor opened read-only, so a
+// lock file others may read is a lock others may hold, and with it stop or
+// stall the runs that take it.
+const PrivateMode = 0o600
+
+// ErrNotOurs is wrapped (with ErrUnsafe) when OpenPrivate meets a lock file
+// another user owns.
+var ErrNotOurs = errors.New("owned by another user")
+
+// OpenPrivate opens (creating it PrivateMode if needed) the lock file name
+// inside d as Open does, for the short locks and claims of a state dir,
+// and makes sure no other user can open it: a file of the caller's
+// (effective uid) whose mode lets group or others in (an older release
+// created them 0664 before the umask) is tightened to PrivateMode through
+// its descriptor (fchmod); another user's is refused with an error that
+// wraps ErrUnsafe and ErrNotOurs. The check is made on the descriptor
+// opened, after the open: what is checked is what is locked.
+func (d *Dir) OpenPrivate(name string) (*Lock, error) {
+	l, err := d.open(name, PrivateMode)
+	if err != nil {
+		return nil, err
+	}
+	if err := MakePrivate(l.f, l.Path); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// MakePrivate is OpenPrivate's check, on a lock file f already open
+// (path is for messages): f must be the caller's, and is made PrivateMode
+// if its mode lets group or others in.
+func MakePrivate(f *os.File, path string) error {
+	fd := int(f.Fd())
+	var st unix.Stat_t
+	if err := safeopen.IgnoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		return fmt.Errorf("lock file %s: %w", path, err)
+	}
+	if uid := uint32(os.Geteuid()); st.Uid != uid {
+		return fmt.Errorf("lock file %s is owned by uid %d, not by you (uid %d); a state dir is one user's (docs/security.md): %w",
+			path, st.Uid, uid, errors.Join(ErrUnsafe, ErrNotOurs))
+	}
+	if st.Mode&0o077 != 0 {
+		if err := safeopen.IgnoringEINTR(func() error { return unix.Fchmod(fd, PrivateMode) }); err != nil {
+			return fmt.Errorf("lock file %s has mode %04o and cannot be made %04o: %w", path, st.Mode&0o7777, PrivateMode, err)
+		}
+	}
+	return nil
+}
+
+func (d *Dir) open(name string, mode uint32) (*Lock, error) {
 	p := d.d.Join(name)
 	var fd int
 	var err error
 	for {
-		fd, err = unix.Openat(d.d.Fd(), name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY, FileMode)
+		fd, err = unix.Openat(d.d.Fd(), name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY, mode)
 		if err != unix.EINTR {
 			break
 		}
@@ -197,6 +257,59 @@ func (l *Lock) TryShared() (bool, error) {
 func (l *Lock) Lock() error {
 	_, err := flock(l.f, unix.LOCK_EX, l.Path)
 	return err
+}
+
+// WaitError is LockWithin's error when the lock stayed busy for the whole
+// wait: it names the lock and, where /proc/locks tells, its holders.
+type WaitError struct {
+	LockPath string
+	Waited   time.Duration
+	Holders  []Holder
+}
+
+func (e *WaitError) Error() string {
+	s := fmt.Sprintf("lock %s still busy after %s", e.LockPath, e.Waited)
+	for i, h := range e.Holders {
+		if i == 0 {
+			s += ", held by "
+		} else {
+			s += ", "
+		}
+		s += h.String()
+	}
+	return s
+}
+
+func (e *WaitError) Unwrap() error { return ErrBusy }
+
+// LockWithin takes an exclusive flock, waiting at most wait for it: it
+// tries without blocking and retries at growing intervals (1 ms up to
+// 50 ms), so the wait ends at its deadline or when ctx is done (ctx's
+// error), never hangs in flock(2). After the deadline it returns a
+// *WaitError (wrapping ErrBusy) with the holders filled in.
+func (l *Lock) LockWithin(ctx context.Context, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	pause := time.Millisecond
+	for {
+		ok, err := l.TryLock()
+		if err != nil || ok {
+			return err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			e := &WaitError{LockPath: l.Path, Waited: wait}
+			e.Holders, _ = Holders(l.Dev, l.Ino)
+			return e
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
 }
 
 // Unlock drops the flock but keeps the file open.

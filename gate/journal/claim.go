@@ -12,7 +12,8 @@ const claimFile = "period.lock"
 // ClaimPeriod takes, without waiting, the gate's period claim on this
 // host: an exclusive flock on gates/NAME/period.lock, opened through the
 // gate directory's descriptor (never a symlink, never another user's
-// file). A gate with once_per holds it from the moment it decides its
+// file) and only the gate's owner's (lockfile's OpenPrivate: 0600, so no
+// other user can hold it and stop the gate). A gate with once_per holds it from the moment it decides its
 // period is not done until its run has ended and been recorded, so that
 // two cron-gate processes of the gate (cron's tick and a trigger, or a
 // tick that comes while a long run goes on) never both run in one
@@ -20,7 +21,7 @@ const claimFile = "period.lock"
 // process holds it. The lock is close-on-exec: the command does not
 // inherit it, and it vanishes with cron-gate.
 func (j *Journal) ClaimPeriod() (release func(), held bool, err error) {
-	l, err := lockfile.In(j.dir).Open(claimFile)
+	l, err := lockfile.In(j.dir).OpenPrivate(claimFile)
 	if err != nil {
 		return nil, false, err
 	}

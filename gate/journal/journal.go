@@ -19,6 +19,7 @@ package journal
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -477,12 +478,12 @@ func (j *Journal) Append(rec Record) error {
 	if rec.Event == EventStart {
 		// On the per-tick path while the command already runs: append
 		// only. Readers fold it in past the checkpoint's offset.
-		return statefile.Locked(j.dir, gateLockFile, func() error {
+		return statefile.Locked(context.Background(), j.dir, gateLockFile, 0, func() error {
 			_, _, err := j.appendLine(line, false)
 			return err
 		})
 	}
-	return statefile.Locked(j.dir, gateLockFile, func() error {
+	return statefile.Locked(context.Background(), j.dir, gateLockFile, 0, func() error {
 		s, _ := j.readSummary()
 		ino, end, err := j.appendLine(line, true)
 		if err != nil {

@@ -4,6 +4,7 @@ package journal
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -144,7 +145,7 @@ func (l *OutputLog) Save(j *Journal, end Record) error {
 }
 
 func statefileLocked(j *Journal, fn func() error) error {
-	return statefile.Locked(j.dir, gateLockFile, fn)
+	return statefile.Locked(context.Background(), j.dir, gateLockFile, 0, fn)
 }
 
 // LastOutputMax bounds what LastOutput and LastOutputOf return of a run's

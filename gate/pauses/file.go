@@ -131,9 +131,9 @@ func (f *File) Resumes(context.Context) (map[string]time.Time, error) {
 }
 
 // Set records a command-line pause of gate (replacing an earlier one).
-func (f *File) Set(_ context.Context, gate string, p Pause) error {
+func (f *File) Set(ctx context.Context, gate string, p Pause) error {
 	p.By = ByCommand
-	return f.update(func(d *doc) bool {
+	return f.update(ctx, func(d *doc) bool {
 		d.Gates[gate] = p
 		return true
 	})
@@ -141,9 +141,9 @@ func (f *File) Set(_ context.Context, gate string, p Pause) error {
 
 // Clear removes gate's command-line pause, expired or not, and reports
 // whether there was one. It does not record a resume: NoteResumed does.
-func (f *File) Clear(_ context.Context, gate string) (bool, error) {
+func (f *File) Clear(ctx context.Context, gate string) (bool, error) {
 	had := false
-	err := f.update(func(d *doc) bool {
+	err := f.update(ctx, func(d *doc) bool {
 		_, had = d.Gates[gate]
 		delete(d.Gates, gate)
 		return had
@@ -157,7 +157,7 @@ func (f *File) Clear(_ context.Context, gate string) (bool, error) {
 // resume` records it for a command-line and for a config pause alike; a
 // config pause lifted by editing the file by hand leaves no record.
 func (f *File) NoteResumed(gate string, t time.Time) error {
-	return f.update(func(d *doc) bool {
+	return f.update(context.Background(), func(d *doc) bool {
 		if d.Resumed == nil {
 			d.Resumed = map[string]time.Time{}
 		}
@@ -205,14 +205,14 @@ func readIn(sd *safeopen.Dir) (*doc, error) {
 
 // update re-reads pauses.json under its lock, lets fn change it (false:
 // no change to write), and writes it back atomically.
-func (f *File) update(fn func(*doc) bool) error {
+func (f *File) update(ctx context.Context, fn func(*doc) bool) error {
 	dir, err := statedir.Open(f.dir)
 	if err != nil {
 		return err
 	}
 	defer dir.Close()
 	p := dir.Join(pausesFile)
-	err = statefile.Update(dir, pausesLockFile, pausesFile, maxPausesBytes, statefile.Options{Perm: 0o644}, func(old []byte) ([]byte, error) {
+	err = statefile.Update(ctx, dir, pausesLockFile, pausesFile, maxPausesBytes, 0, statefile.Options{Perm: 0o644}, func(old []byte) ([]byte, error) {
 		d := newDoc()
 		if old != nil {
 			if err := json.Unmarshal(old, d); err != nil || d.V != 1 {

@@ -38,6 +38,7 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/cfgtext"
 	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/lockfile"
 
 	"golang.org/x/sys/unix"
 )
@@ -355,6 +356,12 @@ func editLock(lockPath string, wait time.Duration) (*configLock, error) {
 			return nil, fmt.Errorf("%s: permission denied; run as the user that owns the state directory", where)
 		}
 		return nil, fmt.Errorf("%s: cannot open: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
+	}
+	// Nobody else may hold it (flock works on a read-only descriptor):
+	// ours and 0600, checked on what was opened.
+	if err := lockfile.MakePrivate(f, lockPath); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s", cfgtext.OneLine(err.Error()))
 	}
 	fd := int(f.Fd())
 	// Polled rather than blocking, so that the wait is bounded: the

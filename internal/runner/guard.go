@@ -54,6 +54,7 @@ import (
 type guard struct {
 	mu    sync.Mutex
 	armed bool
+	ended bool           // a command started (disarming the guard) has ended
 	raw   chan os.Signal // from signal.Notify
 	out   chan os.Signal // what Notify returned
 	done  chan struct{}  // closed when loop returns
@@ -194,6 +195,47 @@ func Disarm() {
 	}
 }
 
+// Waiting re-arms the guard for a bounded wait on a state lock (package
+// statefile) made after the command has ended — the journal's end
+// record, its output — so that TERM, INT or HUP received meanwhile ends
+// the process with 128+N as before the command, instead of being
+// forwarded to a command that is gone. done restores the guard as it
+// was. Waiting changes nothing before Notify, while the guard is armed
+// anyway, while a command runs (its signals are forwarded to it), or
+// after Disarm (cron-gate check and serve handle signals themselves).
+func Waiting() (done func()) {
+	guardMu.Lock()
+	g := current
+	guardMu.Unlock()
+	if g == nil {
+		return func() {}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.armed || !g.ended {
+		return func() {}
+	}
+	g.armed = true
+	return func() {
+		g.mu.Lock()
+		g.armed = false
+		g.mu.Unlock()
+	}
+}
+
+// commandEnded records that the command started by Child.Start has ended
+// (Child.Wait returned): Waiting may re-arm the guard from now on.
+func commandEnded() {
+	guardMu.Lock()
+	g := current
+	guardMu.Unlock()
+	if g != nil {
+		g.mu.Lock()
+		g.ended = true
+		g.mu.Unlock()
+	}
+}
+
 // startDisarming runs start (the fork and exec of the command) under the
 // guard's lock and disarms the guard if it succeeded: see the package
 // comment on signals before the command starts.
@@ -208,7 +250,7 @@ func startDisarming(start func() error) error {
 	defer g.mu.Unlock()
 	err := start()
 	if err == nil {
-		g.armed = false
+		g.armed, g.ended = false, false
 	}
 	return err
 }

@@ -473,6 +473,7 @@ func (c *Child) Wait(sigs <-chan os.Signal, start time.Time) Result {
 		res.Code, res.End = ExitTimeout, time.Now()
 	}
 	c.end = res.End
+	commandEnded()
 	return res
 }
 

@@ -19,10 +19,13 @@
 //     file removes once its writer is dead (kill(PID, 0)) or the file is
 //     older than StaleAfter (a PID of another PID namespace);
 //   - Update re-reads the file under a short exclusive flock and writes the
-//     merged result, so concurrent writers never overwrite each other.
+//     merged result, so concurrent writers never overwrite each other;
+//   - the lock files are the state dir's owner's alone (0600, checked at
+//     every open), and a wait for one is bounded (Locked).
 package statefile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,6 +37,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/lockfile"
 )
@@ -228,27 +232,48 @@ func writerGone(suffix string) bool {
 	return unix.Kill(pid, 0) == unix.ESRCH
 }
 
+// LockWait is how long Locked waits for a state lock before it gives up
+// with an error naming the lock and its holder: the locks are held for
+// one read and one write by processes of the state dir's owner, so a
+// longer wait means one of them is stuck.
+const LockWait = 10 * time.Second
+
 // Locked runs fn while holding an exclusive flock on the lock file name in
-// d (created 0664 if missing; never deleted). The lock is blocking and
-// meant for short critical sections.
-func Locked(d *safeopen.Dir, name string, fn func() error) error {
-	l, err := lockfile.In(d).Open(name)
+// d: opened with lockfile's OpenPrivate (created 0600 if missing, one of
+// ours opened to others is tightened, another user's refused: nobody else
+// can hold it; never deleted), and waited for at most wait (LockWait if 0)
+// or until ctx is done, then a *lockfile.WaitError. Meant for short
+// critical sections. A TERM, INT or HUP received during the wait after a
+// command ended ends the process with 128+N (runner.Waiting).
+func Locked(ctx context.Context, d *safeopen.Dir, name string, wait time.Duration, fn func() error) error {
+	l, err := lockfile.In(d).OpenPrivate(name)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	if err := l.Lock(); err != nil {
+	if ok, err := l.TryLock(); err != nil {
 		return err
+	} else if !ok {
+		if wait <= 0 {
+			wait = LockWait
+		}
+		done := runner.Waiting()
+		err := l.LockWithin(ctx, wait)
+		done()
+		if err != nil {
+			return err
+		}
 	}
 	return fn()
 }
 
-// Update re-reads name in d under the lock lockName, passes its content
-// (nil if it does not exist) to fn and atomically writes what fn returns.
-// If fn returns nil data and nil error, nothing is written. A file that is
-// not a regular file or is larger than max is an error (safeopen's).
-func Update(d *safeopen.Dir, lockName, name string, max int64, o Options, fn func(old []byte) ([]byte, error)) error {
-	return Locked(d, lockName, func() error {
+// Update re-reads name in d under the lock lockName (Locked, with wait),
+// passes its content (nil if it does not exist) to fn and atomically
+// writes what fn returns. If fn returns nil data and nil error, nothing is
+// written. A file that is not a regular file or is larger than max is an
+// error (safeopen's).
+func Update(ctx context.Context, d *safeopen.Dir, lockName, name string, max int64, wait time.Duration, o Options, fn func(old []byte) ([]byte, error)) error {
+	return Locked(ctx, d, lockName, wait, func() error {
 		old, err := d.ReadFile(name, max)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			var fe *safeopen.FileError

@@ -1,6 +1,7 @@
 package statefile
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -137,7 +138,7 @@ func TestUpdateSpecial(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- Update(d, ".s.lock", "s.json", 1<<20, Options{Perm: 0o644}, func(old []byte) ([]byte, error) {
+		done <- Update(context.Background(), d, ".s.lock", "s.json", 1<<20, 0, Options{Perm: 0o644}, func(old []byte) ([]byte, error) {
 			return []byte("new"), nil
 		})
 	}()
@@ -154,7 +155,7 @@ func TestUpdateSpecial(t *testing.T) {
 	}
 	// A file over the limit: refused.
 	os.WriteFile(filepath.Join(root, "big.json"), make([]byte, 100), 0o644)
-	err := Update(d, ".s.lock", "big.json", 99, Options{Perm: 0o644}, func([]byte) ([]byte, error) { return []byte("x"), nil })
+	err := Update(context.Background(), d, ".s.lock", "big.json", 99, 0, Options{Perm: 0o644}, func([]byte) ([]byte, error) { return []byte("x"), nil })
 	if !errors.Is(err, safeopen.ErrTooLarge) {
 		t.Errorf("Update over the limit: %v, want ErrTooLarge", err)
 	}

@@ -100,7 +100,13 @@ func (c *Checker) Run(ctx context.Context) (*Result, error) {
 	}
 	defer dir.Close()
 	var res *Result
-	err = statefile.Update(dir, LockFile, StateFile, MaxStateBytes, statefile.Options{Perm: 0o644}, func(old []byte) ([]byte, error) {
+	// Another check holds the lock while it observes and notifies: wait
+	// as long as its notifications may take, and a little more.
+	wait := statefile.LockWait + ProbeTimeout
+	for _, n := range c.Notifiers {
+		wait += n.Budget()
+	}
+	err = statefile.Update(ctx, dir, LockFile, StateFile, MaxStateBytes, wait, statefile.Options{Perm: 0o644}, func(old []byte) ([]byte, error) {
 		r, data, err := c.check(ctx, path, old)
 		res = r
 		return data, err

@@ -301,8 +301,8 @@ var Mutants = []Mutant{
 		Name:   "journal-no-lock",
 		Breaks: "journal appends and summary updates without the gate's lock",
 		Edits: []Edit{
-			{"gate/journal/journal.go", "		return statefile.Locked(j.dir, gateLockFile, func() error {\n			_, _, err := j.appendLine(line, false)", "		return unlocked(func() error {\n			_, _, err := j.appendLine(line, false)"},
-			{"gate/journal/journal.go", "	return statefile.Locked(j.dir, gateLockFile, func() error {\n		s, _ := j.readSummary()", "	return unlocked(func() error {\n		s, _ := j.readSummary()"},
+			{"gate/journal/journal.go", "		return statefile.Locked(context.Background(), j.dir, gateLockFile, 0, func() error {\n			_, _, err := j.appendLine(line, false)", "		return unlocked(func() error {\n			_, _, err := j.appendLine(line, false)"},
+			{"gate/journal/journal.go", "	return statefile.Locked(context.Background(), j.dir, gateLockFile, 0, func() error {\n		s, _ := j.readSummary()", "	return unlocked(func() error {\n		s, _ := j.readSummary()"},
 			{"gate/journal/journal.go", "// journalSync is (*os.File).Sync,", "func unlocked(f func() error) error { return f() }\n\n// journalSync is (*os.File).Sync,"},
 		},
 		Pkgs: []string{"./gate/journal"}, Run: "TestConcurrent(Appends|Rotations)LoseNothing",
