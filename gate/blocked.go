@@ -54,6 +54,7 @@ const (
 	LockPidfile = "legacy_pidfile" // a pidfile (legacy_pidfiles)
 	LockPath    = "path"           // a withlock path lock
 	LockSlot    = "slot"           // a withlock slot file
+	LockClaim   = "period_claim"   // the gate's period claim (once_per: gates/NAME/period.lock)
 )
 
 // States of LockState.
@@ -182,6 +183,34 @@ func (l *lookup) lockFile(kind, path, file string, legacyLock bool) LockState {
 	return ls
 }
 
+// periodClaim looks up the gate's period claim (once_per) in the
+// /proc/locks table: nil unless it is held. Whoever holds it is running
+// the gate's run of this period, or stuck: a run skips meanwhile ("a run
+// of this period is in progress").
+func (l *lookup) periodClaim(jr *journal.Reader, name string) *LockState {
+	if jr == nil || CheckName(name) != nil {
+		return nil
+	}
+	j, err := jr.Journal(name)
+	if err != nil || j == nil {
+		return nil
+	}
+	path, dev, ino, ok := j.ClaimFile()
+	j.Close()
+	if !ok {
+		return nil
+	}
+	t := l.locks()
+	if !t.Readable() || !t.Locked(dev, ino) {
+		return nil
+	}
+	ls := LockState{Kind: LockClaim, Path: path, File: path, State: LockHeld}
+	for _, h := range t.Holders(dev, ino) {
+		ls.Holders = append(ls.Holders, l.holder(h))
+	}
+	return &ls
+}
+
 // pidfile looks at one pidfile, as the run does (legacy.ReadPidfile).
 func (l *lookup) pidfile(path string) LockState {
 	ls := LockState{Kind: LockPidfile, Path: path, State: LockFree}
@@ -240,6 +269,8 @@ func (ls LockState) String() string {
 		what = ls.Path + " (lock " + ls.File + ")"
 	case LockSlot:
 		what = "slot " + ls.File + " of pool " + ls.Path
+	case LockClaim:
+		what = "period claim " + ls.Path
 	default:
 		what = ls.Path
 	}

@@ -59,6 +59,11 @@ type GateStatus struct {
 	PeriodStart time.Time `json:"period_start,omitzero"`
 	PeriodEnd   time.Time `json:"period_end,omitzero"`
 	PeriodDone  bool      `json:"period_done,omitempty"`
+	// PeriodClaim is the gate's period claim (once_per) when a process
+	// holds it now, with its holders, looked up in /proc/locks: the run
+	// of this period in progress, or a process stuck with it, while which
+	// every other run of the period skips. Nil when it is free.
+	PeriodClaim *LockState `json:"period_claim,omitempty"`
 }
 
 // Report is the whole status: what `cron-gate status --json` prints.
@@ -241,6 +246,7 @@ func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]
 	if p, ok := PeriodOf(oncePerOf(g, &st), now, g.Location()); ok {
 		st.OncePer, st.PeriodStart, st.PeriodEnd = p.Per, p.Start, p.End
 		st.PeriodDone = st.LastSuccess != nil && SucceededIn(st.LastSuccess, p)
+		st.PeriodClaim = look.periodClaim(jr, name)
 	}
 	st.State = judge(&st)
 	return st

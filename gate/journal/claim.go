@@ -3,6 +3,8 @@
 package journal
 
 import (
+	"golang.org/x/sys/unix"
+
 	"github.com/crongate/crongate/lockfile"
 )
 
@@ -31,4 +33,16 @@ func (j *Journal) ClaimPeriod() (release func(), held bool, err error) {
 		return nil, ok, err
 	}
 	return func() { l.Close() }, true, nil
+}
+
+// ClaimFile identifies the gate's period claim file, for a view that
+// looks up its holder in /proc/locks without taking it: its path (for
+// messages), device and inode; ok is false when it does not exist (no
+// once_per run has been made) or is not a regular file.
+func (j *Journal) ClaimFile() (path string, dev, ino uint64, ok bool) {
+	st, err := j.dir.Stat(claimFile)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", 0, 0, false
+	}
+	return j.dir.Join(claimFile), st.Dev, st.Ino, true
 }

@@ -82,7 +82,19 @@ func stateText(g gate.GateStatus) string {
 	if g.Overrun {
 		return g.State + " (overrun)"
 	}
+	if c := g.PeriodClaim; c != nil && len(g.Running) == 0 {
+		// No run recorded, yet the claim is held: say by whom.
+		return g.State + " (period claim held by " + claimHolder(c) + ")"
+	}
 	return g.State
+}
+
+// claimHolder names the first holder of a held period claim, short.
+func claimHolder(c *gate.LockState) string {
+	if len(c.Holders) == 0 || c.Holders[0].Pid == 0 {
+		return "a process not visible here"
+	}
+	return fmt.Sprintf("pid %d", c.Holders[0].Pid)
 }
 
 func when(e *journal.Event, now time.Time) string {
@@ -198,6 +210,9 @@ func printDetail(w io.Writer, g gate.GateStatus) {
 		}
 		line("skipping", s)
 		line("holding it back now", k.Words())
+	}
+	if g.PeriodClaim != nil {
+		line("period claim", g.PeriodClaim.String())
 	}
 	if g.MaxRuntime != "" {
 		s := g.MaxRuntime

@@ -49,6 +49,7 @@ const (
 	blockBusy        = journal.ReasonBusy
 	blockCoordinator = journal.ReasonCoordinatorDown
 	blockDone        = journal.ReasonDone // once_per: this period's run succeeded
+	blockClaim       = gate.LockClaim     // once_per: the period claim is held now
 	blockError       = "error"            // the last attempt could not start
 	blockUnscheduled = "unscheduled"      // nothing runs the gate
 )
@@ -206,6 +207,13 @@ func blockers(cfg *gate.Config, g *gate.GateStatus, gc *gate.GateConfig, warning
 	if g.PeriodDone {
 		out = append(out, Blocker{Kind: blockDone, Text: fmt.Sprintf("once_per %s: a run of this period (from %s) succeeded at %s; a run skips until %s",
 			g.OncePer, stampIn(g.PeriodStart), stamp(g.LastSuccess.Time), stampIn(g.PeriodEnd))})
+	}
+	if c := g.PeriodClaim; c != nil {
+		text := fmt.Sprintf("once_per %s: %s; a run of this period skips while it is held", g.OncePer, c.String())
+		if len(g.Running) == 0 {
+			text += " (no run of the gate is recorded as running: the holder may be stuck)"
+		}
+		out = append(out, Blocker{Kind: blockClaim, Text: text, Locks: []gate.LockState{*c}})
 	}
 	var locks, pids []gate.LockState
 	for _, ls := range gate.LegacyNow(gc) {
