@@ -246,23 +246,23 @@ const LockWait = 10 * time.Second
 // critical sections. A TERM, INT or HUP received during the wait after a
 // command ended ends the process with 128+N (runner.Waiting).
 func Locked(ctx context.Context, d *safeopen.Dir, name string, wait time.Duration, fn func() error) error {
+	if wait <= 0 {
+		wait = LockWait
+	}
+	// Armed from before the open: whoever sees the lock file open here
+	// (a test, a person with ls /proc/PID/fd) sees a wait that a signal
+	// ends.
+	done := runner.Waiting()
 	l, err := lockfile.In(d).OpenPrivate(name)
 	if err != nil {
+		done()
 		return err
 	}
 	defer l.Close()
-	if ok, err := l.TryLock(); err != nil {
+	err = l.LockWithin(ctx, wait)
+	done()
+	if err != nil {
 		return err
-	} else if !ok {
-		if wait <= 0 {
-			wait = LockWait
-		}
-		done := runner.Waiting()
-		err := l.LockWithin(ctx, wait)
-		done()
-		if err != nil {
-			return err
-		}
 	}
 	return fn()
 }

@@ -41,6 +41,11 @@ func check(cfg *gate.Config, ps gate.Pauses, c *CheckCmd, out *tui.Printer, sigs
 	res, err := ch.Run(ctx)
 	cancel()
 	<-stopped
+	if s, ok := got.(syscall.Signal); ok && err != nil {
+		// Stopped before the check could be made (waiting for the
+		// state lock): 128+N, as a signal ends every wait.
+		return runner.SignalCode(s)
+	}
 	if err != nil {
 		out.Errorf("check: %v", err)
 		return runner.ExitFailure
