@@ -15,6 +15,8 @@ import (
 	"io/fs"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crongate/crongate/internal/safeopen"
 )
 
@@ -60,7 +62,33 @@ func open(path string) (*safeopen.Dir, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		sd, err = safeopen.OpenDir(path, Options(true, false))
 	}
-	return sd, err
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOneUser(sd); err != nil {
+		sd.Close()
+		return nil, err
+	}
+	return sd, nil
+}
+
+// checkOneUser refuses, for writing, a state dir that everyone may write
+// (even with the sticky bit, as /tmp itself): a state dir is one user's
+// (docs/security.md, "A state dir is one user's"). Another user could
+// otherwise create a gate's directory or a lock file there first, which
+// the walk and lockfile's OpenPrivate then refuse: every run of that gate
+// would fail. A group-writable one is accepted (user private groups make
+// them with umask 002); its files must still be the caller's.
+func checkOneUser(sd *safeopen.Dir) error {
+	var st unix.Stat_t
+	if err := safeopen.IgnoringEINTR(func() error { return unix.Fstat(sd.Fd(), &st) }); err != nil {
+		return fmt.Errorf("state dir %s: %w", sd.Path, err)
+	}
+	if st.Mode&unix.S_IWOTH != 0 {
+		return fmt.Errorf("state dir %s is writable by everyone (mode %04o); a state dir is one user's, and another could plant its gates' files there (chmod o-w, or use a directory of your own): %w",
+			sd.Path, st.Mode&0o7777, safeopen.ErrUnsafe)
+	}
+	return nil
 }
 
 // shared is the state dir Share keeps open.
