@@ -30,7 +30,12 @@
 //	gates/NAME/summary.json   the digest: last start/end/success/failure/skip
 //	gates/NAME/output.log     last runs' output, when log_output is on (output.1.log: the one before)
 //	gates/NAME/.lock          the gate's short lock (journal appends, output log)
+//	gates/NAME/period.lock    the gate's period claim (once_per), held for a run
 //	.pauses.lock, .config.lock, .check.lock  short locks of pauses.json, the config's edits, check.json
 //
-// No lock file is ever deleted.
+// No lock file is ever deleted. Every lock file is the state dir owner's
+// alone (0600, checked at each open: lockfile's OpenPrivate), since
+// flock(2) works on a descriptor opened read-only; a wait for one is
+// bounded (statefile.Locked). A state dir is one user's
+// (docs/security.md).
 package gate
