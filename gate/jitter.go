@@ -13,8 +13,18 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
+	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/runner"
 )
+
+// MaxJitter is the longest jitter a gate may have, as the `jitter` key or
+// the run form's --jitter; longer is refused (125). Jitter spreads hosts
+// (and gates) whose lines fire in the same second over a few minutes; a
+// wait of hours is not jitter but a schedule, which belongs in the
+// crontab's time fields: every tick would leave a process waiting that
+// long, invisible to cron. Written once here: the key table (GateTable),
+// the run form's check (Run) and the flag's help (${max_jitter}) read it.
+const MaxJitter = time.Hour
 
 // JitterOffset returns the gate's offset in [0, jitter) on host: FNV-1a
 // (64 bits) of the gate name and the host name, modulo jitter, truncated
@@ -39,6 +49,25 @@ func (r *run) jitterFor() time.Duration {
 		return r.inv.Jitter
 	}
 	return r.g.Jitter
+}
+
+// checkJitter refuses (125, recorded as a config error) a run form's
+// --jitter that the `jitter` key would refuse: the bound is the key
+// table's (MaxJitter), whichever parser read the line, so the fast
+// binary and cron-gate-full refuse the same lines. A negative one never
+// gets here (crongate.RunArgs.Check, a usage error).
+func (r *run) checkJitter() (code int, decided bool) {
+	d := r.inv.Jitter
+	if d <= 0 {
+		return 0, false
+	}
+	p := GateTable.Key("jitter").Problems(Value{D: d, S: dur.Format(d)})
+	if p == nil {
+		return 0, false
+	}
+	code = r.fail(journal.ReasonConfig, fmt.Errorf("gate %s: --jitter %s", r.inv.Gate, p[0].Msg))
+	r.out.Hintf("jitter spreads runs over minutes; a longer wait is a schedule: write it in the crontab's time fields")
+	return code, true
 }
 
 // wait sleeps the run's jitter offset, holding nothing: every decision is

@@ -182,6 +182,9 @@ func (r *run) decide() (code int, decided bool) {
 	if r.localErr != nil {
 		return r.fail(journal.ReasonState, r.localErr), true
 	}
+	if code, decided := r.checkJitter(); decided {
+		return code, true
+	}
 	if p := PauseOf(r.g, r.local, r.now()); p != nil {
 		if !r.forced() {
 			return r.skip(journal.ReasonPaused, describePause(p)), true
