@@ -75,13 +75,21 @@ func (r *run) checkJitter() (code int, decided bool) {
 // A signal ends the wait at once: under the binaries the runner's guard
 // exits 128+N (nothing more is recorded, as for any signal before the
 // command starts); with Invocation.Sigs alone, wait returns 128+N. The
-// offset goes into the start record (jitter_ms).
+// offset goes into the wait record, written before the sleep with the
+// time the wait ends (until), and into the start record (jitter_ms).
 func (r *run) wait() (code int, stop bool) {
 	d := JitterOffset(r.inv.Gate, r.base.Host, r.jitterFor())
 	if d <= 0 || r.inv.ManualBy != "" {
 		return 0, false
 	}
 	r.base.JitterMS = d.Milliseconds()
+	// Said before the sleep, so that status, why and the dashboard show
+	// the run as waiting, and until when; the run's next record (start,
+	// skip, error) ends it, and a reader drops it once this process is
+	// gone (a signal).
+	rec := r.record(journal.EventWait, "", "", "")
+	rec.Until = rec.Time.Add(d)
+	r.append(rec)
 	r.out.Infof("gate %s: waiting %v (jitter %v on host %s) before starting the command", r.inv.Gate, d, r.jitterFor(), r.base.Host)
 	if r.inv.Wait != nil {
 		r.inv.Wait(d)
