@@ -255,7 +255,9 @@ func (r *run) decideLegacy() (code int, decided bool) {
 		return r.fail(journal.ReasonConfig, fmt.Errorf("gate %s: %w", r.inv.Gate, err)), true
 	}
 	if found != nil {
-		return r.skip(legacyReasons[found.Kind], found.String()), true
+		// The journal is world-readable: a holder's command line goes
+		// in only where /proc shows it to everyone (Found.Recorded).
+		return r.skipSaying(legacyReasons[found.Kind], found.Recorded(), found.String()), true
 	}
 	return 0, false
 }
