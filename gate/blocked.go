@@ -85,6 +85,35 @@ type Holder struct {
 	InheritedFrom int `json:"inherited_from,omitempty"`
 }
 
+// HideCommands leaves out the holders' command lines of every gate, for a
+// report shown to someone other than the user who made it (the
+// dashboard, the watchdog's check.json and alerts), unless /proc shows
+// every command line to every user (lockfile.CommandsShownToAll): a
+// reader must not see through us what hidepid hides from them. The pids
+// and start times stay. `status` and `why` need not: they look holders up
+// with their reader's own rights.
+func (r *Report) HideCommands() {
+	if lockfile.CommandsShownToAll() {
+		return
+	}
+	for i := range r.Gates {
+		k := r.Gates[i].Skipping
+		if k == nil {
+			continue
+		}
+		c := *k
+		c.Locks = make([]LockState, len(k.Locks))
+		for j, ls := range k.Locks {
+			ls.Holders = append([]Holder(nil), ls.Holders...)
+			for h := range ls.Holders {
+				ls.Holders[h].Command = ""
+			}
+			c.Locks[j] = ls
+		}
+		r.Gates[i].Skipping = &c
+	}
+}
+
 // Blocked reports whether the gate is blocked (Skipping's rule), whatever
 // its state: a failing or paused gate can be blocked too.
 func (st *GateStatus) Blocked() bool { return st.Skipping != nil && st.Skipping.Blocked }

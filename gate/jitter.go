@@ -13,8 +13,18 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
+	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/runner"
 )
+
+// MaxJitter is the longest jitter a gate may have, as the `jitter` key or
+// the run form's --jitter; longer is refused (125). Jitter spreads hosts
+// (and gates) whose lines fire in the same second over a few minutes; a
+// wait of hours is not jitter but a schedule, which belongs in the
+// crontab's time fields: every tick would leave a process waiting that
+// long, invisible to cron. Written once here: the key table (GateTable),
+// the run form's check (Run) and the flag's help (${max_jitter}) read it.
+const MaxJitter = time.Hour
 
 // JitterOffset returns the gate's offset in [0, jitter) on host: FNV-1a
 // (64 bits) of the gate name and the host name, modulo jitter, truncated
@@ -41,18 +51,45 @@ func (r *run) jitterFor() time.Duration {
 	return r.g.Jitter
 }
 
+// checkJitter refuses (125, recorded as a config error) a run form's
+// --jitter that the `jitter` key would refuse: the bound is the key
+// table's (MaxJitter), whichever parser read the line, so the fast
+// binary and cron-gate-full refuse the same lines. A negative one never
+// gets here (crongate.RunArgs.Check, a usage error).
+func (r *run) checkJitter() (code int, decided bool) {
+	d := r.inv.Jitter
+	if d <= 0 {
+		return 0, false
+	}
+	p := GateTable.Key("jitter").Problems(Value{D: d, S: dur.Format(d)})
+	if p == nil {
+		return 0, false
+	}
+	code = r.fail(journal.ReasonConfig, fmt.Errorf("gate %s: --jitter %s", r.inv.Gate, p[0].Msg))
+	r.out.Hintf("jitter spreads runs over minutes; a longer wait is a schedule: write it in the crontab's time fields")
+	return code, true
+}
+
 // wait sleeps the run's jitter offset, holding nothing: every decision is
 // made, no lock or claim is held (decideOnce's claim is taken after it).
 // A signal ends the wait at once: under the binaries the runner's guard
 // exits 128+N (nothing more is recorded, as for any signal before the
 // command starts); with Invocation.Sigs alone, wait returns 128+N. The
-// offset goes into the start record (jitter_ms).
+// offset goes into the wait record, written before the sleep with the
+// time the wait ends (until), and into the start record (jitter_ms).
 func (r *run) wait() (code int, stop bool) {
 	d := JitterOffset(r.inv.Gate, r.base.Host, r.jitterFor())
 	if d <= 0 || r.inv.ManualBy != "" {
 		return 0, false
 	}
 	r.base.JitterMS = d.Milliseconds()
+	// Said before the sleep, so that status, why and the dashboard show
+	// the run as waiting, and until when; the run's next record (start,
+	// skip, error) ends it, and a reader drops it once this process is
+	// gone (a signal).
+	rec := r.record(journal.EventWait, "", "", "")
+	rec.Until = rec.Time.Add(d)
+	r.append(rec)
 	r.out.Infof("gate %s: waiting %v (jitter %v on host %s) before starting the command", r.inv.Gate, d, r.jitterFor(), r.base.Host)
 	if r.inv.Wait != nil {
 		r.inv.Wait(d)

@@ -82,7 +82,7 @@ type Spec struct {
 	// ("must be a duration string like "30m"").
 	Example string
 
-	Min, Max float64  // KindInt, KindNumber: the accepted range (Max 0: no maximum); KindDuration: see Kind
+	Min, Max float64  // KindInt, KindNumber: the accepted range (Max 0: no maximum); KindDuration: see Kind, and Max (ns) the longest, 0: no maximum
 	EmptyOK  bool     // KindArgv: an empty array is a value
 	Values   []string // KindEnum: the accepted values
 
@@ -303,9 +303,12 @@ func byteCount(s *Spec, v Value) string {
 	return ""
 }
 
-// duration refuses a duration below Min (see KindDuration).
+// duration refuses a duration below Min (see KindDuration), or above
+// Max when there is one.
 func duration(s *Spec, v Value) string {
 	switch {
+	case s.Max > 0 && v.D > time.Duration(s.Max):
+		return s.text(v) + " is too long; use at most " + dur.Format(time.Duration(s.Max))
 	case v.D >= time.Duration(s.Min):
 		return ""
 	case s.Min > 0:
@@ -428,8 +431,8 @@ var GateTable = Table[GateConfig]{
 			DefaultNote: "the system's zone", Doc: "IANA zone of the gate's `once_per` periods and of the times `why` shows for it"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{S: g.TimeZone}, g.TimeZone != "" },
 			Set: func(g *GateConfig, v Value) { g.TimeZone = v.S }},
-		{Spec: Spec{Name: "jitter", Kind: KindDuration, Min: 1, Check: duration, Example: `"5m"`,
-			Doc: "wait a stable offset in [0, jitter) from the gate's and host's names before starting the command"},
+		{Spec: Spec{Name: "jitter", Kind: KindDuration, Min: 1, Max: float64(MaxJitter), Check: duration, Example: `"5m"`,
+			Doc: "wait a stable offset in [0, jitter) from the gate's and host's names before starting the command; a longer wait is a schedule, for the crontab's time fields"},
 			Get: func(g *GateConfig) (Value, bool) { return Value{D: g.Jitter}, g.Jitter != 0 },
 			Set: func(g *GateConfig, v Value) { g.Jitter = v.D }},
 		{Spec: Spec{Name: "command", Kind: KindArgv, Example: `["python3", "/srv/blog/nightly.py"]`,
@@ -843,6 +846,9 @@ func (s *Spec) typeText() string {
 	case KindNumber:
 		return "number" + rng
 	case KindDuration:
+		if s.Min > 0 && s.Max > 0 {
+			return "duration, > 0, at most " + dur.Format(time.Duration(s.Max))
+		}
 		if s.Min > 0 {
 			return "duration, > 0"
 		}

@@ -87,7 +87,13 @@ func (r *run) fail(reason string, err error) int {
 
 // skip skips the run with the gate's skip code, recorded.
 func (r *run) skip(reason, detail string) int {
-	r.out.Skipf("skipped gate %s: %s", r.inv.Gate, detail)
+	return r.skipSaying(reason, detail, detail)
+}
+
+// skipSaying is skip, saying more on stderr (which only the run's own
+// user reads) than it records (detail).
+func (r *run) skipSaying(reason, detail, said string) int {
+	r.out.Skipf("skipped gate %s: %s", r.inv.Gate, said)
 	r.append(r.record(journal.EventSkip, journal.OutcomeSkipped, reason, detail))
 	return r.cfg.SkipCodeFor(r.inv.Gate)
 }

@@ -182,6 +182,9 @@ func (r *run) decide() (code int, decided bool) {
 	if r.localErr != nil {
 		return r.fail(journal.ReasonState, r.localErr), true
 	}
+	if code, decided := r.checkJitter(); decided {
+		return code, true
+	}
 	if p := PauseOf(r.g, r.local, r.now()); p != nil {
 		if !r.forced() {
 			return r.skip(journal.ReasonPaused, describePause(p)), true
@@ -252,7 +255,9 @@ func (r *run) decideLegacy() (code int, decided bool) {
 		return r.fail(journal.ReasonConfig, fmt.Errorf("gate %s: %w", r.inv.Gate, err)), true
 	}
 	if found != nil {
-		return r.skip(legacyReasons[found.Kind], found.String()), true
+		// The journal is world-readable: a holder's command line goes
+		// in only where /proc shows it to everyone (Found.Recorded).
+		return r.skipSaying(legacyReasons[found.Kind], found.Recorded(), found.String()), true
 	}
 	return 0, false
 }

@@ -22,6 +22,7 @@ import (
 // is made here once.
 const (
 	StateRunning  = "running"   // a run has started and not ended
+	StateWaiting  = "waiting"   // a run waits its jitter before starting its command (Waiting says until when)
 	StatePaused   = "paused"    // paused by config or command line
 	StateError    = "error"     // the last attempt failed before running (bad config, bad state)
 	StateFailing  = "failing"   // the last run ended badly (failure, timeout, signal, vanished)
@@ -40,6 +41,9 @@ type GateStatus struct {
 	Pause    *pauses.Pause     `json:"pause,omitempty"`
 	Interval string            `json:"interval,omitempty"`
 	Running  []journal.Running `json:"running,omitempty"`
+	// Waiting are the runs waiting their jitter, oldest first: Until is
+	// when each one's command is due to start.
+	Waiting []journal.Running `json:"waiting,omitempty"`
 	journal.Digest
 	JournalError string `json:"journal_error,omitempty"`
 	// ResumedAt is when the gate was last resumed (cron-gate resume, or
@@ -235,6 +239,10 @@ func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]
 		st.Running = append(st.Running, r)
 	}
 	sort.Slice(st.Running, func(a, b int) bool { return st.Running[a].Since.Before(st.Running[b].Since) })
+	for _, r := range s.Waiting {
+		st.Waiting = append(st.Waiting, r)
+	}
+	sort.Slice(st.Waiting, func(a, b int) bool { return st.Waiting[a].Since.Before(st.Waiting[b].Since) })
 	st.Digest = s.Digest
 	st.Skipping = look.skipping(g, &st.Digest)
 	if g.MaxRuntime > 0 {
@@ -316,6 +324,10 @@ func judge(st *GateStatus) string {
 	switch {
 	case len(st.Running) > 0:
 		return StateRunning
+	case len(st.Waiting) > 0:
+		// Its pauses, once_per and legacy files were checked before the
+		// wait: the command starts at Until.
+		return StateWaiting
 	case st.Pause != nil:
 		return StatePaused
 	case st.LastAttemptErred():

@@ -604,6 +604,41 @@ func holderCommand(pid int) string {
 	return ""
 }
 
+// CommandsShownToAll reports whether /proc shows every process's command
+// line to every local user: /proc is mounted without hidepid, or with
+// hidepid=0 (off). Only then may a command line read with this process's
+// rights go where another user reads it (a journal, check.json, the
+// dashboard): with hidepid=1, 2 or 4 (noaccess, invisible, ptraceable)
+// another user's /proc hides it, and a root cron-gate must not show it to
+// them. It reads the options of the topmost proc mount at /proc in
+// /proc/self/mountinfo; false when that cannot be read (the safe answer).
+func CommandsShownToAll() bool {
+	data, err := os.ReadFile(holderProcRoot + "/self/mountinfo")
+	return err == nil && procShownToAll(data)
+}
+
+// procShownToAll is CommandsShownToAll's reading of a mountinfo text: the
+// last proc mount at /proc has no hidepid other than 0 or off. It never
+// panics (FuzzProcShownToAll).
+func procShownToAll(mountinfo []byte) bool {
+	shown, found := false, false
+	for _, line := range strings.Split(string(mountinfo), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 3 || f[4] != "/proc" || g[0] != "proc" {
+			continue
+		}
+		found, shown = true, true // the last one listed is the topmost
+		for _, o := range strings.Split(g[2], ",") {
+			if v, ok := strings.CutPrefix(o, "hidepid="); ok && v != "0" && v != "off" {
+				shown = false
+			}
+		}
+	}
+	return found && shown
+}
+
 // holderSanitize makes s safe to put in a one-line message (a command
 // line is anyone's text): safetext.Cut.
 func holderSanitize(s string, max int) string { return safetext.Cut(s, max) }

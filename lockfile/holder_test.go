@@ -560,3 +560,38 @@ func TestLockTable(t *testing.T) {
 		t.Errorf("unreadable table: %+v %v", hs, err)
 	}
 }
+
+// procShownToAll: a proc mount at /proc without hidepid, or with
+// hidepid=0/off, shows command lines to all; any other hidepid, no proc
+// mount at /proc, or garbage does not; the topmost (last) mount decides.
+func TestProcShownToAll(t *testing.T) {
+	const plain = "22 1 0:5 / /proc rw,nosuid - proc proc rw\n"
+	for _, c := range []struct {
+		mountinfo string
+		want      bool
+	}{
+		{plain, true},
+		{"22 1 0:5 / /proc rw shared:12 - proc proc rw,hidepid=0\n", true},
+		{"22 1 0:5 / /proc rw - proc proc rw,hidepid=off,subset=pid\n", true},
+		{"22 1 0:5 / /proc rw - proc proc rw,hidepid=invisible\n", false},
+		{"22 1 0:5 / /proc rw - proc proc rw,hidepid=2\n", false},
+		{"22 1 0:5 / /proc rw - proc proc rw,hidepid=1,gid=4\n", false},
+		{"22 1 0:5 / /proc rw - proc proc rw,hidepid=ptraceable\n", false},
+		{plain + "65 22 0:39 / /proc rw,relatime - proc proc rw,hidepid=invisible\n", false},
+		{"65 22 0:39 / /proc rw - proc proc rw,hidepid=2\n" + plain, true},
+		{"22 1 0:5 / /mnt/proc rw - proc proc rw\n", false},
+		{"22 1 0:5 / /proc rw - tmpfs none rw\n", false},
+		{"", false},
+		{"garbage - \n - \n", false},
+	} {
+		if got := procShownToAll([]byte(c.mountinfo)); got != c.want {
+			t.Errorf("procShownToAll(%q) = %v, want %v", c.mountinfo, got, c.want)
+		}
+	}
+}
+
+// FuzzProcShownToAll: any mountinfo text, no panic.
+func FuzzProcShownToAll(f *testing.F) {
+	f.Add([]byte("22 1 0:5 / /proc rw - proc proc rw,hidepid=2\n"))
+	f.Fuzz(func(t *testing.T, b []byte) { procShownToAll(b) })
+}

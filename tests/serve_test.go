@@ -48,6 +48,7 @@ type serveEnv struct {
 	config  string   // dir/config.toml
 	origCfg []byte   // the config as written
 	env     []string // the binaries' environment
+	wrap    []string // if set, serve runs as wrap... cron-gate ... (hidepid_test.go: a private /proc)
 }
 
 // newServeEnv writes testdata/serve/config.toml and crontab into a fresh
@@ -348,7 +349,8 @@ func (e *serveEnv) spawnServe(t *testing.T, listen string, extraEnv ...string) *
 		t.Fatal(err)
 	}
 	defer se.Close()
-	s.cmd = exec.Command(filepath.Join(binDir, "cron-gate"), "--config", e.config, "serve", "--listen", listen)
+	argv := append(append([]string{}, e.wrap...), filepath.Join(binDir, "cron-gate"), "--config", e.config, "serve", "--listen", listen)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Env = append(append([]string{}, e.env...), extraEnv...)
 	s.cmd.Dir, s.cmd.Stdout, s.cmd.Stderr = e.dir, so, se
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -63,6 +63,7 @@ func decodeSummary(dir string, data []byte, s *Summary) error {
 func (s *Summary) copyTo(d *Summary) {
 	*d = *s
 	d.Running = maps.Clone(s.Running)
+	d.Waiting = maps.Clone(s.Waiting)
 	d.Skips = maps.Clone(s.Skips)
 	d.Recent = slices.Clone(s.Recent)
 	d.problems = nil

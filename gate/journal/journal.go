@@ -45,6 +45,11 @@ const (
 	EventEnd   = "end"   // the command ended (any outcome)
 	EventSkip  = "skip"  // the command was not run
 	EventError = "error" // cron-gate could not decide (bad config, bad state)
+	// EventWait: the run waits its jitter before starting the command,
+	// until Record.Until. Its next record (start, skip, error) ends the
+	// wait; a wait ended by a signal has none, and readers drop it once
+	// the process is gone (Summary.ReapVanished).
+	EventWait = "wait"
 )
 
 // Outcomes of end, skip and error records.
@@ -131,6 +136,9 @@ type Record struct {
 	// JitterMS is the jitter offset the run waited before starting its
 	// command (gate.JitterOffset), in the records written after the wait.
 	JitterMS int64 `json:"jitter_ms,omitempty"`
+	// Until, in a wait record, is when the wait ends and the command is
+	// due to start.
+	Until time.Time `json:"until,omitzero"`
 }
 
 // MaxLocks bounds the locks a busy record names (Record.Locks).
@@ -179,7 +187,8 @@ type Attempt struct {
 // RecentAttempts is how many attempts Digest.Recent keeps.
 const RecentAttempts = 20
 
-// Running is a run that has started and not yet ended.
+// Running is a run that has started and not yet ended; in
+// Summary.Waiting, one that waits its jitter before starting (Until).
 type Running struct {
 	Run        string    `json:"run"`
 	Pid        int       `json:"pid"`
@@ -187,6 +196,7 @@ type Running struct {
 	StartTicks uint64    `json:"start_ticks,omitempty"` // of Pid, to tell a recycled PID
 	ChildTicks uint64    `json:"child_ticks,omitempty"` // of ChildPid
 	Since      time.Time `json:"since"`
+	Until      time.Time `json:"until,omitzero"` // a waiting run: when its command is due to start
 }
 
 // Digest is what is known of a gate's past: its last events and counts.
@@ -243,9 +253,10 @@ type Summary struct {
 	LastAttemptEv *Event `json:"last_attempt,omitempty"`
 	Digest
 	Running       map[string]Running `json:"running,omitempty"`
-	Records       int                `json:"records"`        // records in the current journal file
-	JournalIno    uint64             `json:"journal_ino"`    // the journal file this checkpoint is of
-	JournalOffset int64              `json:"journal_offset"` // bytes of it folded in
+	Waiting       map[string]Running `json:"waiting,omitempty"` // runs waiting their jitter (EventWait)
+	Records       int                `json:"records"`           // records in the current journal file
+	JournalIno    uint64             `json:"journal_ino"`       // the journal file this checkpoint is of
+	JournalOffset int64              `json:"journal_offset"`    // bytes of it folded in
 
 	diskOffset    int64   // JournalOffset of the checkpoint on disk; -1: none usable
 	problems      []error // torn or corrupt records met while folding in the journal
@@ -475,9 +486,10 @@ func (j *Journal) Append(rec Record) error {
 		return err
 	}
 	line = append(line, '\n')
-	if rec.Event == EventStart {
-		// On the per-tick path while the command already runs: append
-		// only. Readers fold it in past the checkpoint's offset.
+	if rec.Event == EventStart || rec.Event == EventWait {
+		// On the per-tick path while the command already runs (or is
+		// about to wait): append only. Readers fold it in past the
+		// checkpoint's offset.
 		return statefile.Locked(context.Background(), j.dir, gateLockFile, 0, func() error {
 			_, _, err := j.appendLine(line, false)
 			return err
@@ -705,6 +717,18 @@ func (s *Summary) apply(r Record) {
 	if s.Running == nil {
 		s.Running = map[string]Running{}
 	}
+	if r.Event == EventWait {
+		if s.Waiting == nil {
+			s.Waiting = map[string]Running{}
+		}
+		s.Waiting[r.Run] = Running{Run: r.Run, Pid: r.Pid, StartTicks: r.PidStart, Since: r.Time, Until: r.Until}
+	} else if s.Waiting != nil {
+		// Any later record of the run ends its wait.
+		delete(s.Waiting, r.Run)
+		if len(s.Waiting) == 0 {
+			s.Waiting = nil
+		}
+	}
 	switch r.Event {
 	case EventStart:
 		s.LastStart = eventOf(r)
@@ -765,6 +789,16 @@ func (s *Summary) ReapVanished(now time.Time) bool {
 		if !r.alive() {
 			gone = append(gone, id)
 		}
+	}
+	for id, r := range s.Waiting {
+		if !r.alive() {
+			// A signal ended the wait: the command never started, and
+			// nothing was recorded, as for any signal before the start.
+			delete(s.Waiting, id)
+		}
+	}
+	if len(s.Waiting) == 0 {
+		s.Waiting = nil
 	}
 	sort.Strings(gone)
 	for _, id := range gone {

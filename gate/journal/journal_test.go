@@ -165,6 +165,40 @@ func TestVanishedRunIsAFailure(t *testing.T) {
 	}
 }
 
+// TestWaitingRun: a wait record makes the run waiting (with its until)
+// until the run's next record, whatever it is (a start, or a skip once
+// the period's claim is found taken); a waiter whose process is gone (a
+// signal ended the wait) is dropped, and is no failure.
+func TestWaitingRun(t *testing.T) {
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	pid := live.Process.Pid
+	now := time.Now()
+	s := &Summary{}
+	for _, next := range []Record{
+		{Gate: "g", Run: "a", Event: EventStart, Time: now, Pid: pid},
+		{Gate: "g", Run: "b", Event: EventSkip, Time: now, Pid: pid, Outcome: OutcomeSkipped, Reason: ReasonDone},
+	} {
+		s.apply(Record{Gate: "g", Run: next.Run, Event: EventWait, Time: now, Until: now.Add(time.Minute), Pid: pid, PidStart: procstat.StartTicks(pid)})
+		s.ReapVanished(now)
+		if w, ok := s.Waiting[next.Run]; !ok || !w.Until.Equal(now.Add(time.Minute)) || w.Pid != pid {
+			t.Fatalf("wait record of run %s: Waiting %+v", next.Run, s.Waiting)
+		}
+		s.apply(next)
+		if s.Waiting != nil {
+			t.Fatalf("run %s's %s record did not end its wait: %+v", next.Run, next.Event, s.Waiting)
+		}
+	}
+	s.apply(Record{Gate: "g", Run: "c", Event: EventWait, Time: now, Until: now.Add(time.Minute), Pid: 4194304})
+	s.ReapVanished(now)
+	if s.Waiting != nil || s.Failures != 0 {
+		t.Fatalf("a waiter whose process is gone: Waiting %+v, %d failures", s.Waiting, s.Failures)
+	}
+}
+
 func TestStaleCheckpointCatchesUp(t *testing.T) {
 	dir := t.TempDir()
 	j, _ := Open(dir, "g", 100)

@@ -389,6 +389,7 @@ func (h *handler) summary() (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.HideCommands() // whoever connects is not the user serve runs as
 	st, stErr := watch.ReadState(cfg)
 	jobs, cronErr := h.crontab()
 	s := h.build(cfg, rep, st, stErr, jobs, now)

@@ -258,6 +258,14 @@ func (z *zoner) gate(g *GateSummary) {
 		}
 		g.Running = rs
 	}
+	if len(g.Waiting) > 0 {
+		ws := make([]journal.Running, len(g.Waiting))
+		for i, w := range g.Waiting {
+			w.Since, w.Until = z.t(w.Since), z.t(w.Until)
+			ws[i] = w
+		}
+		g.Waiting = ws
+	}
 	for _, e := range []**journal.Event{&g.LastStart, &g.LastEnd, &g.LastSuccess, &g.LastFailure, &g.LastSkip, &g.LastError} {
 		z.ev(e)
 	}

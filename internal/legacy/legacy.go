@@ -62,6 +62,26 @@ func (f *Found) String() string {
 	return fmt.Sprintf("legacy lock %s is held by %s", f.Path, strings.Join(s, ", "))
 }
 
+// Recorded is String for a record another user may read (the gate's
+// journal, 0644): the holders' command lines are left out unless /proc
+// shows them to every user (lockfile.CommandsShownToAll), so that a
+// reader sees no more than their own /proc would show; the pids stay.
+// status and why look the command lines up again when they are read, with
+// the reader's own rights.
+func (f *Found) Recorded() string {
+	if lockfile.CommandsShownToAll() {
+		return f.String()
+	}
+	c := *f
+	c.Command = ""
+	c.Holders = make([]lockfile.Holder, len(f.Holders))
+	for i, h := range f.Holders {
+		h.Command = ""
+		c.Holders[i] = h
+	}
+	return c.String()
+}
+
 // Check returns the first legacy lock or pidfile that says an old process
 // is still running, or nil if none. It never modifies either file.
 //

@@ -132,6 +132,7 @@ func (c *Checker) check(ctx context.Context, path string, old []byte) (*Result, 
 	if err != nil {
 		return nil, nil, err
 	}
+	rep.HideCommands() // check.json and the dashboard are read by others
 	res := &Result{V: 1, Time: now, DryRun: c.DryRun, FirstRun: first, StateFile: path, Report: rep, State: st,
 		Conditions: []ConditionStatus{}, Notifications: []*Notification{}, Warnings: []string{}}
 	res.Warnings = append(res.Warnings, rep.Warnings...)

@@ -201,7 +201,7 @@ func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) er
 	return bw.Flush()
 }
 
-var allStates = []string{gate.StateRunning, gate.StatePaused, gate.StateError, gate.StateFailing, gate.StateBlocked, gate.StateDone, gate.StateOK, gate.StateSkipped, gate.StateNeverRun}
+var allStates = []string{gate.StateRunning, gate.StateWaiting, gate.StatePaused, gate.StateError, gate.StateFailing, gate.StateBlocked, gate.StateDone, gate.StateOK, gate.StateSkipped, gate.StateNeverRun}
 
 var alertStates = []string{"ok", "pending", "alerted", "muted", "recovering"}
 

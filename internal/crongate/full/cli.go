@@ -16,6 +16,7 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/crongate"
+	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
 )
@@ -65,7 +66,7 @@ type RunCmd struct {
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL to its process group) if it runs longer (90m, 2h, 1d); exit 124."`
 	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout (default 10s)."`
 	OncePer   string        `enum:"${once_pers}" default:"" placeholder:"PERIOD" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
-	Jitter    time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter)."`
+	Jitter    time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter); at most ${max_jitter}."`
 	Name      string        `arg:"" help:"Gate name."`
 }
 
@@ -192,7 +193,7 @@ func newKong(c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
 	return kong.New(c,
 		kong.Name("cron-gate"),
 		kong.Description(description),
-		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String(), "once_pers": onceEnum},
+		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String(), "once_pers": onceEnum, "max_jitter": maxJitter},
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
@@ -225,6 +226,9 @@ func (c *PauseCmd) check([]string) error {
 	}
 	return nil
 }
+
+// maxJitter is --jitter's bound in its help (gate.MaxJitter).
+var maxJitter = duration.Format(gate.MaxJitter)
 
 // onceEnum is --once-per's kong enum: "" (not given) or a value of
 // gate.OncePers.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,7 +34,7 @@ func printTable(w io.Writer, rep *gate.Report, now time.Time) {
 	fmt.Fprintln(tw, "GATE\tSTATE\tLAST SUCCESS\tLAST FAILURE\tLAST SKIP\tFAILS\tRUNNING")
 	for _, g := range rep.Gates {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(g.Name), cell(stateText(g)), cell(when(g.LastSuccess, now)),
-			cell(failureText(g.LastFailure, now)), cell(skipText(g.LastSkip, now)), g.ConsecutiveFailures, cell(runningText(g.Running, now)))
+			cell(failureText(g.LastFailure, now)), cell(skipText(g.LastSkip, now)), g.ConsecutiveFailures, cell(runningText(g, now)))
 	}
 	tw.Flush()
 }
@@ -81,6 +82,9 @@ func stateText(g gate.GateStatus) string {
 	}
 	if g.Overrun {
 		return g.State + " (overrun)"
+	}
+	if g.State == gate.StateWaiting {
+		return g.State + " (jitter; starts " + g.Waiting[0].Until.Local().Format("01-02 15:04:05") + ")"
 	}
 	if c := g.PeriodClaim; c != nil && len(g.Running) == 0 {
 		// No run recorded, yet the claim is held: say by whom.
@@ -139,12 +143,17 @@ func skipText(e *journal.Event, now time.Time) string {
 	return when(e, now) + " " + e.Reason
 }
 
-func runningText(rs []journal.Running, now time.Time) string {
-	if len(rs) == 0 {
+// runningText is the RUNNING cell: the runs in progress, and those
+// waiting their jitter with when they start.
+func runningText(g gate.GateStatus, now time.Time) string {
+	if len(g.Running) == 0 && len(g.Waiting) == 0 {
 		return "-"
 	}
 	var parts []string
-	for _, r := range rs {
+	for _, w := range g.Waiting {
+		parts = append(parts, "pid "+strconv.Itoa(w.Pid)+" "+waitingText(w, now))
+	}
+	for _, r := range g.Running {
 		pid := r.ChildPid
 		if pid == 0 {
 			pid = r.Pid
@@ -156,6 +165,16 @@ func runningText(rs []journal.Running, now time.Time) string {
 		parts = append(parts, fmt.Sprintf("pid %d for %s", pid, d))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// waitingText says when a run waiting its jitter starts its command:
+// "waiting, starts 15:04:05 (in 2m3s)".
+func waitingText(w journal.Running, now time.Time) string {
+	in := w.Until.Sub(now).Round(time.Second)
+	if in < 0 {
+		in = 0 // due: it is deciding its once_per claim, or about to start
+	}
+	return "waiting its jitter, starts " + w.Until.Local().Format("15:04:05") + " (in " + in.String() + ")"
 }
 
 // printDetail prints everything known about one gate.

@@ -149,6 +149,12 @@ func verdict(g *gate.GateStatus, now time.Time) string {
 		if g.Overrun {
 			s += fmt.Sprintf(", longer than max_runtime %s (overrun)", g.MaxRuntime)
 		}
+	case gate.StateWaiting:
+		w := g.Waiting[0]
+		s += fmt.Sprintf(": a run has been waiting its jitter since %s; its command starts at %s", at(w.Since), stampSec(w.Until))
+		if d := w.Until.Sub(now).Round(time.Second); d > 0 {
+			s += fmt.Sprintf(" (in %s)", d)
+		}
 	case gate.StatePaused:
 		s += ": " + gate.DescribePause(g.Pause)
 	case gate.StateError:
@@ -317,6 +323,9 @@ func nextTry(ctx context.Context, cfg *gate.Config, gc *gate.GateConfig, now tim
 
 // stamp is a time for people: local, to the minute, with the zone.
 func stamp(t time.Time) string { return t.Local().Format("2006-01-02 15:04 MST") }
+
+// stampSec is stamp to the second (a jitter's start).
+func stampSec(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05 MST") }
 
 // stampIn is stamp in t's own zone (a gate's time_zone).
 func stampIn(t time.Time) string { return t.Format("2006-01-02 15:04 MST") }

@@ -184,7 +184,7 @@
   // category: what the page sorts, counts and filters by — the status's
   // state, with what only the watchdog knows (stale) and what a running
   // gate may be (overrun). Most pressing first.
-  const CATEGORIES = ['failing', 'blocked', 'stale', 'overrun', 'skipped', 'paused', 'running', 'done', 'ok', 'never-run'];
+  const CATEGORIES = ['failing', 'blocked', 'stale', 'overrun', 'skipped', 'paused', 'running', 'waiting', 'done', 'ok', 'never-run'];
   function category(g) {
     if (g.state === 'failing' || g.state === 'error') return 'failing';
     if (g.state === 'blocked') return 'blocked';
@@ -242,6 +242,11 @@
       sub = ['pid ' + (r.child_pid || r.pid) + ' for ' + ago(r.since).replace(' ago', '')];
       if (g.overrun) sub.push(' · longer than max_runtime ' + g.max_runtime);
       why = ['running since ' + r.since + ' (run ' + r.run + ')'];
+    } else if (g.state === 'waiting' && g.waiting && g.waiting.length) {
+      // A run waits its jitter: its command starts at until.
+      const w = g.waiting[0];
+      sub = ['jitter · starts ' + shortTime(w.until)];
+      why = ['waiting its jitter since ' + w.since + ' (run ' + w.run + ', pid ' + w.pid + ')', 'its command starts at ' + w.until];
     } else if (g.state === 'paused' && g.pause) {
       const p = g.pause;
       sub = [iso(p.by)];
