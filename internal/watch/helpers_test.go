@@ -40,7 +40,7 @@ func (c *clock) Advance(d time.Duration) {
 // fakeProbe answers from maps.
 type fakeProbe struct {
 	mu       sync.Mutex
-	cron     map[string]bool // nil: crontab not read; false: a line cron ignores
+	cron     map[string]bool     // nil: crontab not read; false: a line cron ignores
 	flags    map[string][]string // a gate's line's flags (CrontabJob.Flags)
 	cronErr  error
 	timers   map[string]string // unit -> state
