@@ -163,7 +163,7 @@ func (c *Checker) check(ctx context.Context, path string, old []byte) (*Result, 
 		if e := st.cond(ob.Gate, ob.Condition); e != nil {
 			cs.Count, cs.Since, cs.Muted, cs.KnownAtInstall = e.Count, e.Since, e.Muted, e.KnownAtInstall
 			if e.Muted {
-				cs.RemindAt = m.remindAt(e)
+				cs.RemindAt = e.RemindAt(m.Remind)
 			}
 			cs.Alerted = len(e.Alerted) > 0
 		}

@@ -103,10 +103,6 @@ func (m *machine) known(o Observation, now time.Time) bool {
 	return o.Began.IsZero() || o.Began.Before(now.Add(-m.Window))
 }
 
-// remindAt is when a condition muted by the first check alerts if it is
-// still bad.
-func (m *machine) remindAt(e *Cond) time.Time { return e.Since.Add(m.Remind) }
-
 // step applies one check's observations at now and returns the
 // notifications due, in observation order.
 func (m *machine) step(st *State, obs []Observation, now time.Time, firstRun bool) []*Notification {
@@ -140,7 +136,7 @@ func (m *machine) step(st *State, obs []Observation, now time.Time, firstRun boo
 			e.Count++
 			e.LastBad = now
 			e.Detail = o.Detail
-			if e.Muted && !now.Before(m.remindAt(e)) {
+			if e.Muted && !now.Before(e.RemindAt(m.Remind)) {
 				e.Muted = false // the reminder: known at install, and still bad
 			}
 			if !e.Muted && e.Count >= m.AlertAfter {

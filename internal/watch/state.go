@@ -69,6 +69,10 @@ type Cond struct {
 	Recovered []string  `json:"recovered,omitempty"`
 }
 
+// RemindAt is when a condition muted by the first check alerts if it is
+// still bad: remind (remind_after) after that check.
+func (e *Cond) RemindAt(remind time.Duration) time.Time { return e.Since.Add(remind) }
+
 // MaxStateBytes bounds check.json: more is refused (125), so that no file
 // can make a check slow or big. A state of a thousand gates with every
 // condition bad is well under 4 MiB.
