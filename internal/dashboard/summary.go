@@ -168,7 +168,7 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 		if j := gate.JitterOf(gc, &rep.Gates[i], h.opts.Host); j > 0 && gs.NextRunFrom == "crontab" {
 			gs.NextRun, gs.JitterMS = gs.NextRun.Add(j), j.Milliseconds()
 		}
-		for _, c := range watch.Watched(cfg, &rep.Gates[i]) {
+		for _, c := range watch.WatchedWith(cfg, &rep.Gates[i], watch.LineOncePer(jobs[gs.Name])) {
 			cd := Condition{Condition: c, State: "ok"}
 			if st != nil && st.Gates[gs.Name] != nil {
 				if e := st.Gates[gs.Name].Conditions[c]; e != nil {

@@ -195,3 +195,22 @@ func TestOncePerCrontabLineStale(t *testing.T) {
 	e.expect()
 	e.expect("alert job/stale")
 }
+
+// LineOncePer reads --once-per P and --once-per=P from the first line
+// cron runs; a line cron ignores does not count.
+func TestLineOncePer(t *testing.T) {
+	for _, c := range []struct {
+		jobs []CrontabJob
+		want string
+	}{
+		{[]CrontabJob{{Flags: []string{"-q", "--once-per", "1d"}}}, "1d"},
+		{[]CrontabJob{{Flags: []string{"--once-per=1w"}}}, "1w"},
+		{[]CrontabJob{{Flags: []string{"--once-per=1h"}, Rejected: "bad minute"}, {Flags: []string{"--once-per", "1d"}}}, "1d"},
+		{[]CrontabJob{{Flags: []string{"--once-per"}}}, ""},
+		{nil, ""},
+	} {
+		if got := LineOncePer(c.jobs); got != c.want {
+			t.Errorf("LineOncePer(%+v) = %q, want %q", c.jobs, got, c.want)
+		}
+	}
+}

@@ -137,7 +137,9 @@ func (m *machine) step(st *State, obs []Observation, now time.Time, firstRun boo
 			e.LastBad = now
 			e.Detail = o.Detail
 			if e.Muted && !now.Before(e.RemindAt(m.Remind)) {
-				e.Muted = false // the reminder: known at install, and still bad
+				// The reminder: known at install, and still bad (muted by
+				// a version that did not mark it known, too).
+				e.Muted, e.KnownAtInstall = false, true
 			}
 			if !e.Muted && e.Count >= m.AlertAfter {
 				if to := without(m.Notifiers, e.Alerted); len(to) > 0 {

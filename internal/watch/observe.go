@@ -32,10 +32,12 @@ import (
 // the journal), else, before any call, the --once-per of the line that
 // runs it (lineOncePer, when the crontab is read; see staleInterval).
 func Watched(cfg *gate.Config, gs *gate.GateStatus) []string {
-	return watched(cfg, gs, "")
+	return WatchedWith(cfg, gs, "")
 }
 
-func watched(cfg *gate.Config, gs *gate.GateStatus, lineOncePer string) []string {
+// WatchedWith is Watched for a gate whose crontab line says --once-per
+// lineOncePer (LineOncePer of its jobs; "": none, or not read).
+func WatchedWith(cfg *gate.Config, gs *gate.GateStatus, lineOncePer string) []string {
 	gc := cfg.Gate(gs.Name)
 	out := []string{CondFailed, CondSkipping}
 	iv := staleInterval(gc, gs, lineOncePer)
@@ -70,7 +72,16 @@ func staleInterval(gc *gate.GateConfig, gs *gate.GateStatus, lineOncePer string)
 // gate, "" when none says one or no crontab is read.
 func (o *observer) lineOncePer(name string) string {
 	runs, _ := o.crontabs().Find(name)
-	for _, j := range runs {
+	return LineOncePer(runs)
+}
+
+// LineOncePer is the --once-per of the first of jobs that cron runs,
+// "" when none says one.
+func LineOncePer(jobs []CrontabJob) string {
+	for _, j := range jobs {
+		if j.Rejected != "" {
+			continue
+		}
 		for i, f := range j.Flags {
 			if v, ok := strings.CutPrefix(f, "--once-per="); ok {
 				return v
@@ -152,7 +163,7 @@ func (o *observer) gate(gs *gate.GateStatus, gst *GateState) []Observation {
 		line = o.lineOncePer(gs.Name)
 	}
 	iv := staleInterval(gc, gs, line)
-	for _, cond := range watched(o.cfg, gs, line) {
+	for _, cond := range WatchedWith(o.cfg, gs, line) {
 		switch cond {
 		case CondStale:
 			if gst.FirstSeen.IsZero() {
