@@ -209,15 +209,9 @@ func (o *observer) gate(gs *gate.GateStatus, gst *GateState) []Observation {
 // success, and the watchdog has watched the gate for that long (missing).
 // A paused gate is never stale; after a resume, stale is held for one
 // interval plus resume_grace.
+// iv is the gate's stale interval (staleInterval); began, when bad, is
+// when the limit was passed.
 func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateState, iv time.Duration) (verdict, detail string, began time.Time) {
-	verdict, detail, began = o.staleVerdict(gs, gc, gst, iv)
-	if verdict != Bad {
-		began = time.Time{}
-	}
-	return verdict, detail, began
-}
-
-func (o *observer) staleVerdict(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateState, iv time.Duration) (string, string, time.Time) {
 	var none time.Time
 	if gs.Pause != nil {
 		return Held, "paused", none
