@@ -214,3 +214,27 @@ func TestLineOncePer(t *testing.T) {
 		}
 	}
 }
+
+// A gate blocked for skipping_after: the condition began when that was
+// passed. Passed within check_interval before the first check: new;
+// long before: known at install.
+func TestFirstCheckSkippingBegan(t *testing.T) {
+	for _, c := range []struct {
+		after time.Duration // from the first skip to the first check
+		muted bool
+	}{{30*time.Minute + 2*time.Minute, false}, {3 * time.Hour, true}} {
+		e := newEnv(t, "[gates.job]\nskipping_after = \"30m\"\n")
+		for i := 0; i < 3; i++ {
+			e.record("job", journal.Record{Event: journal.EventSkip, Outcome: journal.OutcomeSkipped, Reason: journal.ReasonBusy, Time: t0.Add(time.Duration(i) * time.Minute)})
+		}
+		e.clock.Advance(c.after)
+		res := e.expect()
+		o := obsOf(t, res, "job", CondSkipping)
+		if o.Verdict != Bad || !o.Began.Equal(t0.Add(30*time.Minute)) {
+			t.Fatalf("blocked %v: %+v", c.after, o)
+		}
+		if got := e.cond("job", CondSkipping); got == nil || got.Muted != c.muted {
+			t.Fatalf("blocked %v before the first check: %+v, want muted %v", c.after, got, c.muted)
+		}
+	}
+}
