@@ -113,10 +113,12 @@ WITHLOCK_LOCK_DIR=@W@/locks
 `
 
 // The system crontab: the watchdog, installed in the same minute as the
-// jobs, a paused gate (and one with -v), a legacy lock held by another
-// process, a withlock pair contended by a holder (behind a gate, and
-// bare), a failing job and a control that succeeds.
-const etcCrontab = env + `* * * * * root cron-gate check
+// jobs (each check waits, bounded, until the failing job's first run has
+// ended, as when that run fails in the minute before the first check), a
+// paused gate (and one with -v), a legacy lock held by another process,
+// a withlock pair contended by a holder (behind a gate, and bare), a
+// failing job and a control that succeeds.
+const etcCrontab = env + `* * * * * root timeout 30 sh -c 'until grep -qs "\"event\":\"end\"" @W@/state/gates/failing/journal.jsonl; do sleep 0.1; done'; cron-gate check
 * * * * * root cron-gate paused -- touch @W@/ran-paused
 * * * * * root cron-gate -v pausedv -- touch @W@/ran-pausedv
 * * * * * root cron-gate legacy -- touch @W@/ran-legacy
