@@ -123,6 +123,14 @@ func (g *GateConfig) SkippingAfterFor() time.Duration {
 	return g.Interval
 }
 
+// CountsAsSkipping reports whether the gate counts as skipping at now:
+// blocked (Skipping's rule) for at least SkippingAfterFor since the first
+// skip of the run. The watchdog's skipping condition is bad, and a
+// healthchecks ping of a skip is /fail, exactly then (one rule for both).
+func (g *GateConfig) CountsAsSkipping(sk *Skipping, now time.Time) bool {
+	return sk != nil && sk.Blocked && now.Sub(sk.Since) >= g.SkippingAfterFor()
+}
+
 // DefaultFailureStateKey is `failure_state_key` when only the file is set:
 // the translation worker's flag.
 const DefaultFailureStateKey = "failure_notice"
@@ -145,6 +153,8 @@ type CheckConfig struct {
 	CronD            []string      // `cron_d`: system crontabs, files or directories; nil: ["/etc/crontab", "/etc/cron.d"]; empty (not nil): none
 	SystemctlCommand []string      // `systemctl_command`: nil: ["systemctl"]; "is-active UNIT" is appended
 	MetricsFile      string        // `metrics_file`: absolute path; the check writes the Prometheus text there
+	CheckInterval    time.Duration // `check_interval`: how often cron runs the check; a condition that began within it before the first check is new, not muted; default 5m
+	RemindAfter      time.Duration // `remind_after`: a condition muted by the first check alerts once it has been bad this long since; default 24h
 }
 
 // Defaults of the [check] table.
@@ -152,7 +162,27 @@ const (
 	DefaultStaleFactor = 2.5
 	DefaultAlertAfter  = 2
 	DefaultResumeGrace = 15 * time.Minute
+	// DefaultCheckInterval is the documented crontab line's period,
+	// `*/5 * * * * cron-gate check`.
+	DefaultCheckInterval = 5 * time.Minute
+	DefaultRemindAfter   = 24 * time.Hour
 )
+
+// CheckIntervalOr returns check_interval or its default.
+func (c CheckConfig) CheckIntervalOr() time.Duration {
+	if c.CheckInterval == 0 {
+		return DefaultCheckInterval
+	}
+	return c.CheckInterval
+}
+
+// RemindAfterOr returns remind_after or its default.
+func (c CheckConfig) RemindAfterOr() time.Duration {
+	if c.RemindAfter == 0 {
+		return DefaultRemindAfter
+	}
+	return c.RemindAfter
+}
 
 // StaleFactorOr returns stale_factor or its default.
 func (c CheckConfig) StaleFactorOr() float64 {

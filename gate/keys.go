@@ -573,6 +573,14 @@ var CheckTable = Table[CheckConfig]{
 		{Spec: Spec{Name: "metrics_file", Kind: KindPath, Doc: "each check writes the Prometheus text there"},
 			Get: func(c *CheckConfig) (Value, bool) { return Value{S: c.MetricsFile}, c.MetricsFile != "" },
 			Set: func(c *CheckConfig, v Value) { c.MetricsFile = v.S }},
+		{Spec: Spec{Name: "check_interval", Kind: KindDuration, Min: 1, Check: duration, Example: `"5m"`,
+			Default: Value{D: DefaultCheckInterval}, Doc: "how often cron runs the check; what went bad within it before the first check alerts as new"},
+			Get: func(c *CheckConfig) (Value, bool) { return Value{D: c.CheckInterval}, c.CheckInterval != 0 },
+			Set: func(c *CheckConfig, v Value) { c.CheckInterval = v.D }},
+		{Spec: Spec{Name: "remind_after", Kind: KindDuration, Min: 1, Check: duration, Example: `"24h"`,
+			Default: Value{D: DefaultRemindAfter}, Doc: "a condition muted by the first check (known at install) alerts once it has been bad this long"},
+			Get: func(c *CheckConfig) (Value, bool) { return Value{D: c.RemindAfter}, c.RemindAfter != 0 },
+			Set: func(c *CheckConfig, v Value) { c.RemindAfter = v.D }},
 	},
 }
 

@@ -86,16 +86,39 @@ func (r *run) fail(reason string, err error) int {
 }
 
 // skip skips the run with the gate's skip code, recorded.
+// A skip of a done period is not told to the observer: the period's
+// run succeeded, and was told.
 func (r *run) skip(reason, detail string) int {
 	return r.skipSaying(reason, detail, detail)
 }
 
 // skipSaying is skip, saying more on stderr (which only the run's own
-// user reads) than it records (detail).
+// user reads) than it records (detail) or tells the observer.
 func (r *run) skipSaying(reason, detail, said string) int {
 	r.out.Skipf("skipped gate %s: %s", r.inv.Gate, said)
-	r.append(r.record(journal.EventSkip, journal.OutcomeSkipped, reason, detail))
+	rec := r.record(journal.EventSkip, journal.OutcomeSkipped, reason, detail)
+	r.append(rec)
+	if reason != journal.ReasonDone && r.inv.Observer != nil {
+		if obs := r.inv.Observer(r.g, r.id, r.out); obs != nil {
+			obs.Skipped(rec, r.skipping())
+		}
+	}
 	return r.cfg.SkipCodeFor(r.inv.Gate)
+}
+
+// skipping is the gate's run of skips as the journal has it now, with
+// what holds the gate back (blocked.go), for the observer; nil when the
+// journal cannot say.
+func (r *run) skipping() *Skipping {
+	if r.j == nil {
+		return nil
+	}
+	s, err := r.j.Summary()
+	if err != nil {
+		return nil
+	}
+	var look lookup
+	return look.skipping(r.g, &s.Digest)
 }
 
 // execute runs the command and records its start and its end.
@@ -140,7 +163,11 @@ func (r *run) execute() int {
 	}
 	r.append(end)
 	code := r.endClaim(&end, res.Code)
-	if obs != nil {
+	switch {
+	case obs == nil:
+	case end.Outcome == journal.OutcomeSkipped:
+		obs.Skipped(end, r.skipping())
+	default:
 		obs.Finished(end)
 	}
 	if olog != nil {

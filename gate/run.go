@@ -78,11 +78,18 @@ type Printer interface {
 }
 
 // RunObserver hears of one run: Started once the command has started,
-// Finished with the end record (also when the command could not start).
-// Neither may change the run's outcome; both must return in bounded time.
+// Finished with the end record (also when the command could not start),
+// Skipped instead when the run was skipped: with its skip record, before
+// the command (paused, legacy files, coordinator down; not a done
+// period), or with its end record after Started (busy: the command
+// exited with the skip code). sk is the gate's run of skips, this one
+// included (nil: the journal cannot say); GateConfig.CountsAsSkipping
+// judges it as the watchdog does. None may change the run's outcome;
+// each must return in bounded time.
 type RunObserver interface {
 	Started()
 	Finished(end journal.Record)
+	Skipped(rec journal.Record, sk *Skipping)
 }
 
 // Run decides whether the command may run, runs it, and records what

@@ -92,7 +92,7 @@ func layoutFixture(t *testing.T, e *env, now time.Time) []string {
  "translate":{"conditions":{"failed":{"bad":true,"count":3,"since":%q,"last_bad":%q,"detail":"the last run ended: failure, exit 3","alerted":["command-1a2b3c4d"]}}},
  "blog-autopush":{"conditions":{"skipping":{"bad":true,"count":1,"since":%q,"last_bad":%q,"detail":"blocked for 2h: skipped 4 times in a row (legacy_lock)"}}},
  "terms":{"first_seen":%q,"conditions":{"stale":{"bad":true,"count":4,"since":%q,"last_bad":%q,"detail":"no successful run for 3h","alerted":["command-1a2b3c4d"]}}},
- "sitemap":{"conditions":{"unscheduled":{"bad":true,"count":9,"since":%q,"last_bad":%q,"detail":"no cron-gate sitemap line","muted":true}}}}}`,
+ "sitemap":{"conditions":{"unscheduled":{"bad":true,"count":9,"since":%q,"last_bad":%q,"detail":"no cron-gate sitemap line","muted":true,"known_at_install":true}}}}}`,
 		ts(-time.Minute), ts(-65*time.Minute), ts(-time.Minute), ts(-5*time.Minute), ts(-time.Minute),
 		ts(-48*time.Hour), ts(-20*time.Minute), ts(-time.Minute), ts(-9*time.Hour), ts(-time.Minute)))
 	return []string{"translate", "blog-autopush", "terms", "classifier-codex-provider-slot-rebalance",
@@ -223,7 +223,7 @@ func TestBrowserLayout(t *testing.T) {
 				"classifier-codex-provider-slot-rebalance": {"overrun", "longer than max_runtime 1h"},
 				"terms":     {"stale", "stale · alert sent"},
 				"translate": {"failing", "failure 3", "failed · alert sent", "last ran 9s"},
-				"sitemap":   {"not scheduled · known, not alerted"},
+				"sitemap":   {"not scheduled · known at install"},
 			} {
 				txt := rowText(wd, name)
 				for _, w := range want {
@@ -235,7 +235,7 @@ func TestBrowserLayout(t *testing.T) {
 			// The watchdog's words are explained in their tooltips: what
 			// muted and pending mean.
 			for name, want := range map[string]string{
-				"sitemap":       "taken as known and never alerted",
+				"sitemap":       "taken as known and not alerted; if it is still bad at ",
 				"blog-autopush": "an alert goes out once it has been bad for alert_after checks in a row",
 			} {
 				var titles string

@@ -107,13 +107,18 @@ type Condition struct {
 	Condition string `json:"condition"` // stale, failed, unscheduled
 	// State is the alert state, as the cron_gate_alert metric names it:
 	// ok (not bad, or never judged), pending (bad, not yet alerted),
-	// alerted, muted (bad at the first check: never alerts), recovering
+	// alerted, muted (known at install: bad at the first check since before
+	// it; alerts at RemindAt if still bad), recovering
 	// (cleared, recovery not yet delivered to all).
 	State  string    `json:"state"`
 	Bad    bool      `json:"bad,omitempty"`    // the last check that judged it found it bad
 	Count  int       `json:"count,omitempty"`  // consecutive bad checks
 	Since  time.Time `json:"since,omitzero"`   // first bad check of the streak
 	Detail string    `json:"detail,omitempty"` // what the last bad check saw
+	// KnownAtInstall: bad at the watchdog's first check and begun before
+	// it; while muted, RemindAt is when it alerts if still bad.
+	KnownAtInstall bool      `json:"known_at_install,omitempty"`
+	RemindAt       time.Time `json:"remind_at,omitzero"`
 }
 
 // build makes the summary at now.
@@ -163,12 +168,16 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 		if j := gate.JitterOf(gc, &rep.Gates[i], h.opts.Host); j > 0 && gs.NextRunFrom == "crontab" {
 			gs.NextRun, gs.JitterMS = gs.NextRun.Add(j), j.Milliseconds()
 		}
-		for _, c := range watch.Watched(cfg, &rep.Gates[i]) {
+		for _, c := range watch.WatchedWith(cfg, &rep.Gates[i], watch.LineOncePer(jobs[gs.Name])) {
 			cd := Condition{Condition: c, State: "ok"}
 			if st != nil && st.Gates[gs.Name] != nil {
 				if e := st.Gates[gs.Name].Conditions[c]; e != nil {
 					cd.State = watch.AlertState(e)
 					cd.Bad, cd.Count, cd.Since, cd.Detail = e.Bad, e.Count, e.Since, e.Detail
+					cd.KnownAtInstall = e.KnownAtInstall
+					if e.Muted {
+						cd.RemindAt = z.t(e.RemindAt(cfg.Check.RemindAfterOr()))
+					}
 				}
 			}
 			gs.Conditions = append(gs.Conditions, cd)

@@ -8,17 +8,26 @@
 // healthchecks.io's Pinging API (https://healthchecks.io/docs/http_api/):
 //
 //	URL/start      when the command has started (in the background)
-//	URL            it succeeded, or it skipped (busy): the body says which
+//	URL            it succeeded; or it skipped and the gate does not
+//	               count as skipping yet; or it is paused: the body says which
 //	URL/N          it failed with exit code N (failure, timeout 124, 126, 127)
-//	URL/fail       it died of a signal
+//	URL/fail       it died of a signal; or it skipped and the gate counts
+//	               as skipping: the body names what holds it back
 //
-// A skip after /start (the command exited with the skip code: withlock
-// found its locks busy) is sent as a success, its body saying "skipped":
-// healthchecks.io marks a check that received /start and then neither a
-// success nor a failure within its grace time as down, and /log changes
-// no state, so routine contention would turn it red. A gate that keeps
-// skipping is the watchdog's to notice (its stale condition: no success
-// for stale_factor intervals), not healthchecks'.
+// Healthchecks and the watchdog say the same (docs/watchdog.md, "Healthchecks
+// and the watchdog"). A skip — busy (the command exited with the skip code
+// after /start), a legacy lock or pidfile, the coordinator down — is a
+// success while the gate does not count as skipping, and /fail once it
+// does: blocked for at least skipping_after (gate.GateConfig.CountsAsSkipping,
+// the rule of the watchdog's skipping condition), the body naming the
+// holder (gate.Skipping.Words). Routine contention thus keeps the check
+// green (healthchecks.io marks a check that received /start and then
+// neither a success nor a failure within its grace time as down, and /log
+// changes no state), and a gate blocked for ever turns it red. A paused
+// skip is a success whose body says paused: a pause is deliberate, the
+// watchdog holds every condition of a paused gate, and so the check stays
+// up. A skip of a done period (once_per) pings nothing: its period's run
+// was pinged.
 //
 // Every ping of a run carries the same run ID, ?rid=UUID: a random UUID
 // (version 4) in the canonical lower-case form healthchecks.io asks for
@@ -26,8 +35,7 @@
 // so that the start and end of overlapping runs pair right. The body
 // names cron-gate's own run ID too.
 //
-// Runs that are skipped before the command starts (paused, legacy lock)
-// ping nothing. A ping never changes the run's exit code, and a dead URL
+// A ping never changes the run's exit code, and a dead URL
 // never holds the command up for long: the start ping runs beside the
 // command with hcTimeout, and after the command has ended cron-gate waits
 // at most hcTimeout for the start ping and hcTimeout for the end ping (so
@@ -49,6 +57,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
+	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/httppost"
 )
 
@@ -57,6 +66,7 @@ var hcTimeout = time.Second
 
 // hcPinger pings one gate's URL around one run.
 type hcPinger struct {
+	g        *gate.GateConfig
 	base     string
 	gate     string
 	run      string
@@ -72,7 +82,7 @@ func New(g *gate.GateConfig, run string, out gate.Printer) gate.RunObserver {
 	if g == nil || g.HealthchecksURL == "" {
 		return nil
 	}
-	return &hcPinger{base: g.HealthchecksURL, gate: g.Name, run: run, rid: newRID(), out: out}
+	return &hcPinger{g: g, base: g.HealthchecksURL, gate: g.Name, run: run, rid: newRID(), out: out}
 }
 
 // newRID returns a random UUID, version 4, in canonical form
@@ -95,27 +105,52 @@ func (p *hcPinger) Started() {
 	}()
 }
 
-// Finished waits (bounded) for the start ping and sends the end ping for
-// the run's end record.
-func (p *hcPinger) Finished(rec journal.Record) {
+// waitStart waits (bounded by the start ping's own hcTimeout) for the
+// start ping, if one was sent, and warns if it failed.
+func (p *hcPinger) waitStart() {
 	if p.started != nil {
-		<-p.started // bounded by the start ping's own hcTimeout
+		<-p.started
 		if p.startErr != nil {
 			p.out.Warnf("gate %s: healthchecks ping /start: %v", p.gate, p.startErr)
 		}
 	}
+}
+
+// Finished waits for the start ping and sends the end ping for the run's
+// end record: success, /N or /fail.
+func (p *hcPinger) Finished(rec journal.Record) {
+	p.waitStart()
 	suffix := ""
 	switch {
 	case rec.Outcome == journal.OutcomeSuccess:
-	case rec.Outcome == journal.OutcomeSkipped:
-		// The success endpoint, said to be a skip in the body: after
-		// /start, anything else leaves the check "started" (see the
-		// package doc).
 	case rec.Outcome == journal.OutcomeSignal || rec.Exit == nil || *rec.Exit == 0:
 		suffix = "fail"
 	default:
 		suffix = strconv.Itoa(*rec.Exit)
 	}
+	p.send(suffix, p.describe(rec))
+}
+
+// Skipped sends the ping of a skip (see the package doc): a success while
+// the gate does not count as skipping and when it is paused, else /fail
+// naming what holds it back.
+func (p *hcPinger) Skipped(rec journal.Record, sk *gate.Skipping) {
+	p.waitStart()
+	msg := p.describe(rec)
+	suffix := ""
+	switch {
+	case rec.Reason == journal.ReasonPaused:
+		msg += "; paused: a deliberate skip, not a failure"
+	case p.g.CountsAsSkipping(sk, rec.Time):
+		suffix = "fail"
+		msg += fmt.Sprintf("; skipping: blocked since %s (%d skips in a row, skipping_after %v); now: %s",
+			sk.Since.UTC().Format(time.RFC3339), sk.Skips, dur.Format(p.g.SkippingAfterFor()), sk.Words())
+	}
+	p.send(suffix, msg)
+}
+
+// describe is a ping's body: the gate, the run and how it ended.
+func (p *hcPinger) describe(rec journal.Record) string {
 	msg := fmt.Sprintf("cron-gate %s run %s: %s", p.gate, p.run, rec.Outcome)
 	if rec.Outcome == journal.OutcomeSkipped && rec.Detail != "" {
 		msg += " (" + rec.Detail + ")"
@@ -132,6 +167,11 @@ func (p *hcPinger) Finished(rec journal.Record) {
 	if !rec.Started.IsZero() {
 		msg += fmt.Sprintf(", after %v", (time.Duration(rec.DurationMS) * time.Millisecond))
 	}
+	return msg
+}
+
+// send pings and warns when the ping fails.
+func (p *hcPinger) send(suffix, msg string) {
 	if err := p.ping(suffix, msg); err != nil {
 		name := "/" + suffix
 		if suffix == "" {

@@ -2,14 +2,19 @@ package hcping
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/tui"
@@ -164,5 +169,98 @@ func TestHealthchecksDeadURL(t *testing.T) {
 func TestHealthchecksOff(t *testing.T) {
 	if p := New(&gate.GateConfig{Name: "x"}, "r", nil); p != nil {
 		t.Fatal("pinger without a URL")
+	}
+}
+
+// hcGate runs gate hc of cfg (one state dir across calls) at now.
+func hcGate(t *testing.T, cfg *gate.Config, now time.Time, argv ...string) int {
+	t.Helper()
+	var errb bytes.Buffer
+	code := gate.Run(gate.Invocation{Gate: "hc", Argv: argv, Config: cfg, Observer: New, Now: func() time.Time { return now },
+		Out: &tui.Printer{Prog: "cron-gate", W: &errb}})
+	if strings.Contains(errb.String(), "healthchecks") {
+		t.Errorf("stderr %q", errb.String())
+	}
+	return code
+}
+
+func hcConfig(t *testing.T, g *gate.GateConfig) *gate.Config {
+	cfg := gate.DefaultConfig()
+	cfg.StateDir = t.TempDir()
+	g.Name = "hc"
+	cfg.Gates["hc"] = g
+	return cfg
+}
+
+// lastPing is the path and body of the only ping since the last take, or
+// of the last one.
+func lastPing(t *testing.T, s *hcServer) (path, body string) {
+	t.Helper()
+	got := s.take()
+	if len(got) == 0 {
+		t.Fatal("no ping")
+	}
+	_, rest, _ := strings.Cut(got[len(got)-1], " ")
+	target, body, _ := strings.Cut(rest, " ")
+	path, _, _ = strings.Cut(target, "?")
+	return path, body
+}
+
+// Healthchecks agrees with the watchdog (issue 32, item 8): busy skips
+// ping success until the gate counts as skipping (blocked for
+// skipping_after, the watchdog's skipping condition), then /fail.
+func TestHealthchecksBusySkipsFailOnceSkipping(t *testing.T) {
+	s := newHCServer(t)
+	cfg := hcConfig(t, &gate.GateConfig{HealthchecksURL: s.URL + "/ping/uuid", SkippingAfter: time.Hour})
+	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for i, at := range []time.Duration{0, time.Minute, 2 * time.Minute, 59 * time.Minute} {
+		hcGate(t, cfg, t0.Add(at), "sh", "-c", "exit 75")
+		if path, body := lastPing(t, s); path != "/ping/uuid" || !strings.Contains(body, ": skipped (") {
+			t.Fatalf("skip %d, blocked for %v < skipping_after: %s %q", i+1, at, path, body)
+		}
+	}
+	hcGate(t, cfg, t0.Add(61*time.Minute), "sh", "-c", "exit 75")
+	if path, body := lastPing(t, s); path != "/ping/uuid/fail" ||
+		!regexp.MustCompile(`; skipping: blocked since 2026-11-29T08:5\d:\d\dZ \(5 skips in a row, skipping_after 1h\); now: the command exited with the skip code`).MatchString(body) {
+		t.Fatalf("blocked for skipping_after: %s %q", path, body)
+	}
+	// A success ends it.
+	hcGate(t, cfg, t0.Add(62*time.Minute), "true")
+	if path, _ := lastPing(t, s); path != "/ping/uuid" {
+		t.Fatalf("success: %s", path)
+	}
+}
+
+// A legacy lock's skips ping (they did not before: the check went down
+// after its grace) success, then /fail naming the holder; a paused skip
+// pings success saying paused, as the watchdog stays silent for a pause.
+func TestHealthchecksLegacyAndPausedSkips(t *testing.T) {
+	s := newHCServer(t)
+	lock := filepath.Join(t.TempDir(), "old.lock")
+	f, err := os.Create(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	cfg := hcConfig(t, &gate.GateConfig{HealthchecksURL: s.URL + "/ping/uuid", LegacyLocks: []string{lock}})
+	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for i := 0; i < 2; i++ {
+		hcGate(t, cfg, t0.Add(time.Duration(i)*time.Minute), "true")
+		if path, body := lastPing(t, s); path != "/ping/uuid" || !strings.Contains(body, "legacy_lock") {
+			t.Fatalf("legacy skip %d: %s %q", i+1, path, body)
+		}
+	}
+	hcGate(t, cfg, t0.Add(2*time.Minute), "true") // the third in a row: blocked
+	want := fmt.Sprintf("now: legacy lock %s: held by pid %d", lock, os.Getpid())
+	if path, body := lastPing(t, s); path != "/ping/uuid/fail" || !strings.Contains(body, want) {
+		t.Fatalf("blocked by a legacy lock: %s %q, want %q", path, body, want)
+	}
+	cfg.Gates["hc"].Paused = true
+	hcGate(t, cfg, t0.Add(3*time.Minute), "true")
+	if path, body := lastPing(t, s); path != "/ping/uuid" || !strings.Contains(body, "; paused: a deliberate skip, not a failure") {
+		t.Fatalf("paused: %s %q", path, body)
 	}
 }

@@ -60,10 +60,14 @@ type Result struct {
 // check.
 type ConditionStatus struct {
 	Observation
-	Count   int       `json:"count,omitempty"`   // consecutive bad checks
-	Since   time.Time `json:"since,omitzero"`    // first bad check of the streak
-	Muted   bool      `json:"muted,omitempty"`   // baseline of the first run
-	Alerted bool      `json:"alerted,omitempty"` // an alert went out and no recovery yet
+	Count int       `json:"count,omitempty"` // consecutive bad checks
+	Since time.Time `json:"since,omitzero"`  // first bad check of the streak
+	Muted bool      `json:"muted,omitempty"` // baseline of the first run, not alerted yet
+	// KnownAtInstall: bad at the first check, and begun before it; while
+	// Muted, RemindAt is when it alerts if it is still bad.
+	KnownAtInstall bool      `json:"known_at_install,omitempty"`
+	RemindAt       time.Time `json:"remind_at,omitzero"`
+	Alerted        bool      `json:"alerted,omitempty"` // an alert went out and no recovery yet
 }
 
 // NotifyFailed reports whether a notification could not be delivered to
@@ -146,7 +150,8 @@ func (c *Checker) check(ctx context.Context, path string, old []byte) (*Result, 
 	sortObservations(obs)
 	res.Warnings = append(res.Warnings, probeWarnings(st, o.probed)...)
 
-	m := &machine{AlertAfter: c.Config.Check.AlertAfterOr(), Host: c.Host}
+	m := &machine{AlertAfter: c.Config.Check.AlertAfterOr(), Host: c.Host,
+		Window: c.Config.Check.CheckIntervalOr(), Remind: c.Config.Check.RemindAfterOr()}
 	byID := map[string]Notifier{}
 	for _, n := range c.Notifiers {
 		if _, dup := byID[n.ID()]; !dup {
@@ -163,7 +168,10 @@ func (c *Checker) check(ctx context.Context, path string, old []byte) (*Result, 
 	for _, ob := range obs {
 		cs := ConditionStatus{Observation: ob}
 		if e := st.cond(ob.Gate, ob.Condition); e != nil {
-			cs.Count, cs.Since, cs.Muted = e.Count, e.Since, e.Muted
+			cs.Count, cs.Since, cs.Muted, cs.KnownAtInstall = e.Count, e.Since, e.Muted, e.KnownAtInstall
+			if e.Muted {
+				cs.RemindAt = e.RemindAt(m.Remind)
+			}
 			cs.Alerted = len(e.Alerted) > 0
 		}
 		res.Conditions = append(res.Conditions, cs)

@@ -40,7 +40,8 @@ func (c *clock) Advance(d time.Duration) {
 // fakeProbe answers from maps.
 type fakeProbe struct {
 	mu       sync.Mutex
-	cron     map[string]bool // nil: crontab not read; false: a line cron ignores
+	cron     map[string]bool     // nil: crontab not read; false: a line cron ignores
+	flags    map[string][]string // a gate's line's flags (CrontabJob.Flags)
 	cronErr  error
 	timers   map[string]string // unit -> state
 	timerErr error
@@ -58,7 +59,7 @@ func (p *fakeProbe) Crontabs(context.Context) (*CronScan, error) {
 	}
 	scan := &CronScan{Where: "crontab"}
 	for k, v := range p.cron {
-		j := CrontabJob{Gate: k, Schedule: "* * * * *", Source: "crontab", Line: 1}
+		j := CrontabJob{Gate: k, Schedule: "* * * * *", Source: "crontab", Line: 1, Flags: p.flags[k]}
 		if !v {
 			j.Rejected = "bad minute: the fake says so"
 		}

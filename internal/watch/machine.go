@@ -37,6 +37,12 @@ type Observation struct {
 	// (failed, with log_output and alert_output); neutralised, bounded.
 	// Not kept in check.json.
 	Output string `json:"-"`
+	// Began is when the condition began, where the facts say (a failing
+	// streak's first failure, the moment a success became too old, a
+	// blocked run's first skip plus skipping_after, a run's start plus
+	// max_runtime); zero when they do not (unscheduled). The first check
+	// mutes only what began more than check_interval before it.
+	Began time.Time `json:"began,omitzero"`
 }
 
 // Kinds of notification.
@@ -73,15 +79,28 @@ type Notification struct {
 //     failed recovery keeps it, and is retried); one never alerted, or
 //     muted, is forgotten at once;
 //   - held: nothing changes;
-//   - first run (no state yet): what is bad is muted, the baseline; it
-//     never alerts, and alerts normally once it has cleared and gone bad
-//     again;
+//   - first run (no state yet): what is bad and began more than Window
+//     (check_interval) before it is muted, known at install; what began
+//     within Window, or after, is new and alerts as any other. Only the
+//     first check mutes: a condition that begins later never is;
+//   - a muted condition still bad Remind (remind_after) after the first
+//     check is unmuted, and alerts at that check: no condition stays
+//     silent for ever. Once it clears it is forgotten (muted) or recovers
+//     (unmuted), and alerts normally when it goes bad again;
 //   - a condition or gate no longer observed (the gate left the config,
 //     lost its interval...) is forgotten without a message.
 type machine struct {
 	AlertAfter int
 	Notifiers  []string // IDs, in order
 	Host       string
+	Window     time.Duration // check_interval
+	Remind     time.Duration // remind_after
+}
+
+// known reports whether a condition bad at the first check is known at
+// install: it began more than Window before now, or when is not known.
+func (m *machine) known(o Observation, now time.Time) bool {
+	return o.Began.IsZero() || o.Began.Before(now.Add(-m.Window))
 }
 
 // step applies one check's observations at now and returns the
@@ -99,7 +118,8 @@ func (m *machine) step(st *State, obs []Observation, now time.Time, firstRun boo
 		switch o.Verdict {
 		case Bad:
 			if e == nil {
-				e = &Cond{Since: now, Muted: firstRun}
+				muted := firstRun && m.known(o, now)
+				e = &Cond{Since: now, Muted: muted, KnownAtInstall: muted}
 				if g.Conditions == nil {
 					g.Conditions = map[string]*Cond{}
 				}
@@ -116,6 +136,11 @@ func (m *machine) step(st *State, obs []Observation, now time.Time, firstRun boo
 			e.Count++
 			e.LastBad = now
 			e.Detail = o.Detail
+			if e.Muted && !now.Before(e.RemindAt(m.Remind)) {
+				// The reminder: known at install, and still bad (muted by
+				// a version that did not mark it known, too).
+				e.Muted, e.KnownAtInstall = false, true
+			}
 			if !e.Muted && e.Count >= m.AlertAfter {
 				if to := without(m.Notifiers, e.Alerted); len(to) > 0 {
 					notes = append(notes, m.note(KindAlert, o, e, to, now))
@@ -198,6 +223,9 @@ func (m *machine) note(kind string, o Observation, e *Cond, to []string, now tim
 		n.Detail = o.Detail
 		body.WriteString(o.Detail)
 		fmt.Fprintf(&body, "\nBad since %s (%d checks).", stamp(e.Since), e.Count)
+		if e.KnownAtInstall {
+			fmt.Fprintf(&body, "\nKnown at install: already bad at the watchdog's first check, muted, and still bad after remind_after %s.", short(m.Remind))
+		}
 		if o.Output != "" {
 			n.Output = o.Output
 			body.WriteString("\nLast output:\n" + o.Output)

@@ -142,7 +142,8 @@ func TestBadAgainWhileRecoveryPending(t *testing.T) {
 func TestFirstRunBaselineMuted(t *testing.T) {
 	e := newEnv(t, oneGate)
 	e.failure("job", 1)
-	res := e.expect() // first run: bad already, muted
+	e.clock.Advance(time.Hour) // it failed well before the first check
+	res := e.expect()          // first run: bad already, muted
 	if !res.FirstRun || res.Conditions[0].Condition != CondFailed || !res.Conditions[0].Muted {
 		t.Fatalf("first run: %+v", res.Conditions)
 	}

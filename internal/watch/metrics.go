@@ -133,7 +133,7 @@ var gateSeries = []gateMetric{
 				emit([]string{"condition", c}, b2f(e != nil && e.Bad))
 			}
 		}},
-	{"cron_gate_alert", "gauge", "The condition's alert state: 1 for the current one of ok, pending (bad, not alerted yet), alerted, muted (first-run baseline), recovering (recovery not delivered yet).",
+	{"cron_gate_alert", "gauge", "The condition's alert state: 1 for the current one of ok, pending (bad, not alerted yet), alerted, muted (known at install: bad since before the first check, not alerted until remind_after), recovering (recovery not delivered yet).",
 		func(in *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
 			for _, c := range Watched(in.cfg, g) {
 				cur := AlertState(in.cond(g, c))

@@ -26,20 +26,95 @@ import (
 //     by a cron-gate line that Debian's cron runs, in the user's crontab
 //     or a system crontab (cron_d), and the condition is not watched
 //     when none is read (crontab_command = [] and cron_d = []).
+//
+// A once_per given only on the gate's crontab line (--once-per) counts as
+// the config key: the one its latest call was held to (gs.OncePer, from
+// the journal), else, before any call, the --once-per of the line that
+// runs it (lineOncePer, when the crontab is read; see staleInterval).
 func Watched(cfg *gate.Config, gs *gate.GateStatus) []string {
+	return WatchedWith(cfg, gs, "")
+}
+
+// WatchedWith is Watched for a gate whose crontab line says --once-per
+// lineOncePer (LineOncePer of its jobs; "": none, or not read).
+func WatchedWith(cfg *gate.Config, gs *gate.GateStatus, lineOncePer string) []string {
 	gc := cfg.Gate(gs.Name)
 	out := []string{CondFailed, CondSkipping}
-	if gc.StaleInterval() > 0 {
+	iv := staleInterval(gc, gs, lineOncePer)
+	if iv > 0 {
 		out = append(out, CondStale)
 	}
 	if gc.MaxRuntime > 0 {
 		out = append(out, CondOverrun)
 	}
-	if gs.Declared && (gc.StaleInterval() > 0 || gc.SystemdTimer != "") &&
+	if gs.Declared && (iv > 0 || gc.SystemdTimer != "") &&
 		(gc.SystemdTimer != "" || len(cfg.Check.CrontabCommandOr()) > 0 || len(cfg.Check.CronDOr()) > 0) {
 		out = append(out, CondUnscheduled)
 	}
 	return out
+}
+
+// staleInterval is the interval of the gate's stale rule: its interval,
+// else the length of its once_per period (GateConfig.StaleInterval); else
+// of the once_per its latest call was held to (gs.OncePer: --once-per on
+// its crontab line), else of lineOncePer; 0: not watched for staleness.
+func staleInterval(gc *gate.GateConfig, gs *gate.GateStatus, lineOncePer string) time.Duration {
+	if iv := gc.StaleInterval(); iv > 0 {
+		return iv
+	}
+	if iv := gate.NominalLength(gs.OncePer); iv > 0 {
+		return iv
+	}
+	return gate.NominalLength(lineOncePer)
+}
+
+// lineOncePer is the --once-per of the first crontab line that runs the
+// gate, "" when none says one or no crontab is read.
+func (o *observer) lineOncePer(name string) string {
+	runs, _ := o.crontabs().Find(name)
+	return LineOncePer(runs)
+}
+
+// LineOncePer is the --once-per of the first of jobs that cron runs,
+// "" when none says one.
+func LineOncePer(jobs []CrontabJob) string {
+	for _, j := range jobs {
+		if j.Rejected != "" {
+			continue
+		}
+		for i, f := range j.Flags {
+			if v, ok := strings.CutPrefix(f, "--once-per="); ok {
+				return v
+			}
+			if f == "--once-per" && i+1 < len(j.Flags) {
+				return j.Flags[i+1]
+			}
+		}
+	}
+	return ""
+}
+
+// crontabs reads the crontabs once per check (nil when none is read, or
+// on an error, which it notes as the probes' warnings).
+func (o *observer) crontabs() *CronScan {
+	if o.cronDone {
+		return o.cron
+	}
+	o.cronDone = true
+	if len(o.cfg.Check.CrontabCommandOr()) == 0 && len(o.cfg.Check.CronDOr()) == 0 {
+		return nil
+	}
+	o.cron, o.cronErr = o.probe.Crontabs(o.ctx)
+	if o.cronErr != nil {
+		o.warn("crontab", "crontab: "+o.cronErr.Error())
+	}
+	if o.cron != nil {
+		for _, u := range o.cron.Unreadable {
+			source, _, _ := strings.Cut(u, ": ")
+			o.warn("crontab "+source, "crontab "+u)
+		}
+	}
+	return o.cron
 }
 
 // observer judges the conditions of each gate at one check.
@@ -83,26 +158,39 @@ func (o *observer) gate(gs *gate.GateStatus, gst *GateState) []Observation {
 		// neutralised once, here.
 		obs = append(obs, Observation{Gate: gs.Name, Condition: cond, Verdict: verdict, Detail: safetext.Line(detail)})
 	}
-	for _, cond := range Watched(o.cfg, gs) {
+	line := ""
+	if gc.StaleInterval() == 0 && gs.OncePer == "" {
+		line = o.lineOncePer(gs.Name)
+	}
+	iv := staleInterval(gc, gs, line)
+	for _, cond := range WatchedWith(o.cfg, gs, line) {
 		switch cond {
 		case CondStale:
 			if gst.FirstSeen.IsZero() {
 				gst.FirstSeen = o.now
 			}
-			v, d := o.stale(gs, gc, gst)
+			v, d, began := o.stale(gs, gc, gst, iv)
 			add(cond, v, d)
+			obs[len(obs)-1].Began = began
 		case CondFailed:
 			v, d := o.failed(gs, gc)
 			add(cond, v, d)
 			if v == Bad {
 				obs[len(obs)-1].Output = o.output(gs, gc)
+				obs[len(obs)-1].Began = failingSince(gs)
 			}
 		case CondSkipping:
 			v, d := o.skipping(gs, gc)
 			add(cond, v, d)
+			if v == Bad {
+				obs[len(obs)-1].Began = gs.Skipping.Since.Add(gc.SkippingAfterFor())
+			}
 		case CondOverrun:
 			v, d := o.overrun(gs, gc)
 			add(cond, v, d)
+			if v == Bad {
+				obs[len(obs)-1].Began = gs.Running[0].Since.Add(gc.MaxRuntime)
+			}
 		case CondUnscheduled:
 			if paused {
 				add(cond, Held, "paused")
@@ -121,11 +209,13 @@ func (o *observer) gate(gs *gate.GateStatus, gst *GateState) []Observation {
 // success, and the watchdog has watched the gate for that long (missing).
 // A paused gate is never stale; after a resume, stale is held for one
 // interval plus resume_grace.
-func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateState) (string, string) {
+// iv is the gate's stale interval (staleInterval); began, when bad, is
+// when the limit was passed.
+func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateState, iv time.Duration) (verdict, detail string, began time.Time) {
+	var none time.Time
 	if gs.Pause != nil {
-		return Held, "paused"
+		return Held, "paused", none
 	}
-	iv := gc.StaleInterval()
 	limit := time.Duration(o.cfg.Check.StaleFactorOr() * float64(iv))
 	resumed := gs.ResumedAt
 	if gst.LastPaused.After(resumed) {
@@ -133,16 +223,23 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 	}
 	if !resumed.IsZero() {
 		if until := resumed.Add(iv + o.cfg.Check.ResumeGraceOr()); o.now.Before(until) {
-			return Held, fmt.Sprintf("resumed at %s; stale is held until %s", stamp(resumed), stamp(until))
+			return Held, fmt.Sprintf("resumed at %s; stale is held until %s", stamp(resumed), stamp(until)), none
 		}
 	}
 	rule := fmt.Sprintf("interval %s, stale after %s", short(iv), short(limit))
 	if gc.Interval == 0 {
-		rule = fmt.Sprintf("once_per %s, stale after %s", gc.OncePer, short(limit))
+		per := gc.OncePer
+		if per == "" {
+			per = gs.OncePer
+		}
+		if per == "" {
+			per = "--once-per of its crontab line"
+		}
+		rule = fmt.Sprintf("once_per %s, stale after %s", per, short(limit))
 	}
 	if gs.PeriodDone {
 		// The period's run succeeded: nothing is due before it ends.
-		return OK, fmt.Sprintf("this period's run succeeded at %s (once_per %s)", stamp(gs.LastSuccess.Time), gs.OncePer)
+		return OK, fmt.Sprintf("this period's run succeeded at %s (once_per %s)", stamp(gs.LastSuccess.Time), gs.OncePer), none
 	}
 	running := ""
 	if len(gs.Running) > 0 {
@@ -152,17 +249,17 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 		age := o.now.Sub(gs.LastSuccess.Time)
 		if age < 0 {
 			// Recorded ahead of now: the clock was stepped back since.
-			return OK, fmt.Sprintf("last success at %s, in the future (was the clock stepped back?)", stamp(gs.LastSuccess.Time))
+			return OK, fmt.Sprintf("last success at %s, in the future (was the clock stepped back?)", stamp(gs.LastSuccess.Time)), none
 		}
 		if age > limit {
-			return Bad, fmt.Sprintf("no successful run for %s (last success %s; %s)%s", short(age), stamp(gs.LastSuccess.Time), rule, running)
+			return Bad, fmt.Sprintf("no successful run for %s (last success %s; %s)%s", short(age), stamp(gs.LastSuccess.Time), rule, running), gs.LastSuccess.Time.Add(limit)
 		}
-		return OK, fmt.Sprintf("last success %s ago", short(age))
+		return OK, fmt.Sprintf("last success %s ago", short(age)), none
 	}
 	if watched := o.now.Sub(gst.FirstSeen); watched > limit {
-		return Bad, fmt.Sprintf("missing: no successful run since the watchdog began watching it at %s (%s)%s", stamp(gst.FirstSeen), rule, running)
+		return Bad, fmt.Sprintf("missing: no successful run since the watchdog began watching it at %s (%s)%s", stamp(gst.FirstSeen), rule, running), gst.FirstSeen.Add(limit)
 	}
-	return OK, "no successful run yet; missing after " + stamp(gst.FirstSeen.Add(limit))
+	return OK, "no successful run yet; missing after " + stamp(gst.FirstSeen.Add(limit)), none
 }
 
 // failed: the last attempt could not start, or the last run ended badly,
@@ -192,6 +289,35 @@ func (o *observer) failed(gs *gate.GateStatus, gc *gate.GateConfig) (string, str
 	return Bad, desc
 }
 
+// failingSince is when the gate's current failing streak began: its
+// first failed attempt after the last success, as the recent attempts
+// show it (skips in between do not end it); zero when the streak is
+// older than they reach.
+func failingSince(gs *gate.GateStatus) time.Time {
+	rec := gs.Recent
+	var first time.Time
+	for i := len(rec) - 1; i >= 0; i-- {
+		switch rec[i].Outcome {
+		case journal.OutcomeSuccess:
+			return first
+		case journal.OutcomeSkipped:
+		default:
+			first = rec[i].Time
+		}
+	}
+	switch {
+	case len(rec) >= journal.RecentAttempts:
+		return time.Time{} // it may have begun before them
+	case len(rec) > 0:
+		return first
+	case gs.LastAttemptErred():
+		return gs.LastError.Time // no recent attempts kept (an old checkpoint)
+	case gs.LastEnd != nil:
+		return gs.LastEnd.Time
+	}
+	return time.Time{}
+}
+
 // skipping: the gate is blocked (gate.Skipping's rule) and has been for
 // longer than skipping_after (default: its interval; without one, as soon
 // as it is blocked). The detail names the reason and what holds the gate
@@ -210,7 +336,7 @@ func (o *observer) skipping(gs *gate.GateStatus, gc *gate.GateConfig) (string, s
 	if limit > 0 {
 		rule = ", alert after " + short(limit)
 	}
-	if blocked < limit {
+	if !gc.CountsAsSkipping(k, o.now) {
 		return OK, fmt.Sprintf("blocked for %s (%s)%s", short(blocked), k.Reason, rule)
 	}
 	return Bad, fmt.Sprintf("blocked for %s: skipped %d times in a row since %s (%s)%s; now: %s",
@@ -321,19 +447,7 @@ func (o *observer) unscheduled(gs *gate.GateStatus, gc *gate.GateConfig) (verdic
 		}
 		return OK, "systemd timer " + gc.SystemdTimer + " is active", true
 	}
-	if !o.cronDone {
-		o.cronDone = true
-		o.cron, o.cronErr = o.probe.Crontabs(o.ctx)
-		if o.cronErr != nil {
-			o.warn("crontab", "crontab: "+o.cronErr.Error())
-		}
-		if o.cron != nil {
-			for _, u := range o.cron.Unreadable {
-				source, _, _ := strings.Cut(u, ": ")
-				o.warn("crontab "+source, "crontab "+u)
-			}
-		}
-	}
+	o.crontabs()
 	if o.cronErr != nil {
 		return Held, "crontab unknown: " + o.cronErr.Error(), true
 	}

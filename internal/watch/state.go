@@ -56,15 +56,22 @@ type Cond struct {
 	Since   time.Time `json:"since"`    // first bad check of this streak
 	LastBad time.Time `json:"last_bad"` // last bad check
 	Detail  string    `json:"detail"`   // what the last bad check saw
-	// Muted: bad at the first check ever (the baseline); it never
-	// alerts, and is forgotten once it clears.
-	Muted bool `json:"muted,omitempty"`
+	// Muted: bad at the first check ever and begun before it (the
+	// baseline); it does not alert until remind_after after Since, and is
+	// forgotten once it clears. KnownAtInstall stays set once the
+	// reminder has unmuted it.
+	Muted          bool `json:"muted,omitempty"`
+	KnownAtInstall bool `json:"known_at_install,omitempty"`
 	// Alerted lists the notifiers the alert was delivered to; Recovered
 	// those the recovery was delivered to (while it is being delivered).
 	Alerted   []string  `json:"alerted,omitempty"`
 	AlertedAt time.Time `json:"alerted_at,omitzero"`
 	Recovered []string  `json:"recovered,omitempty"`
 }
+
+// RemindAt is when a condition muted by the first check alerts if it is
+// still bad: remind (remind_after) after that check.
+func (e *Cond) RemindAt(remind time.Duration) time.Time { return e.Since.Add(remind) }
 
 // MaxStateBytes bounds check.json: more is refused (125), so that no file
 // can make a check slow or big. A state of a thousand gates with every

@@ -112,10 +112,14 @@ CRON_GATE_CACHE_DIR=@W@/cache
 WITHLOCK_LOCK_DIR=@W@/locks
 `
 
-// The system crontab: a paused gate (and one with -v), a legacy lock held
-// by another process, a withlock pair contended by a holder (behind a
-// gate, and bare), a failing job and a control that succeeds.
-const etcCrontab = env + `* * * * * root cron-gate paused -- touch @W@/ran-paused
+// The system crontab: the watchdog, installed in the same minute as the
+// jobs (each check waits, bounded, until the failing job's first run has
+// ended, as when that run fails in the minute before the first check), a
+// paused gate (and one with -v), a legacy lock held by another process,
+// a withlock pair contended by a holder (behind a gate, and bare), a
+// failing job and a control that succeeds.
+const etcCrontab = env + `* * * * * root timeout 30 sh -c 'until grep -qs "\"event\":\"end\"" @W@/state/gates/failing/journal.jsonl; do sleep 0.1; done'; cron-gate check
+* * * * * root cron-gate paused -- touch @W@/ran-paused
 * * * * * root cron-gate -v pausedv -- touch @W@/ran-pausedv
 * * * * * root cron-gate legacy -- touch @W@/ran-legacy
 * * * * * root cron-gate pair -- withlock --paths @W@/post.md -- touch @W@/ran-pair
@@ -156,6 +160,15 @@ interval = "1m"
 
 [gates.badline]
 interval = "1m"
+
+[[notify]]
+type = "command"
+argv = ["@W@/notify.sh"]
+`
+
+// notify.sh is the watchdog's notifier: one line per message.
+const notify = `#!/bin/sh
+echo "$CRON_GATE_ALERT_KIND $CRON_GATE_ALERT_CONDITION $CRON_GATE_ALERT_GATE" >> @W@/alerts
 `
 
 // sendmail is cron's mailer here: each mail (headers and body, as cron
@@ -222,6 +235,7 @@ func TestRealCron(t *testing.T) {
 	}
 	w.write("config.toml", config, 0o644)
 	w.write("sendmail", sendmail, 0o755)
+	w.write("notify.sh", notify, 0o755)
 	for _, d := range []string{"mail", "locks", "state"} {
 		os.Mkdir(w.path(d), 0o755)
 	}
@@ -370,6 +384,15 @@ func TestRealCron(t *testing.T) {
 		t.Errorf("/etc/cron.d/good ran in %d minutes of %d", n, ticks)
 	}
 	checkInNamespace(t, w)
+
+	// The watchdog, installed in the minute the job started failing,
+	// alerted (issue 32, item 8: its first check muted it for good), and
+	// said nothing cron would mail (no mail above names it).
+	alerts := readFile(w.path("alerts"))
+	if !strings.Contains(alerts, "alert failed failing\n") {
+		t.Errorf("the watchdog did not alert the job failing since its install; its alerts:\n%s", alerts)
+	}
+	t.Logf("the watchdog's alerts: %q", alerts)
 }
 
 // checkInNamespace runs cron-gate check in a namespace set up as cron's

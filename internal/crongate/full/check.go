@@ -104,7 +104,7 @@ func sortedIDs(m map[string]string) []string {
 // are remembered, then what was (or would be) sent.
 func printCheck(w io.Writer, res *watch.Result) {
 	if res.FirstRun {
-		fmt.Fprintln(w, "first check: conditions bad now are muted (the baseline) and do not alert")
+		fmt.Fprintln(w, "first check: conditions bad since before it are muted (known at install) until remind_after; what went bad within check_interval alerts as usual")
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	n := 0

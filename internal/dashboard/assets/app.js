@@ -377,8 +377,8 @@
     const n = c.count ? c.count + ' check' + (c.count > 1 ? 's' : '') + ' in a row' : '';
     switch (c.state) {
       case 'pending': return [name + ' · alert pending', 'bad at ' + n + '; an alert goes out once it has been bad for alert_after checks in a row (2 unless set)'];
-      case 'alerted': return [name + ' · alert sent', 'an alert was sent; a recovery message follows when it clears'];
-      case 'muted': return [name + ' · known, not alerted', 'it was already bad at the watchdog\'s first check, so it is taken as known and never alerted; once it clears, a new problem alerts as usual'];
+      case 'alerted': return [name + ' · alert sent' + (c.known_at_install ? ' (known at install)' : ''), 'an alert was sent; a recovery message follows when it clears'];
+      case 'muted': return [name + ' · known at install', 'it was already bad, since before the watchdog\'s first check, so it is taken as known and not alerted' + (c.remind_at ? '; if it is still bad at ' + c.remind_at + ' (remind_after), it alerts' : '') + '; once it clears, a new problem alerts as usual'];
       case 'recovering': return [name + ' · cleared', 'it cleared; the recovery message is still being delivered to those who had the alert'];
     }
     return [name, ''];
