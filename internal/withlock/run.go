@@ -150,6 +150,11 @@ func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
 	for _, n := range conn.Notes() {
 		r.out.Infof("%s", n)
 	}
+	if nc, ok := claim.(lockset.Noted); ok {
+		for _, n := range nc.Notes() {
+			r.out.Infof("%s", n)
+		}
+	}
 	if err != nil {
 		return r.notHeld(conn, err)
 	}
