@@ -200,6 +200,12 @@ func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) (*Queued
 	for _, p := range in.Paths {
 		q.keep[filepath.Base(p.Lock)] = true
 	}
+	q.keepPools = map[string]bool{}
+	for _, p := range in.Pools {
+		if key, ok := poolKeyOf(SlotFile(p.Template, 0)); ok {
+			q.keepPools[key] = true
+		}
+	}
 	ws := q.waiting()
 	defer q.close()
 	if len(ws) == 0 {

@@ -116,6 +116,9 @@ type queue struct {
 	// (the rest are not stored: a reader's memory is bounded by its own
 	// request, whatever the tickets list); nil keeps names.
 	keep map[string]bool
+	// keepPools, if set, is the pool lines (without flag) that parse
+	// counts; nil counts our own pools' (poolKeys).
+	keepPools map[string]bool
 	// mark is our read descriptor of the queue dir, carrying the OFD read
 	// lock that tells readers a waiter is in (-1: none).
 	mark int
@@ -338,21 +341,37 @@ func (q *queue) parse(n string, data []byte, names bool) waiter {
 	if names {
 		w.names = map[string]bool{}
 	}
-	for _, l := range bytes.Split(data, []byte{'\n'}) {
+	for len(data) > 0 {
+		l := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
 		switch {
 		case bytes.HasPrefix(l, []byte(poolLine)):
 			w.listsPools = true
-			if key, ok := bytes.CutSuffix(l, []byte(" +")); ok {
+			if key, ok := bytes.CutSuffix(l, []byte(" +")); ok && q.keepsPool(key) {
 				if w.pools == nil {
 					w.pools = map[string]int{}
 				}
 				w.pools[string(key)]++
 			}
-		case names && len(l) > 0 && (q.keep == nil || q.keep[string(l)]):
+		case names && len(l) > 0 && (q.keep == nil || q.keep[string(l)]) && !w.names[string(l)]:
 			w.names[string(l)] = true
 		}
 	}
 	return w
+}
+
+// keepsPool reports whether parse counts the pool line key: one of ours
+// (or of keepPools, for who), so that what a reader stores of a ticket is
+// bounded by its own request.
+func (q *queue) keepsPool(key []byte) bool {
+	if q.keepPools != nil {
+		return q.keepPools[string(key)]
+	}
+	return slices.Contains(q.poolKeys(), string(key))
 }
 
 // setReserve sets the pool flags after a failed attempt: the pool at
