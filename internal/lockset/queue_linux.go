@@ -341,13 +341,7 @@ func (q *queue) parse(n string, data []byte, names bool) waiter {
 	if names {
 		w.names = map[string]bool{}
 	}
-	for len(data) > 0 {
-		l := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for l := range bytes.SplitSeq(data, []byte{'\n'}) {
 		switch {
 		case bytes.HasPrefix(l, []byte(poolLine)):
 			w.listsPools = true
@@ -595,13 +589,7 @@ func (q *queue) read(n string) (data []byte, ok bool) {
 // ticketIntersects reports whether the ticket data (lock file names, one
 // per line) names one of names.
 func ticketIntersects(data []byte, names map[string]bool) bool {
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
 		if names[string(line)] {
 			return true
 		}
