@@ -122,10 +122,27 @@ type localDriver struct{}
 func (localDriver) Name() string             { return backends[0].Name }
 func (localDriver) Configure(*Options) error { return nil }
 func (localDriver) Open(o *Options) (Conn, error) {
-	return localConn{lockset.Local{LockDir: o.LockDir}}, nil
+	return &localConn{Local: lockset.Local{LockDir: o.LockDir}}, nil
 }
 
-type localConn struct{ lockset.Local }
+// localConn is the local backend for one run; it keeps the claim it
+// opened, whose notes (an unusable waiting queue) -v says.
+type localConn struct {
+	lockset.Local
+	claim lockset.Claim
+}
+
+func (c *localConn) Open(r lockset.Request) (lockset.Claim, error) {
+	cl, err := c.Local.Open(r)
+	c.claim = cl
+	return cl, err
+}
+
+func (c *localConn) OpenFirstOf(pools []lockset.PoolSpec, sets [][]string) (lockset.FirstOfClaim, error) {
+	cl, err := c.Local.OpenFirstOf(pools, sets)
+	c.claim = cl
+	return cl, err
+}
 
 func (localConn) Hint(err error) string {
 	if errors.Is(err, lockfile.ErrUnsafe) {
@@ -134,9 +151,14 @@ func (localConn) Hint(err error) string {
 	return ""
 }
 
-func (localConn) Notes() []string { return nil }
+func (c *localConn) Notes() []string {
+	if n, ok := c.claim.(lockset.Noted); ok {
+		return n.Notes()
+	}
+	return nil
+}
 
-func (c localConn) Holding(h lockset.Held) string {
+func (c *localConn) Holding(h lockset.Held) string {
 	return HoldingText(h, "path lock", "in "+c.LockDir)
 }
 
