@@ -5,12 +5,16 @@ package withlock
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/internal/tui"
 	"github.com/crongate/crongate/lockfile"
@@ -144,11 +148,29 @@ func (c *localConn) OpenFirstOf(pools []lockset.PoolSpec, sets [][]string) (lock
 	return cl, err
 }
 
-func (localConn) Hint(err error) string {
+func (c *localConn) Hint(err error) string {
 	if errors.Is(err, lockfile.ErrUnsafe) {
 		return "withlock never follows a symlink or uses another user's lock dir; see docs/security.md, Permissions"
 	}
+	if errors.Is(err, fs.ErrPermission) {
+		return lockDirHint(c.LockDir)
+	}
 	return ""
+}
+
+// lockDirHint says how to fix a lock dir this user may not create lock
+// files in: most often the default one, made by root first with root's
+// umask (0755). withlock does not widen a directory's mode itself; the
+// operator decides who shares it (docs/security.md, Permissions). "" if
+// the dir is this user's, or cannot be looked at.
+func lockDirHint(dir string) string {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil || st.Uid == uint32(os.Geteuid()) || unix.Access(dir, unix.W_OK) == nil {
+		return ""
+	}
+	// The uid, not a name: the lean binary does not link os/user.
+	return fmt.Sprintf("the lock dir %s (uid %d, mode %04o) is not yours to create lock files in: share it (chmod 1777, or chgrp GROUP and chmod 2775: docs/security.md, Permissions), or give --lock-dir a dir of your own",
+		safetext.Line(dir), st.Uid, st.Mode&0o7777)
 }
 
 func (c *localConn) Notes() []string {
