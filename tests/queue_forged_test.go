@@ -49,7 +49,24 @@ func forgeTicket(t *testing.T, lockDirName string, how int) forged {
 	if err := unix.Flock(int(file.Fd()), how); err != nil {
 		t.Fatal(err)
 	}
+	markQueue(t, filepath.Dir(f.ticket))
 	return f
+}
+
+// markQueue holds, until the test ends, the mark that a waiter holds on
+// the queue dir while its ticket is in (an OFD read lock on the dir:
+// queue_linux.go, QueueDir), without which readers do not list it.
+func markQueue(t *testing.T, queue string) {
+	t.Helper()
+	d, err := os.Open(queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	lk := unix.Flock_t{Type: unix.F_RDLCK}
+	if err := unix.FcntlFlock(d.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // withlockCode runs withlock with args and returns its exit code and
@@ -76,11 +93,10 @@ func TestQueueForgedTicketName(t *testing.T) {
 	}
 }
 
-// withlock who agrees with withlock on two queues that withlock does not
-// take as they are: a ticket held with a shared flock only is dead to
-// withlock (its probe gets in, and it runs), so who does not name it
-// (exit 0); a queue dir that is a symlink makes withlock refuse (125), and
-// who says it cannot tell (125), not "free".
+// withlock who agrees with withlock on a queue that withlock does not take
+// as it is: a ticket held with a shared flock only is dead to withlock
+// (its probe gets in, and it runs), so who does not name it (exit 0). (A
+// queue dir that is not a directory this user can use: TestPlantedQueue.)
 func TestWhoAgreesOnOddQueues(t *testing.T) {
 	f := forgeTicket(t, "shared", unix.LOCK_SH)
 	if n, out := withlockCode("who", "--lock-dir", f.locks, f.path); n != 0 || strings.Contains(out, "queued") {
@@ -88,21 +104,5 @@ func TestWhoAgreesOnOddQueues(t *testing.T) {
 	}
 	if n, out := withlockCode("--lock-dir", f.locks, "--paths", f.path, "--", "true"); n != 0 {
 		t.Errorf("withlock behind a ticket held shared only: exit %d, want 0\n%s", n, out)
-	}
-
-	dir := filepath.Dir(f.path)
-	linked := filepath.Join(dir, "linked")
-	for _, d := range []string{linked, filepath.Join(dir, "elsewhere")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(linked, "withlock-queue")); err != nil {
-		t.Fatal(err)
-	}
-	nRun, outRun := withlockCode("--lock-dir", linked, "--paths", f.path, "--", "true")
-	nWho, outWho := withlockCode("who", "--lock-dir", linked, f.path)
-	if nRun != 125 || nWho != 125 || !strings.Contains(outWho, "queue: unknown: ") || !strings.Contains(outWho, "symlink") {
-		t.Errorf("a queue dir that is a symlink: withlock exit %d (%q), who exit %d; want both 125, who saying why:\n%s", nRun, outRun, nWho, outWho)
 	}
 }

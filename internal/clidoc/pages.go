@@ -34,8 +34,12 @@ func Files(o Options) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
+	who, err := WhoModel()
+	if err != nil {
+		return nil, err
+	}
 	files := []File{
-		{"man/man1/withlock.1", []byte(withlockPage(wl, o))},
+		{"man/man1/withlock.1", []byte(withlockPage(wl, who, o))},
 		{"man/man1/cron-gate.1", []byte(cronGatePage(cg, o))},
 		{"man/man5/cron-gate.toml.5", []byte(configPage(o))},
 	}
@@ -64,6 +68,19 @@ func Models() (withlock, cronGate *Command, err error) {
 		return nil, nil, fmt.Errorf("cron-gate's command line: %w", err)
 	}
 	return FromKong(kw), FromKong(kc), nil
+}
+
+// WhoModel returns `withlock who`'s command line, which withlock parses
+// apart from its own (a question, not a run): its section of withlock(1)
+// is generated from it.
+func WhoModel() (*Command, error) {
+	k, err := kongparse.WhoModel(kongparse.Withlock)
+	if err != nil {
+		return nil, fmt.Errorf("withlock who's command line: %w", err)
+	}
+	c := FromKong(k)
+	c.Name = "who"
+	return c, nil
 }
 
 // runForm is cron-gate's hidden subcommand that is its default form,
@@ -229,11 +246,13 @@ var crontabExample = []string{
 	"*/5 * * * *   cron-gate check",
 }
 
-func withlockPage(c *Command, o Options) string {
+func withlockPage(c, who *Command, o Options) string {
 	var r roff
 	head(&r, c, 1, "run a command while holding per-path flock locks and concurrency slots, all or nothing", o)
 	r.sh("SYNOPSIS")
 	r.raw(bold(c.Name) + " [" + italic("options") + "] " + bold("--") + " " + italic("COMMAND") + " [" + italic("ARG") + " ...]")
+	r.pp()
+	r.raw(bold(c.Name) + " " + bold("who") + " [" + italic("options") + "] [" + italic("PATH") + " ...]")
 	r.sh("DESCRIPTION")
 	r.text(firstParagraph(c.Help))
 	r.pp()
@@ -244,6 +263,17 @@ func withlockPage(c *Command, o Options) string {
 	options(&r, c.Flags)
 	r.pp()
 	r.text("Durations are Go durations: 300ms, 90s, 1h30m. Everything after the first -- is the command, untouched.")
+	r.sh("WITHLOCK WHO")
+	for i, para := range strings.Split(kongparse.WhoDescription, "\n\n") {
+		if i > 0 {
+			r.pp()
+		}
+		r.text(strings.Join(strings.Fields(para), " "))
+	}
+	r.pp()
+	r.text("A withlock line can be pasted whole after who: the flags that only shape a run are checked and ignored, and what follows -- is not looked at. Its options:")
+	args(&r, who.Args)
+	options(&r, who.Flags)
 	exitStatus(&r, exitCodes("something was busy (a path's lock or every slot of a pool), or with the etcd backend the cluster was down under --on-coordinator-down skip. --skip-code chooses another code.", true))
 	vars := flagEnvs(c)
 	vars = append(vars,

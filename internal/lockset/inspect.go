@@ -36,9 +36,10 @@ type Inspection struct {
 	Paths  []PathState
 	Pools  []PoolState
 	Queued *QueuedState
-	// QueueError says why the waiting queue could not be read (a queue
-	// dir that is a symlink, say: withlock refuses to run then too).
-	QueueError string
+	// QueueUnused says why the waiting queue cannot be used (a file
+	// planted as the queue dir, say): withlock then waits unqueued, and
+	// nothing is unknown for it.
+	QueueUnused string
 }
 
 // QueuedState is a waiter in the fair-waiting queue that a withlock with
@@ -121,9 +122,6 @@ func (in *Inspection) Busy() bool {
 
 // Unknown reports whether something could not be told.
 func (in *Inspection) Unknown() bool {
-	if in.QueueError != "" {
-		return true
-	}
 	for _, p := range in.Paths {
 		if p.State == StateUnknown {
 			return true
@@ -176,10 +174,7 @@ func (b Local) Inspect(r Request) (*Inspection, error) {
 		}
 		in.Pools = append(in.Pools, pool)
 	}
-	var err error
-	if in.Queued, err = localQueued(t, b.LockDir, in); err != nil {
-		in.QueueError = err.Error()
-	}
+	in.Queued, in.QueueUnused = localQueued(t, b.LockDir, in)
 	return in, nil
 }
 
@@ -187,22 +182,34 @@ func (b Local) Inspect(r Request) (*Inspection, error) {
 // dead ticket is passed over, not removed) and without taking a lock
 // (liveness comes from t, /proc/locks), and returns the earliest waiter a
 // withlock with the request in would yield to (queue_linux.go, ahead),
-// nil if none or if there is no queue to read; an error for a queue that
-// withlock would refuse too (its dir a symlink, say).
-func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) (*QueuedState, error) {
+// nil if none or if there is no queue to read; and why the queue cannot be
+// used, if so (withlock then waits unqueued too). It keeps of the tickets
+// only the names of the request's locks.
+func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) (*QueuedState, string) {
 	if !t.Readable() || lockDir == "" {
-		return nil, nil
+		return nil, ""
 	}
 	dir, err := lockfile.OpenDir(lockDir, false)
 	if err != nil {
-		return nil, nil // no lock dir: no queue (withlock would create both)
+		return nil, "" // no lock dir: no queue (withlock would create both)
 	}
 	defer dir.Close()
 	q := newQueue(dir, nil)
 	q.table = t
-	ws, err := q.waiting()
-	if err != nil || len(ws) == 0 {
-		return nil, err
+	q.keep = map[string]bool{}
+	for _, p := range in.Paths {
+		q.keep[filepath.Base(p.Lock)] = true
+	}
+	q.keepPools = map[string]bool{}
+	for _, p := range in.Pools {
+		if key, ok := poolKeyOf(SlotFile(p.Template, 0)); ok {
+			q.keepPools[key] = true
+		}
+	}
+	ws := q.waiting()
+	defer q.close()
+	if len(ws) == 0 {
+		return nil, q.note
 	}
 	found := func(ticket, pool string) *QueuedState {
 		s := &QueuedState{Ticket: q.dir.Join(ticket), Pool: pool}
@@ -214,7 +221,7 @@ func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) (*Queued
 	for _, w := range ws {
 		for _, p := range in.Paths {
 			if w.names[filepath.Base(p.Lock)] {
-				return found(w.name, ""), nil
+				return found(w.name, ""), ""
 			}
 		}
 	}
@@ -233,10 +240,10 @@ func localQueued(t *lockfile.LockTable, lockDir string, in *Inspection) (*Queued
 			}
 		}
 		if reserved > 0 && p.Free() <= reserved {
-			return found(first, p.Template), nil
+			return found(first, p.Template), ""
 		}
 	}
-	return nil, nil
+	return nil, ""
 }
 
 // poolKeyOf is the queue's name of the pool whose first slot file is

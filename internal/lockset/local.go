@@ -165,6 +165,9 @@ func (c *localClaim) tryAcquire() (Held, error) {
 	return c, nil
 }
 
+// Notes implements Noted: the queue's.
+func (c *localClaim) Notes() []string { return c.q.Notes() }
+
 // Started leaves the queue (TryAcquire).
 func (c *localClaim) Started() {
 	if c.q != nil {

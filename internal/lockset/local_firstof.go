@@ -49,6 +49,14 @@ func (b Local) OpenFirstOf(pools []PoolSpec, sets [][]string) (FirstOfClaim, err
 		_, first = c.sets[0].Watch()
 	}
 	c.q = newQueue(dir, first)
+	// Of the tickets, waiting keeps only the names of our sets.
+	c.q.keep = map[string]bool{}
+	for _, s := range c.sets {
+		_, names := s.Watch()
+		for _, n := range names {
+			c.q.keep[n] = true
+		}
+	}
 	if c.pools, err = openPools(pools); err != nil {
 		c.Close()
 		return nil, err
@@ -139,10 +147,7 @@ func (c *localFirst) tryAcquire() (Held, error) {
 	// A set that intersects a waiting set is left to its waiter (fair
 	// waiting), as a plain claim's is, and so are the slots that earlier
 	// waiters reserve.
-	waiting, err := c.q.waiting()
-	if err != nil {
-		return nil, err
-	}
+	waiting := c.q.waiting()
 	if err := c.q.poolBusy(waiting); err != nil {
 		c.busyPool = err.(*QueuedError).pool // WaitChange watches it
 		_, c.busyNames = c.pools[c.busyPool].Watch()
@@ -243,6 +248,9 @@ func (c *localFirst) Lost() <-chan struct{} { return nil }
 // from a release to the command running, as a plain claim's Started).
 func (c *localFirst) Started() { c.q.leave() }
 
+// Notes implements Noted: the queue's.
+func (c *localFirst) Notes() []string { return c.q.Notes() }
+
 func (c *localFirst) Release() {
 	c.q.leave()
 	c.releaseSlots()
@@ -277,9 +285,7 @@ func (c *localFirst) WaitChange(ctx context.Context, poll time.Duration) error {
 	if c.w == nil {
 		// A waiter: a ticket for the first set (OpenFirstOf), taken
 		// and kept as a plain claim's (WaitChange in watch_linux.go).
-		if err := c.q.enter(); err != nil && !noQueue(err) {
-			return err
-		}
+		c.q.enter()
 		dirs := []string{c.dir.Path}
 		if c.q.dir != nil {
 			dirs = append(dirs, c.q.dir.Path)

@@ -127,6 +127,13 @@ type Started interface {
 	Started()
 }
 
+// Noted is implemented by a Claim that has something for -v to say after
+// an attempt, whatever its outcome (the local backend: that its waiting
+// queue could not be used, so the claim waits unqueued).
+type Noted interface {
+	Notes() []string
+}
+
 // Poll is the longest a waiter sleeps between attempts when no release
 // event arrives. A local waiter for a busy path waits in flock(2) and is
 // woken by the release itself (close, exit or LOCK_UN); slot pools and

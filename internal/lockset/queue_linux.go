@@ -4,9 +4,12 @@ package lockset
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -44,14 +47,36 @@ import (
 // A ticket is live exactly while its flock is held: it is locked before it
 // is renamed into place, and its owner removes it once it holds its locks
 // or stops waiting. A waiter that dies (SIGKILL) leaves a ticket nobody
-// holds, which every reader ignores and removes. Lock files are never
-// touched by the queue. Python holders take no part: they neither read
-// nor write tickets.
+// holds, which every reader ignores (and removes, a few per scan, where
+// it may). Lock files are never touched by the queue. Python holders take
+// no part: they neither read nor write tickets.
+//
+// What a reader pays does not grow with dead tickets (docs/withlock.md,
+// "Fair waiting"): every waiter, from before its ticket is in place until
+// after it is gone, holds an OFD read lock on the queue dir (the mark); a
+// reader that finds no such lock (F_OFD_GETLK, which takes nothing) knows
+// there is no live ticket and does not list the dir. When there is a
+// mark, the reader lists the dir once (getdents) and opens only the
+// tickets that /proc/locks shows flocked exclusively. A directory cannot
+// be opened for writing, so nobody can hold a write lock on it that would
+// keep a waiter from marking.
+//
+// The queue is a courtesy among waiters, never a condition of running: a
+// withlock-queue that this user cannot use (a file, FIFO or symlink
+// planted there, another user's dir it may not write, a full disk) leaves
+// waiting unqueued, said under -v (Notes); exclusion never depends on it.
 const QueueDir = "withlock-queue"
 
-// maxTicket bounds what is read of a ticket (a set of 100,000 paths
-// writes about 7 MB); a larger file is read up to this bound.
-const maxTicket = 16 << 20
+// maxTicket bounds a ticket: what a reader reads of one (the rest is
+// ignored), in one buffer reused for every ticket of a scan, and what a
+// waiter writes (its pool lines, then as many of its lock names, sorted,
+// as fit: about 15,000; a larger set queues for those).
+const maxTicket = 1 << 20
+
+// prunePerScan bounds the dead tickets a scan tries to remove (open,
+// probe, unlink), so that a queue dir full of another user's dead tickets,
+// which this user may not remove (sticky), costs each scan the same.
+const prunePerScan = 16
 
 // ticketPrefix starts every ticket name; the temporary names start with
 // "tmp-" and are never read as tickets.
@@ -87,6 +112,21 @@ type queue struct {
 	// what the probe below finds busy), and a dead ticket is passed over,
 	// not probed with flock nor removed.
 	table *lockfile.LockTable
+	// keep, if set, is the lock names that waiting keeps of a ticket
+	// (the rest are not stored: a reader's memory is bounded by its own
+	// request, whatever the tickets list); nil keeps names.
+	keep map[string]bool
+	// keepPools, if set, is the pool lines (without flag) that parse
+	// counts; nil counts our own pools' (poolKeys).
+	keepPools map[string]bool
+	// mark is our read descriptor of the queue dir, carrying the OFD read
+	// lock that tells readers a waiter is in (-1: none).
+	mark int
+	// off: the queue cannot be used (note says why); waiting goes on
+	// unqueued.
+	off  bool
+	note string
+	buf  []byte // the ticket buffer, reused (maxTicket at most)
 }
 
 // poolLine is how a ticket lists a pool: a line that no lock file name
@@ -110,16 +150,22 @@ func (q *queue) poolKeys() []string {
 func (q *queue) queues() bool { return len(q.names) > 0 || len(q.pools) > 0 }
 
 func newQueue(lockDir *lockfile.Dir, names []string) *queue {
-	q := &queue{lockDir: lockDir, names: make(map[string]bool, len(names))}
+	q := &queue{lockDir: lockDir, names: make(map[string]bool, len(names)), mark: -1}
 	for _, n := range names {
 		q.names[n] = true
 	}
 	return q
 }
 
-func (q *queue) open(create bool) error {
+// open opens the queue dir (creating it if create), and reports whether
+// there is one to use. A dir that does not exist is no queue; anything
+// else that keeps it from use turns the queue off (unusable).
+func (q *queue) open(create bool) bool {
+	if q.off {
+		return false
+	}
 	if q.dir != nil {
-		return nil
+		return true
 	}
 	// From the lock dir's descriptor: the queue belongs to the dir our
 	// locks are in, even if that dir has since been removed or replaced.
@@ -127,10 +173,33 @@ func (q *queue) open(create bool) error {
 	// waiter creates it for all (lockfile.Dir.SubShared).
 	d, err := q.lockDir.SubShared(QueueDir, "queue dir", create)
 	if err != nil {
-		return err
+		if create || !errors.Is(err, fs.ErrNotExist) {
+			q.unusable(err)
+		}
+		return false
 	}
 	q.dir = d
-	return nil
+	return true
+}
+
+// unusable turns the queue off for this process: err says why (the note
+// that -v shows). A waiter already in leaves. Fairness is lost with the
+// queue, exclusion never.
+func (q *queue) unusable(err error) {
+	if q.off {
+		return
+	}
+	q.leave()
+	q.off = true
+	q.note = err.Error()
+}
+
+// Notes says what -v reports of the queue: why it was not used, if so.
+func (q *queue) Notes() []string {
+	if q == nil || q.note == "" {
+		return nil
+	}
+	return []string{"fair-waiting queue not used (a wait is unqueued): " + q.note}
 }
 
 // QueuedError is the contention error of a set that intersects the set of
@@ -170,15 +239,15 @@ func (e *QueuedError) FindHolders() {
 
 // ahead returns a QueuedError if a live ticket earlier than ours (any, if
 // we have none) names one of our locks, or if the earlier tickets reserve
-// as many slots of one of our pools as are free, or more. A queue dir that
-// does not exist means no waiter. Dead tickets are removed on the way.
+// as many slots of one of our pools as are free, or more. No queue (or an
+// unusable one) means no waiter.
 func (q *queue) ahead() error {
 	if !q.queues() || q.clear {
 		return nil
 	}
 	var ws []waiter
 	var busy error
-	err := q.scan(func(n string, data []byte) bool {
+	q.scan(func(n string, data []byte) bool {
 		if q.ticket != "" && n >= q.ticket {
 			return false
 		}
@@ -196,9 +265,6 @@ func (q *queue) ahead() error {
 		}
 		return true
 	})
-	if err != nil {
-		return err
-	}
 	if busy == nil {
 		busy = q.poolBusy(ws)
 	}
@@ -243,19 +309,19 @@ func (q *queue) poolBusy(ws []waiter) error {
 }
 
 // waiting returns the live tickets that arrived before ours (every live
-// ticket, if we have none), each with the lock names it lists, in arrival
-// order (for --first-of, which checks every candidate set against them;
-// its own ticket names its first set only).
-func (q *queue) waiting() ([]waiter, error) {
+// ticket, if we have none), each with the lock names it lists (those in
+// q.keep, if set), in arrival order (for --first-of, which checks every
+// candidate set against them; its own ticket names its first set only).
+func (q *queue) waiting() []waiter {
 	var ws []waiter
-	err := q.scan(func(n string, data []byte) bool {
+	q.scan(func(n string, data []byte) bool {
 		if q.ticket != "" && n >= q.ticket {
 			return false
 		}
 		ws = append(ws, q.parse(n, data, true))
 		return true
 	})
-	return ws, err
+	return ws
 }
 
 // waiter is a live ticket as waiting returns it: the lock names it lists,
@@ -269,27 +335,37 @@ type waiter struct {
 
 // parse reads ticket n's lines: the pools it reserves a slot of (lines
 // "slots:KEY +"; "-" reserves nothing), and the lock names if names is
-// set.
+// set (only those in q.keep, if set).
 func (q *queue) parse(n string, data []byte, names bool) waiter {
 	w := waiter{name: n}
 	if names {
 		w.names = map[string]bool{}
 	}
-	for _, l := range bytes.Split(data, []byte{'\n'}) {
+	for l := range bytes.SplitSeq(data, []byte{'\n'}) {
 		switch {
 		case bytes.HasPrefix(l, []byte(poolLine)):
 			w.listsPools = true
-			if key, ok := bytes.CutSuffix(l, []byte(" +")); ok {
+			if key, ok := bytes.CutSuffix(l, []byte(" +")); ok && q.keepsPool(key) {
 				if w.pools == nil {
 					w.pools = map[string]int{}
 				}
 				w.pools[string(key)]++
 			}
-		case names && len(l) > 0:
+		case names && len(l) > 0 && (q.keep == nil || q.keep[string(l)]) && !w.names[string(l)]:
 			w.names[string(l)] = true
 		}
 	}
 	return w
+}
+
+// keepsPool reports whether parse counts the pool line key: one of ours
+// (or of keepPools, for who), so that what a reader stores of a ticket is
+// bounded by its own request.
+func (q *queue) keepsPool(key []byte) bool {
+	if q.keepPools != nil {
+		return q.keepPools[string(key)]
+	}
+	return slices.Contains(q.poolKeys(), string(key))
 }
 
 // setReserve sets the pool flags after a failed attempt: the pool at
@@ -343,65 +419,150 @@ func (q *queue) busyFor(ws []waiter, names []string) error {
 }
 
 // scan calls visit with each live ticket in name (arrival) order, with its
-// content, until visit returns false; dead tickets are removed on the way.
-// A queue dir that does not exist, or that this user may not read (another
-// user's, in a shared lock dir), holds no ticket that counts.
-func (q *queue) scan(visit func(name string, data []byte) bool) error {
-	if q.dir == nil {
-		if err := q.open(false); err != nil {
-			if noQueue(err) {
-				return nil
-			}
-			return err
-		}
+// content (valid until visit returns), until visit returns false. A queue
+// dir that does not exist holds no ticket; one that this process cannot
+// use turns the queue off (unusable): no ticket counts. Its cost does not
+// grow with dead tickets: see QueueDir.
+func (q *queue) scan(visit func(name string, data []byte) bool) {
+	if !q.open(false) {
+		return
 	}
-	names, err := readNames(q.dir.Fd())
-	if noQueue(err) {
-		// The queue dir was removed under us (rm -rf of the lock dir):
+	fd, err := safeopen.IgnoringEINTRFd(func() (int, error) {
+		return unix.Openat(q.dir.Fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			q.unusable(fmt.Errorf("queue dir %s: %w", q.dir.Path, err))
+		}
+		// ENOENT: the dir was removed under us (rm -rf of the lock dir):
 		// it holds no waiter any more. Fairness is lost with it, as
 		// exclusion is (docs/reliability.md); waiting goes on.
-		return nil
+		return
 	}
+	defer unix.Close(fd)
+	// Our own mark, if we have one, does not conflict with itself.
+	probe := fd
+	if q.mark >= 0 {
+		probe = q.mark
+	}
+	if !marked(probe) {
+		// No live ticket. Dead ones (their waiters killed) cost nothing
+		// here; a few at the head of the dir are removed on the way.
+		if q.table == nil {
+			ents, _ := readEntries(fd, 4<<10, false)
+			pruned := 0
+			for _, e := range ents {
+				if strings.HasPrefix(e.name, ticketPrefix) && pruned < prunePerScan {
+					pruned++
+					q.prune(e.name)
+				}
+			}
+		}
+		return
+	}
+	ents, err := readEntries(fd, 64<<10, true)
 	if err != nil {
-		return fmt.Errorf("queue dir %s: %w", q.dir.Path, err)
+		q.unusable(fmt.Errorf("queue dir %s: %w", q.dir.Path, err))
+		return
 	}
-	slices.Sort(names)
-	for _, n := range names {
-		if !strings.HasPrefix(n, ticketPrefix) || n == q.ticket {
+	// Listed before /proc/locks is read: a ticket is flocked before it
+	// is renamed into place, so a live one listed is in the table.
+	table := q.table
+	if table == nil {
+		table = lockfile.ReadLockTable()
+	}
+	var live []string
+	pruned := 0
+	for _, e := range ents {
+		if !strings.HasPrefix(e.name, ticketPrefix) || e.name == q.ticket {
 			continue
 		}
-		data, live := q.read(n)
-		if live && !visit(n, data) {
+		if table.Readable() && !table.LockedExclusive(0, e.ino) {
+			// Dead (or held shared only, which the probe lets in).
+			if q.table == nil && pruned < prunePerScan {
+				pruned++
+				q.prune(e.name)
+			}
+			continue
+		}
+		live = append(live, e.name)
+	}
+	slices.Sort(live)
+	for _, n := range live {
+		data, ok := q.read(n)
+		if ok && !visit(n, data) {
 			break
 		}
 	}
-	return nil
 }
 
-// noQueue reports whether err means there is no queue this process can
-// take part in: the dir is gone (rm -rf of the lock dir), or it is another
-// user's that this one may not read or write (a lock dir shared with a
-// user whose old binary created it 0755). Waiting goes on without it;
-// fairness is lost with it, exclusion never.
-func noQueue(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
-}
-
-// readNames lists the directory open at fd (which is left where it was:
-// the listing goes through a duplicate).
-func readNames(fd int) ([]string, error) {
-	dup, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
+// marked reports whether a waiter holds the queue dir's mark (an OFD or
+// POSIX read lock on it; QueueDir): a conflicting lock that F_OFD_GETLK
+// finds through fd. A file system that cannot say counts as marked.
+func marked(fd int) bool {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart}
+	if err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_GETLK, &lk); err != nil {
+		return true
 	}
-	f := os.NewFile(uintptr(dup), ".")
-	defer f.Close()
-	return f.Readdirnames(-1)
+	return lk.Type != unix.F_UNLCK
 }
 
-// read reads ticket n. live is false if it is dead (then removed), gone,
-// or not a regular file.
-func (q *queue) read(n string) (data []byte, live bool) {
+// entry is a directory entry: its name and inode.
+type entry struct {
+	name string
+	ino  uint64
+}
+
+// readEntries lists the directory open at fd with each entry's inode
+// (getdents64), so that tickets can be told live from /proc/locks
+// without opening them: all of it, or (!all) what one call into a buffer
+// of size bytes returns.
+func readEntries(fd, size int, all bool) ([]entry, error) {
+	var ents []entry
+	buf := make([]byte, size)
+	for first := true; first || all; first = false {
+		n, err := safeopen.IgnoringEINTRFd(func() (int, error) { return unix.Getdents(fd, buf) })
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return ents, nil
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8,
+		// name NUL-terminated.
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				break
+			}
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			ents = append(ents, entry{name: string(name), ino: binary.NativeEndian.Uint64(b[0:8])})
+			b = b[reclen:]
+		}
+	}
+	return ents, nil
+}
+
+// prune removes ticket n if nobody holds it (its waiter has died), probing
+// under our own shared flock so that no live owner can hold it meanwhile.
+// Another user's, in a sticky dir, stays: only its owner may remove it.
+func (q *queue) prune(n string) {
+	f, err := q.dir.OpenFile(n, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) == nil {
+		unix.Unlinkat(q.dir.Fd(), n, 0)
+	}
+}
+
+// read reads ticket n, at most maxTicket of it, into q.buf. ok is false
+// if it is dead, gone, or not a regular file.
+func (q *queue) read(n string) (data []byte, ok bool) {
 	f, err := q.dir.OpenFile(n, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false
@@ -418,25 +579,17 @@ func (q *queue) read(n string) (data []byte, live bool) {
 		unix.Unlinkat(q.dir.Fd(), n, 0)
 		return nil, false
 	}
-	st, err := f.Stat()
-	if err != nil {
-		return nil, false
+	if q.buf == nil {
+		q.buf = make([]byte, maxTicket)
 	}
-	data = make([]byte, min(st.Size(), maxTicket))
-	got, _ := f.ReadAt(data, 0)
-	return data[:got], true
+	got, _ := io.ReadFull(f, q.buf)
+	return q.buf[:got], true
 }
 
 // ticketIntersects reports whether the ticket data (lock file names, one
 // per line) names one of names.
 func ticketIntersects(data []byte, names map[string]bool) bool {
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
 		if names[string(line)] {
 			return true
 		}
@@ -456,31 +609,60 @@ func ticketPID(name string) (int, bool) {
 
 // enter puts our ticket in the queue (once): written and flocked under a
 // temporary name, then renamed into place, so that a ticket is never
-// visible unlocked while its waiter lives.
-func (q *queue) enter() error {
-	if q.f != nil || !q.queues() {
-		return nil
+// visible unlocked while its waiter lives; the queue dir is marked first
+// (QueueDir). A queue that cannot be used turns the queue off (unusable):
+// the waiter waits unqueued.
+func (q *queue) enter() {
+	if q.f != nil || !q.queues() || !q.open(true) {
+		return
 	}
-	if err := q.open(true); err != nil {
+	if err := q.place(); err != nil {
+		q.unusable(fmt.Errorf("queue dir %s: %w", q.dir.Path, err))
+	}
+}
+
+func (q *queue) place() error {
+	mark, err := safeopen.IgnoringEINTRFd(func() (int, error) {
+		return unix.Openat(q.dir.Fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
 		return err
 	}
+	// A file system without OFD locks: readers there cannot tell either
+	// (marked), and list the dir every time.
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart}
+	unix.FcntlFlock(uintptr(mark), unix.F_OFD_SETLK, &lk)
+	q.mark = mark
 	now := time.Now().UnixNano()
 	pid := os.Getpid()
 	tmp := fmt.Sprintf("tmp-%d-%d", pid, now)
 	f, err := q.dir.OpenFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("queue ticket: %w", err)
+		return fmt.Errorf("ticket: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		unix.Unlinkat(q.dir.Fd(), tmp, 0)
-		return fmt.Errorf("queue ticket %s: %w", q.dir.Join(tmp), err)
+		return fmt.Errorf("ticket %s: %w", tmp, err)
 	}
+	name := fmt.Sprintf("%s%020d-%d", ticketPrefix, now, pid)
+	_, err = f.Write(q.ticketText())
+	if err == nil {
+		err = unix.Renameat(q.dir.Fd(), tmp, q.dir.Fd(), name)
+	}
+	if err != nil {
+		f.Close()
+		unix.Unlinkat(q.dir.Fd(), tmp, 0)
+		return fmt.Errorf("ticket: %w", err)
+	}
+	q.f, q.ticket = f, name
+	return nil
+}
+
+// ticketText is our ticket: the pool lines first (their flags at
+// q.flagAt), then our lock names, sorted, as many as fit in maxTicket.
+func (q *queue) ticketText() []byte {
 	var b bytes.Buffer
-	for n := range q.names {
-		b.WriteString(n)
-		b.WriteByte('\n')
-	}
 	q.flagAt = make([]int64, len(q.pools))
 	for i, k := range q.poolKeys() {
 		if k != "" {
@@ -491,28 +673,29 @@ func (q *queue) enter() error {
 			b.WriteByte('\n')
 		}
 	}
-	name := fmt.Sprintf("%s%020d-%d", ticketPrefix, now, pid)
-	if _, err := f.Write(b.Bytes()); err == nil {
-		err = unix.Renameat(q.dir.Fd(), tmp, q.dir.Fd(), name)
+	for _, n := range slices.Sorted(maps.Keys(q.names)) {
+		if b.Len()+len(n)+1 > maxTicket {
+			break
+		}
+		b.WriteString(n)
+		b.WriteByte('\n')
 	}
-	if err != nil {
-		f.Close()
-		unix.Unlinkat(q.dir.Fd(), tmp, 0)
-		return fmt.Errorf("queue ticket: %w", err)
-	}
-	q.f, q.ticket = f, name
-	return nil
+	return b.Bytes()
 }
 
-// leave removes our ticket, if any. The unlink comes before the close, so
-// that nobody sees it unlocked.
+// leave removes our ticket, if any, then our mark. The unlink comes before
+// the close, so that nobody sees the ticket unlocked, nor a ticket without
+// a mark.
 func (q *queue) leave() {
-	if q.f == nil {
-		return
+	if q.f != nil {
+		unix.Unlinkat(q.dir.Fd(), q.ticket, 0)
+		q.f.Close()
+		q.f, q.ticket, q.clear = nil, "", false
 	}
-	unix.Unlinkat(q.dir.Fd(), q.ticket, 0)
-	q.f.Close()
-	q.f, q.ticket, q.clear = nil, "", false
+	if q.mark >= 0 {
+		unix.Close(q.mark)
+		q.mark = -1
+	}
 }
 
 func (q *queue) close() {

@@ -77,9 +77,17 @@ func FuzzTicket(f *testing.F) {
 				reserved++
 			}
 		}
-		w := (&queue{}).parse("t-1-1", data, true)
+		w := (&queue{keepPools: map[string]bool{pool: true}}).parse("t-1-1", data, true)
 		if w.pools[pool] != reserved {
 			t.Fatalf("parse(%q) reserves %d slots of %q, want %d", data, w.pools[pool], pool, reserved)
+		}
+		if len(w.pools) > 1 {
+			t.Fatalf("parse(%q) counts pools %v, want only %q (the reader's own)", data, w.pools, pool)
+		}
+		// A reader that keeps only its own names stores no other.
+		kept := (&queue{keep: map[string]bool{name: true}, keepPools: map[string]bool{}}).parse("t-1-1", data, true)
+		if len(kept.names) > 1 || (len(kept.names) == 1 && !kept.names[name]) || kept.names[name] != want {
+			t.Fatalf("parse(%q) keeping %q stores %v", data, name, kept.names)
 		}
 		for n := range w.names {
 			if strings.HasPrefix(n, poolLine) {

@@ -276,16 +276,13 @@ func (c *localClaim) WaitChange(ctx context.Context, poll time.Duration) error {
 	if c.w == nil {
 		// A waiter: take a ticket in the queue, so that later sets that
 		// intersect ours yield to us (queue_linux.go).
+		// A queue that cannot be joined (the lock dir removed since the
+		// attempt, a file planted as withlock-queue, another user's queue
+		// dir this one may not write) turns the queue off: fairness is
+		// lost, never exclusion, and the wait goes on, on the
+		// descriptors the attempt kept.
 		if c.q != nil {
-			if err := c.q.enter(); noQueue(err) {
-				// The lock dir was removed (rm -rf) since the attempt,
-				// or its queue is another user's that this one may not
-				// write: there is no queue to join. Fairness is lost,
-				// as exclusion is with the dir (docs/reliability.md);
-				// the wait goes on, on the descriptors the attempt kept.
-			} else if err != nil {
-				return err
-			}
+			c.q.enter()
 		}
 		var dirs []string
 		if c.dir != nil {

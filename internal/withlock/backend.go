@@ -5,12 +5,16 @@ package withlock
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/internal/tui"
 	"github.com/crongate/crongate/lockfile"
@@ -122,21 +126,61 @@ type localDriver struct{}
 func (localDriver) Name() string             { return backends[0].Name }
 func (localDriver) Configure(*Options) error { return nil }
 func (localDriver) Open(o *Options) (Conn, error) {
-	return localConn{lockset.Local{LockDir: o.LockDir}}, nil
+	return &localConn{Local: lockset.Local{LockDir: o.LockDir}}, nil
 }
 
-type localConn struct{ lockset.Local }
+// localConn is the local backend for one run; it keeps the claim it
+// opened, whose notes (an unusable waiting queue) -v says.
+type localConn struct {
+	lockset.Local
+	claim lockset.Claim
+}
 
-func (localConn) Hint(err error) string {
+func (c *localConn) Open(r lockset.Request) (lockset.Claim, error) {
+	cl, err := c.Local.Open(r)
+	c.claim = cl
+	return cl, err
+}
+
+func (c *localConn) OpenFirstOf(pools []lockset.PoolSpec, sets [][]string) (lockset.FirstOfClaim, error) {
+	cl, err := c.Local.OpenFirstOf(pools, sets)
+	c.claim = cl
+	return cl, err
+}
+
+func (c *localConn) Hint(err error) string {
 	if errors.Is(err, lockfile.ErrUnsafe) {
 		return "withlock never follows a symlink or uses another user's lock dir; see docs/security.md, Permissions"
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return lockDirHint(c.LockDir)
 	}
 	return ""
 }
 
-func (localConn) Notes() []string { return nil }
+// lockDirHint says how to fix a lock dir this user may not create lock
+// files in: most often the default one, made by root first with root's
+// umask (0755). withlock does not widen a directory's mode itself; the
+// operator decides who shares it (docs/security.md, Permissions). "" if
+// the dir is this user's, or cannot be looked at.
+func lockDirHint(dir string) string {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil || st.Uid == uint32(os.Geteuid()) || unix.Access(dir, unix.W_OK) == nil {
+		return ""
+	}
+	// The uid, not a name: the lean binary does not link os/user.
+	return fmt.Sprintf("the lock dir %s (uid %d, mode %04o) is not yours to create lock files in: share it (chmod 1777, or chgrp GROUP and chmod 2775: docs/security.md, Permissions), or give --lock-dir a dir of your own",
+		safetext.Line(dir), st.Uid, st.Mode&0o7777)
+}
 
-func (c localConn) Holding(h lockset.Held) string {
+func (c *localConn) Notes() []string {
+	if n, ok := c.claim.(lockset.Noted); ok {
+		return n.Notes()
+	}
+	return nil
+}
+
+func (c *localConn) Holding(h lockset.Held) string {
 	return HoldingText(h, "path lock", "in "+c.LockDir)
 }
 

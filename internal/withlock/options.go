@@ -83,7 +83,10 @@ nothing. Lock files are the Python workers' own (sha256 of the resolved path
 
 Exit codes: the command's own; 75 (--skip-code) skipped because busy;
 124 timed out; 125 withlock's own failure; 126 not executable; 127 not
-found; 128+N the command died of signal N.`
+found; 128+N the command died of signal N.
+
+withlock who [flags] [PATH...] says who holds the locks a withlock line
+would take, and takes nothing (withlock who --help).`
 
 // UsageError marks a problem with the command line (exit 125).
 type UsageError struct{ Msg string }

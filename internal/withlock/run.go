@@ -352,7 +352,7 @@ const (
 
 // readPaths reads one path per line (or per NUL with -0) from the file
 // name, or stdin for "-"; empty entries are skipped and only the
-// terminator is removed. The file must be a regular file or a pipe
+// terminator is removed (a line that ends in CR is refused: crError). The file must be a regular file or a pipe
 // (safeopen.OpenStream: never a device; a named FIFO is waited for until
 // a writer opens it, as cat waits, and runner's guard ends that wait on a
 // signal).
@@ -401,6 +401,18 @@ func scanPaths(r io.Reader, name string, null bool) ([]string, error) {
 	return sets[0], nil
 }
 
+// crError refuses line n of a list, which ends in a carriage return.
+// A name may end in CR, but a list whose lines do was almost surely
+// written with CRLF line ends (Windows): stripping it would lock another
+// path than the one named, keeping it would lock a path nobody else
+// names (and a "\r" line would join two candidate sets). So it is
+// refused, the same for --paths-from, --candidates-from and who
+// (docs/withlock.md, "Path lists"); a name that really ends in CR is
+// given with -0.
+func crError(flag, name string, n int) error {
+	return fmt.Errorf("%s %s: line %d ends in a carriage return (CRLF line ends?), which no path here is taken to end in: convert the list (sed 's/\\r$//'), or give it NUL-separated (-0)", flag, name, n)
+}
+
 // scanLists reads the entries of r for flag: one per line, or per NUL
 // with null. Without split, empty entries are skipped and exact
 // duplicates dropped, and the result is one list (or none). With split, a
@@ -408,7 +420,7 @@ func scanPaths(r io.Reader, name string, null bool) ([]string, error) {
 // duplicates are dropped within a set, and the result is the non-empty
 // sets in order. The limits (MaxPathsFromBytes, MaxEntryBytes, and
 // MaxPathsFromEntries over all sets together) and the NUL check hold in
-// both modes.
+// both modes, as does the CR rule of line mode (crError).
 func scanLists(r io.Reader, flag, name string, null, split bool) ([][]string, error) {
 	sep, unit := byte('\n'), "line"
 	if null {
@@ -425,6 +437,9 @@ func scanLists(r io.Reader, flag, name string, null, split bool) ([][]string, er
 	kept := 0          // entries kept, all sets
 	var total int64
 	add := func() error {
+		if !null && len(cur) > 0 && cur[len(cur)-1] == '\r' {
+			return crError(flag, name, n)
+		}
 		if _, dup := seen[string(cur)]; len(cur) > 0 && !dup {
 			if kept == MaxPathsFromEntries {
 				return fmt.Errorf("%s %s: more than %d distinct paths; split the list", flag, name, MaxPathsFromEntries)

@@ -94,16 +94,16 @@ func absOr(p string) string {
 
 // WhoReport is `withlock who --json` (schema v 1, docs/withlock.md).
 type WhoReport struct {
-	V          int        `json:"v"`
-	Backend    string     `json:"backend"`
-	LockDir    string     `json:"lock_dir,omitempty"` // local
-	Busy       bool       `json:"busy"`               // withlock would skip now: a path held, a pool full, or an earlier waiter
-	Paths      []WhoPath  `json:"paths"`
-	Pools      []WhoPool  `json:"pools,omitempty"`
-	Queued     *WhoQueued `json:"queued,omitempty"`      // the earlier waiter withlock would yield to
-	QueueError string     `json:"queue_error,omitempty"` // why the queue could not be read (withlock would fail too)
-	Unknown    bool       `json:"unknown,omitempty"`     // something could not be told
-	Time       time.Time  `json:"time"`
+	V           int        `json:"v"`
+	Backend     string     `json:"backend"`
+	LockDir     string     `json:"lock_dir,omitempty"` // local
+	Busy        bool       `json:"busy"`               // withlock would skip now: a path held, a pool full, or an earlier waiter
+	Paths       []WhoPath  `json:"paths"`
+	Pools       []WhoPool  `json:"pools,omitempty"`
+	Queued      *WhoQueued `json:"queued,omitempty"`       // the earlier waiter withlock would yield to
+	QueueUnused string     `json:"queue_unused,omitempty"` // why the queue cannot be used (withlock waits unqueued)
+	Unknown     bool       `json:"unknown,omitempty"`      // something could not be told
+	Time        time.Time  `json:"time"`
 }
 
 // WhoPath is one path of WhoReport.
@@ -168,7 +168,7 @@ func NewWhoReport(backend, lockDir string, in *lockset.Inspection, now time.Time
 		}
 		r.Pools = append(r.Pools, wp)
 	}
-	r.QueueError = in.QueueError
+	r.QueueUnused = in.QueueUnused
 	if q := in.Queued; q != nil {
 		r.Queued = &WhoQueued{Ticket: q.Ticket, Pool: q.Pool, Waiter: whoHolders([]lockset.HolderInfo{q.Waiter})[0]}
 	}
@@ -266,7 +266,7 @@ func (r *WhoReport) Print(w io.Writer) {
 		line("queued: an earlier waiter, %s, %s: withlock would yield to it", q.Waiter, what)
 		line("  ticket  %s", q.Ticket)
 	}
-	if r.QueueError != "" {
-		line("queue: unknown: %s", r.QueueError)
+	if r.QueueUnused != "" {
+		line("queue: not used (withlock waits unqueued): %s", r.QueueUnused)
 	}
 }

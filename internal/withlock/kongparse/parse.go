@@ -133,3 +133,9 @@ func newKong(p Program, c *wc.CLI, stdout io.Writer, exit func(int)) (*kong.Kong
 func Model(p Program) (*kong.Kong, error) {
 	return newKong(p, &wc.CLI{}, io.Discard, func(int) {})
 }
+
+// WhoModel is `withlock who`'s command line as kong parses it (Model's
+// counterpart: the man page's section on it is generated from it).
+func WhoModel(p Program) (*kong.Kong, error) {
+	return newWhoKong(p, &whoCLI{}, io.Discard, func(int) {})
+}

@@ -65,6 +65,20 @@ Exit codes: 0 all free (withlock would run now); 75 something is held
 (a path, or every slot of a pool) or an earlier waiter is queued for it;
 125 withlock's own failure, or a holder that cannot be told.`
 
+// WhoDescription is what `withlock who --help` and withlock(1) say of it.
+const WhoDescription = whoDescription
+
+// newWhoKong is kong set up for `withlock who`'s command line c.
+func newWhoKong(p Program, c *whoCLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(c, kong.Name(p.Name+" who"), kong.Description(whoDescription), kong.Vars(wc.Vars()),
+		kong.Writers(stdout, os.Stderr), kong.Exit(exit), kongduration.Option(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
+		kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
+			fmt.Fprintln(ctx.Stdout, "Usage: "+p.Name+" who [flags] [PATH...]")
+			return kong.DefaultHelpPrinter(opts, ctx)
+		}))
+}
+
 // Who is `withlock who PATH... [--paths-from FILE] [--slots N --slot-file
 // T] [--json]` for d's backend; args follow "who". A pasted withlock line
 // is taken as it is: its run-only flags are ignored, and what follows
@@ -79,13 +93,7 @@ func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 				return wc.UsageError{Msg: fmt.Sprintf("argument %q is not valid UTF-8; give such paths with --paths-from", a)}
 			}
 		}
-		k, err := kong.New(&c, kong.Name(p.Name+" who"), kong.Description(whoDescription), kong.Vars(wc.Vars()),
-			kong.Writers(stdout, os.Stderr), kong.Exit(os.Exit), kongduration.Option(),
-			kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
-			kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
-				fmt.Fprintln(ctx.Stdout, "Usage: "+p.Name+" who [flags] [PATH...]")
-				return kong.DefaultHelpPrinter(opts, ctx)
-			}))
+		k, err := newWhoKong(p, &c, stdout, os.Exit)
 		if err != nil {
 			return err
 		}
