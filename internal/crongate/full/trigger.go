@@ -335,7 +335,11 @@ func (j *triggerJob) identity() (*syscall.Credential, error) {
 	case uint64(euid) == uid:
 		return nil, nil
 	}
-	return nil, fmt.Errorf("%s runs as user %s (%s), and only %s or root may run it", j.from, j.owner.Username, j.whose, j.owner.Username)
+	may := j.owner.Username + " or root"
+	if uid == 0 {
+		may = "root"
+	}
+	return nil, fmt.Errorf("%s runs as user %s (%s): only %s may run it", j.from, j.owner.Username, j.whose, may)
 }
 
 // cronEnv is the environment Debian's cron gives a job of the owner's
