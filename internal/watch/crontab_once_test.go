@@ -65,6 +65,7 @@ func TestCrontabJobsCommand(t *testing.T) {
 func FuzzCrontabCommand(f *testing.F) {
 	f.Add("*/10 * * * * cron-gate --once-per 1d nightly -- python3 n.py\nCRON_TZ=UTC\n")
 	f.Add("@daily cron-gate a --\n0 1 * * * cron-gate -q --config x b -- y\n")
+	f.Add("'A B' = \"x y\"  \nX=1\n0 1 * * * cron-gate --config=c.toml b -- y % in\n")
 	f.Fuzz(func(t *testing.T, tab string) {
 		jobs, _ := ReadCrontab([]byte(tab), UserCrontab, false, nil)
 		for _, j := range jobs {
@@ -73,6 +74,9 @@ func FuzzCrontabCommand(f *testing.F) {
 			}
 			if j.Command != "" && !strings.Contains(tab, j.Command) {
 				t.Fatalf("command %q is not in the crontab", j.Command)
+			}
+			if !strings.Contains(tab, j.Text) || !strings.Contains(j.Text, j.Config) {
+				t.Fatalf("command %q (config %q) is not in the crontab", j.Text, j.Config)
 			}
 		}
 	})
