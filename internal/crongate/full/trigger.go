@@ -81,7 +81,7 @@ type triggerJob struct {
 
 // triggerEnv is the variable that tells the line's own cron-gate that
 // this run is a manual one, and by whom (a JSON triggerMark).
-const triggerEnv = "CRON_GATE_TRIGGER"
+const triggerEnv = crongate.TriggerEnv
 
 // triggerMark is what trigger tells the line's cron-gate: the gate and
 // config (absolute) it means, who asked, --force, and whether to say why
