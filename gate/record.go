@@ -124,7 +124,8 @@ func (r *run) skipping() *Skipping {
 // execute runs the command and records its start and its end.
 func (r *run) execute() int {
 	spec := runner.Spec{Argv: r.inv.Argv, Timeout: r.inv.Timeout, KillAfter: r.inv.KillAfter,
-		Env: []string{"CRON_GATE_NAME=" + r.inv.Gate, "CRON_GATE_RUN=" + r.id}}
+		Env:     []string{"CRON_GATE_NAME=" + r.inv.Gate, "CRON_GATE_RUN=" + r.id},
+		Environ: r.inv.Environ, Dir: r.inv.Dir, Credential: r.inv.Credential}
 	olog := r.outputLog(&spec)
 	// Optional healthchecks.io pings (package hcping): none, and no cost,
 	// unless the gate has a healthchecks_url; never more than ~2 s.

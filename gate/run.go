@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
@@ -61,6 +62,13 @@ type Invocation struct {
 	// shared one), and the journal says which pause it went past.
 	ManualBy string
 	Force    bool
+	// Environ, Dir and Credential, if set, are the command's whole
+	// environment, the directory it starts in (/ when it cannot be
+	// entered) and the user it runs as (runner.Spec): cron-gate trigger
+	// runs a config's command as the config's owner would under cron.
+	Environ    []string
+	Dir        string
+	Credential *syscall.Credential
 }
 
 // Printer takes Run's messages for people: one line each, prefixed with

@@ -59,9 +59,12 @@ func run(args []string) int {
 // gate without healthchecks pings, and without shared pauses. Otherwise
 // it names the binary to hand the line to: cron-gate-etcd for a cached
 // config with [etcd] (skipping cron-gate-full's hop), else cron-gate-full.
+// A line cron-gate trigger runs (crongate.TriggerEnv set) goes to
+// cron-gate-full, which records it as manual and keeps the variable from
+// the command.
 func cachedRun(args []string) (inv gate.Invocation, to string) {
 	flags, command, isRun := runner.SplitCommand(args)
-	if !isRun {
+	if _, manual := os.LookupEnv(crongate.TriggerEnv); !isRun || manual {
 		return inv, crongate.FullBinary
 	}
 	ra, ok := crongate.FastParse(flags)

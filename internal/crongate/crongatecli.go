@@ -27,6 +27,13 @@ const FullBinary = "cron-gate-full"
 // pauses are shared ([etcd]).
 const EtcdBinary = "cron-gate-etcd"
 
+// TriggerEnv names the variable by which cron-gate trigger tells the
+// cron-gate of the line it runs that the run is a manual one (a JSON
+// object: the gate, the config, who asked, --force). cron-gate-full reads
+// and removes it; cmd/cron-gate hands a line run with it set to
+// cron-gate-full.
+const TriggerEnv = "CRON_GATE_TRIGGER"
+
 // DefaultKillAfter is --kill-after's default.
 const DefaultKillAfter = 10 * time.Second
 

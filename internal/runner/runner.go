@@ -21,7 +21,11 @@
 //   - the run ends when the child (the group's leader) exits; output that
 //     processes it left behind still write to pipes the runner owns is read
 //     for at most Spec.Drain more (DefaultDrain), then cut (Child.Drain);
-//   - values in Spec.Env are appended after os.Environ(), so they win;
+//   - values in Spec.Env are appended after os.Environ() (or after
+//     Spec.Environ, when set), so they win;
+//   - with Spec.Credential the command runs as that user (groups, gid,
+//     uid set in the child before it execs); with Spec.Dir it starts
+//     there, or in / when that directory cannot be entered;
 //   - Spec.ExtraFiles are inherited by the child as fds 3, 4, ... (this is
 //     how withlock's locks outlive a SIGKILLed wrapper).
 //
@@ -73,8 +77,21 @@ var Forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 
 // Spec describes the command to run.
 type Spec struct {
-	Argv       []string
-	Env        []string   // appended after os.Environ()
+	Argv []string
+	Env  []string // appended after os.Environ(), or after Environ when set
+	// Environ, if not nil, is the command's whole environment instead of
+	// os.Environ(); its PATH is the one the command is looked up on.
+	Environ []string
+	// Dir, if set, is the directory the command starts in. When it cannot
+	// be entered (missing, not a directory, no search permission for the
+	// command's user), the command starts in / instead, as cron starts a
+	// job whose HOME it cannot enter outside it (cron-gate trigger).
+	Dir string
+	// Credential, if set, is the user the command runs as: its
+	// supplementary groups, gid and uid, set in that order in the child
+	// before exec, as cron does (setgid, initgroups, setuid). Only root
+	// can give another user's.
+	Credential *syscall.Credential
 	ExtraFiles []*os.File // inherited as fd 3+i
 	// Stdin, Stdout and Stderr: nil is the wrapper's own. An *os.File is
 	// given to the command as it is. Any other writer gets a pipe the
@@ -176,12 +193,16 @@ func Prepare(spec Spec) (*Child, error) {
 		return nil, errors.New("no command given")
 	}
 	name := spec.Argv[0]
-	path, err := lookPath(name)
+	base := spec.Environ
+	if base == nil {
+		base = os.Environ()
+	}
+	path, err := lookPath(name, base)
 	if err != nil {
 		return nil, classify(name, err)
 	}
-	cmd := &exec.Cmd{Path: path, Args: spec.Argv}
-	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd := &exec.Cmd{Path: path, Args: spec.Argv, Dir: spec.Dir}
+	cmd.Env = append(append([]string{}, base...), spec.Env...)
 	cmd.ExtraFiles = spec.ExtraFiles
 	// The wrapper's own streams unless the caller gives others; a reader
 	// or writer that is not a file gets a pipe at Start.
@@ -203,20 +224,31 @@ func Prepare(spec Spec) (*Child, error) {
 	// SIGTTIN at its first read. The terminal then sends ^C and ^\ to the
 	// command itself, so INT and QUIT are not forwarded a second time.
 	c.tty = isTerminal(cmd.Stdin) && (spec.Stdin == nil || cmd.Stdin == spec.Stdin)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !c.tty}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !c.tty, Credential: spec.Credential}
 	return c, nil
 }
 
-// lookPath is exec.LookPath with execvp's default search path when PATH is
-// unset (cron may start us with an empty environment).
-func lookPath(name string) (string, error) {
+// envPath is the value of PATH in env, and whether it is set.
+func envPath(env []string) (string, bool) {
+	path, ok := "", false
+	for _, kv := range env {
+		if v, found := strings.CutPrefix(kv, "PATH="); found {
+			path, ok = v, true // the last one wins, as in os/exec
+		}
+	}
+	return path, ok
+}
+
+// lookPath is exec.LookPath on env's PATH, with execvp's default search
+// path when PATH is unset (cron may start us with an empty environment).
+func lookPath(name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		if _, err := os.Stat(name); err != nil {
 			return "", err
 		}
 		return name, nil
 	}
-	path, ok := os.LookupEnv("PATH")
+	path, ok := envPath(env)
 	if !ok {
 		path = defaultPath
 	}
@@ -247,6 +279,13 @@ func lookPath(name string) (string, error) {
 		return "", denied
 	}
 	return "", exec.ErrNotFound
+}
+
+// dirError tells whether a failed start may be the child's chdir to
+// Spec.Dir failing (the errors chdir(2) gives a user who cannot enter it).
+func dirError(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOTDIR) ||
+		errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENAMETOOLONG)
 }
 
 func classify(name string, err error) error {
@@ -299,6 +338,16 @@ func (c *Child) Start() error {
 		return &StartError{Argv0: c.spec.Argv[0], Code: ExitFailure, Err: err}
 	}
 	err := startDisarming(c.cmd.Start)
+	if err != nil && c.cmd.Dir != "" && c.cmd.Dir != "/" && dirError(err) {
+		// Spec.Dir could not be entered (or the command could not be
+		// executed: then it fails in / again, with the same error).
+		// A Cmd cannot be started twice: a copy starts in /.
+		retry := &exec.Cmd{Path: c.cmd.Path, Args: c.cmd.Args, Env: c.cmd.Env, Dir: "/",
+			Stdin: c.cmd.Stdin, Stdout: c.cmd.Stdout, Stderr: c.cmd.Stderr,
+			ExtraFiles: c.cmd.ExtraFiles, SysProcAttr: c.cmd.SysProcAttr}
+		c.cmd = retry
+		err = startDisarming(c.cmd.Start)
+	}
 	// The command's ends of the pipes belong to it now (or to nobody):
 	// the copies must see end of file when the last writer is gone.
 	for _, f := range c.close {

@@ -57,6 +57,18 @@ type CrontabJob struct {
 	// line's command (a `sh -c '…'` line, a pipeline).
 	Command string
 	Flags   []string
+	// Text is the whole command of the line as cron gives it to the
+	// shell (after the schedule, and in a system crontab after the user
+	// field and the one blank after it); User is a system crontab line's
+	// user field ("" in a user's crontab: its owner runs it). Config is
+	// the --config the line gives cron-gate for this gate ("" none).
+	Text   string
+	User   string
+	Config string
+	// Env is the crontab's own settings above the line, "NAME=value" in
+	// order (a later one of a name wins), as load_env reads them: what
+	// cron puts in the job's environment before its defaults (CronEnv).
+	Env []string
 }
 
 // Where is the job's source and line, "/etc/cron.d/blog:3".
@@ -112,6 +124,7 @@ func ReadCrontab(data []byte, source string, system bool, userExists func(string
 		}
 	}
 	cronTZ := ""
+	var vars []string
 	for i, raw := range lines {
 		n := i + 1
 		line := strings.TrimLeft(string(raw), " \t") // skip_comments
@@ -128,15 +141,17 @@ func ReadCrontab(data []byte, source string, system bool, userExists func(string
 			unread(i)
 			break
 		}
-		if isEnvLine(line) {
+		if name, value, ok := EnvLine(line); ok {
 			if v, ok := cronTZLine(line); ok {
 				cronTZ = v
 			}
+			vars = append(vars, name+"="+value)
 			continue
 		}
 		job, gateFound, err := readEntry(line, system, userExists)
 		if gateFound {
 			job.Source, job.Line, job.CronTZ = source, n, cronTZ
+			job.Env = append([]string(nil), vars...)
 		}
 		if err != "" {
 			if gateFound {
@@ -189,7 +204,7 @@ func readEntry(line string, system bool, userExists func(string) bool) (job Cron
 			command = rest[i+1:]
 		}
 		if i >= 0 {
-			command = rest[i+1:]
+			job.User, command = rest[:i], rest[i+1:]
 		}
 	}
 	if perr == nil && err == "" {
@@ -203,9 +218,10 @@ func readEntry(line string, system bool, userExists func(string) bool) (job Cron
 	if perr != nil {
 		err = perr.Error()
 	}
-	if g := commandGate(command); g != "" {
+	if g, cfg := commandGate(command); g != "" {
 		flags, cmd := commandAfter(command, g)
-		return CrontabJob{Gate: g, Schedule: schedText, Flags: flags, Command: cmd}, true, err
+		return CrontabJob{Gate: g, Schedule: schedText, Flags: flags, Command: cmd,
+			Text: command, User: job.User, Config: cfg}, true, err
 	}
 	return CrontabJob{}, false, err
 }
@@ -232,29 +248,37 @@ func roughSchedule(line string) (sched, rest string) {
 }
 
 // commandGate returns the gate a crontab command runs through cron-gate,
-// or "".
-func commandGate(command string) string {
+// or "", and the --config that cron-gate is given ("" none).
+func commandGate(command string) (name, config string) {
 	words := strings.Fields(command)
 	for i := 0; i < len(words); i++ {
 		if path.Base(strings.Trim(words[i], `'"(;&|`)) != "cron-gate" {
 			continue
 		}
-		if g := gateAfter(words[i+1:]); g != "" {
-			return g
+		if g, cfg := gateAfter(words[i+1:]); g != "" {
+			return g, cfg
 		}
 	}
-	return ""
+	return "", ""
 }
 
-// gateAfter returns the gate name among the words after "cron-gate".
-func gateAfter(words []string) string {
+// gateAfter returns the gate name among the words after "cron-gate", and
+// the --config given before it.
+func gateAfter(words []string) (name, config string) {
 	for j := 0; j < len(words); j++ {
 		w := strings.Trim(words[j], `'"`)
 		switch {
 		case w == "--":
-			return ""
-		case w == "--config" || w == "--timeout" || w == "--kill-after" || w == "--once-per" || w == "--jitter":
+			return "", ""
+		case w == "--config" && j+1 < len(words):
+			config = strings.Trim(words[j+1], `'"`)
 			j++
+			continue
+		case w == "--timeout" || w == "--kill-after" || w == "--once-per" || w == "--jitter":
+			j++
+			continue
+		case strings.HasPrefix(w, "--config="):
+			config = strings.TrimPrefix(w, "--config=")
 			continue
 		case strings.HasPrefix(w, "-"):
 			continue
@@ -262,25 +286,35 @@ func gateAfter(words []string) string {
 			continue
 		}
 		if gate.CheckName(w) == nil {
-			return w
+			return w, config
 		}
-		return ""
+		return "", ""
 	}
-	return ""
+	return "", ""
 }
 
 // isEnvLine reports whether a line (leading blanks removed) sets a
+// variable (EnvLine).
+func isEnvLine(line string) bool {
+	_, _, ok := EnvLine(line)
+	return ok
+}
+
+// EnvLine reads a crontab line (leading blanks removed) that sets a
 // variable, following env.c's load_env state by state: NAME (or a quoted
 // name), blanks, '=', blanks, a value (or a quoted value) and only blanks
-// after a closing quote. What load_env refuses is read as an entry.
-func isEnvLine(line string) bool {
+// after a closing quote. An unquoted value loses its trailing blanks;
+// then, as load_env does after that, trailing blanks again and one pair
+// of matching quotes around what is left. What load_env refuses is not
+// a setting (ok false): cron reads it as an entry.
+func EnvLine(line string) (name, value string, ok bool) {
 	const (
 		nameI = iota
-		name
+		nameS
 		eq1
 		eq2
 		valueI
-		value
+		valueS
 		fini
 		bad
 	)
@@ -289,7 +323,7 @@ func isEnvLine(line string) bool {
 	}
 	state := nameI
 	var quote byte
-	var nameLen, valLen int
+	var nb, vb []byte
 	for i := 0; i < len(line) && state != bad; {
 		c := line[i]
 		switch state {
@@ -300,18 +334,18 @@ func isEnvLine(line string) bool {
 			}
 			state++
 			continue
-		case name, value:
+		case nameS, valueS:
 			if quote != 0 {
 				if c == quote {
 					state++
 					i++
 					continue
 				}
-				if state == name && c == '=' {
+				if state == nameS && c == '=' {
 					state = bad
 					continue
 				}
-			} else if state == name {
+			} else if state == nameS {
 				if isSpace(c) {
 					state++
 					i++
@@ -322,10 +356,10 @@ func isEnvLine(line string) bool {
 					continue
 				}
 			}
-			if state == name {
-				nameLen++
+			if state == nameS {
+				nb = append(nb, c)
 			} else {
-				valLen++
+				vb = append(vb, c)
 			}
 			i++
 		case eq1:
@@ -344,11 +378,20 @@ func isEnvLine(line string) bool {
 			}
 		}
 	}
-	if state != fini && !(state == value && quote == 0) {
-		return false
+	if state != fini && !(state == valueS && quote == 0) {
+		return "", "", false
+	}
+	// strdtb, then one pair of matching quotes (3.0's value processing,
+	// kept after the 4.1 parser).
+	v := strings.TrimRightFunc(string(vb), func(r rune) bool { return r < 0x80 && isSpace(byte(r)) })
+	if len(v) >= 2 && (v[0] == '\'' || v[0] == '"') && v[len(v)-1] == v[0] {
+		v = v[1 : len(v)-1]
 	}
 	// The name and value must fit MAX_ENVSTR together.
-	return nameLen+1+valLen < maxEnvStr-1
+	if len(nb)+1+len(v) >= maxEnvStr-1 {
+		return "", "", false
+	}
+	return string(nb), v, true
 }
 
 // isSpace is C's isspace in the C locale.

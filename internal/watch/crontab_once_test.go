@@ -11,8 +11,9 @@ import (
 // userJobs reads a user's crontab and keeps what these tests look at.
 func userJobs(tab string) []CrontabJob {
 	jobs, _ := ReadCrontab([]byte(tab), UserCrontab, false, nil)
-	for i := range jobs {
+	for i := range jobs { // TestCrontabJobsRunAs checks the others
 		jobs[i].Source, jobs[i].Rejected = "", ""
+		jobs[i].Text, jobs[i].User, jobs[i].Config, jobs[i].Env = "", "", "", nil
 	}
 	return jobs
 }
@@ -64,6 +65,7 @@ func TestCrontabJobsCommand(t *testing.T) {
 func FuzzCrontabCommand(f *testing.F) {
 	f.Add("*/10 * * * * cron-gate --once-per 1d nightly -- python3 n.py\nCRON_TZ=UTC\n")
 	f.Add("@daily cron-gate a --\n0 1 * * * cron-gate -q --config x b -- y\n")
+	f.Add("'A B' = \"x y\"  \nX=1\n0 1 * * * cron-gate --config=c.toml b -- y % in\n")
 	f.Fuzz(func(t *testing.T, tab string) {
 		jobs, _ := ReadCrontab([]byte(tab), UserCrontab, false, nil)
 		for _, j := range jobs {
@@ -73,6 +75,37 @@ func FuzzCrontabCommand(f *testing.F) {
 			if j.Command != "" && !strings.Contains(tab, j.Command) {
 				t.Fatalf("command %q is not in the crontab", j.Command)
 			}
+			if !strings.Contains(tab, j.Text) || !strings.Contains(j.Text, j.Config) {
+				t.Fatalf("command %q (config %q) is not in the crontab", j.Text, j.Config)
+			}
 		}
 	})
+}
+
+// TestCrontabJobsRunAs: what cron-gate trigger needs to run a line as cron
+// does: the whole command as cron gives it to the shell (after the user
+// field and the one blank after it), the user field, the --config of the
+// line's cron-gate (either form), and the crontab's settings above the
+// line, in order, as load_env reads them (quotes, blanks around =;
+// trailing blanks go, even inside quotes: strdtb runs after the parser).
+func TestCrontabJobsRunAs(t *testing.T) {
+	tab := "SHELL=/bin/bash\n" +
+		"PATH = /opt/bin:/usr/bin:/bin   \n" +
+		"0 1 * * * nobody  cron-gate --config /etc/x.toml a -- true; echo after % in\n" +
+		"'MY VAR' = \" two words \"\n" +
+		"CRON_GATE_CONFIG='/etc/y.toml'\n" +
+		"0 2 * * * root sh -c 'cron-gate --config=rel.toml b -- true'\n"
+	jobs, fileErr := ReadCrontab([]byte(tab), "/etc/cron.d/t", true, func(string) bool { return true })
+	if fileErr != "" || len(jobs) != 2 {
+		t.Fatalf("ReadCrontab: %+v %q", jobs, fileErr)
+	}
+	a, b := jobs[0], jobs[1]
+	if a.User != "nobody" || a.Text != " cron-gate --config /etc/x.toml a -- true; echo after % in" || a.Config != "/etc/x.toml" ||
+		!reflect.DeepEqual(a.Env, []string{"SHELL=/bin/bash", "PATH=/opt/bin:/usr/bin:/bin"}) {
+		t.Errorf("line 3: %+v", a)
+	}
+	if b.User != "root" || b.Text != "sh -c 'cron-gate --config=rel.toml b -- true'" || b.Config != "rel.toml" ||
+		!reflect.DeepEqual(b.Env, []string{"SHELL=/bin/bash", "PATH=/opt/bin:/usr/bin:/bin", "MY VAR= two words", "CRON_GATE_CONFIG=/etc/y.toml"}) {
+		t.Errorf("line 6: %+v", b)
+	}
 }

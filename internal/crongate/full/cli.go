@@ -33,8 +33,8 @@ type CLI struct {
 	Pause   PauseCmd   `cmd:"" help:"Pause a gate: its runs are skipped until it is resumed or the pause expires."`
 	Resume  ResumeCmd  `cmd:"" help:"Resume a gate paused from the command line or in the config."`
 	Status  StatusCmd  `cmd:"" help:"Show the state of every gate, or of one."`
-	Trigger TriggerCmd `cmd:"" help:"Run a gate's command now, through the gate (pauses, legacy files, once_per, its locks), recorded as a manual run."`
-	Why     WhyCmd     `cmd:"" help:"Say in words why a gate did or did not run: its last attempts, what stops it now, when cron next tries (why.go)."`
+	Trigger TriggerCmd `cmd:"" help:"Do now what cron would do with the gate's crontab line (as its owner, with cron's environment, in HOME), or run its config command through the gate; recorded as a manual run."`
+	Why     WhyCmd     `cmd:"" help:"Say in words why a gate did or did not run: its last attempts, what stops it now, when cron next tries."`
 	Edit    EditCmd    `cmd:"" help:"Edit the config safely: a copy in $VISUAL or $EDITOR (else vi), checked, then atomically replaced, under the config lock."`
 
 	// The watchdog (internal/watch/, check.go, metrics.go).

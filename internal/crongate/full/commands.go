@@ -103,11 +103,17 @@ func (c *RunCmd) Run(e *env) error {
 		return errHandOff
 	}
 	e.out.ReportSkips = cfg != nil && cfg.ReportSkips
-	return exit(gate.Run(gate.Invocation{
+	inv := gate.Invocation{
 		Gate: c.Name, Argv: e.command, Config: cfg, ConfigErr: cfgErr, Pauses: e.ps,
 		Timeout: c.Timeout, KillAfter: c.KillAfter, OncePer: c.OncePer, Jitter: c.Jitter, Out: e.out, Sigs: e.sigs,
 		Observer: hcping.New, Locks: crongate.BusyLocks,
-	}))
+	}
+	// A line cron-gate trigger runs now (trigger.go): a manual run.
+	if m := takeTrigger(c.Name, e.cli.Config); m != nil {
+		inv.ManualBy, inv.Force = m.By, m.Force
+		e.out.ReportSkips = e.out.ReportSkips || m.Report
+	}
+	return exit(gate.Run(inv))
 }
 
 // Run is `cron-gate edit`. It loads no config: a broken one is edited to
