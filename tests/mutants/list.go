@@ -373,10 +373,12 @@ var Mutants = []Mutant{
 	},
 	{
 		Name:   "etcd-lease-loss-late",
-		Breaks: "the command is stopped only 2 TTLs after the last renewal, when others may hold its paths",
+		Breaks: "a renewal is retried until 2 TTLs after the last one: the lease is declared lost, and the command stopped, only after etcd has expired it and others may hold its paths",
 		Edits: []Edit{
-			{"internal/etcdlock/lease.go", "return time.Until(l.renewed.Add(l.ttl * 3 / 4))", "return time.Until(l.renewed.Add(l.ttl * 2))"},
-			{"internal/etcdlock/lease.go", "h.lease.ttl * 9 / 10", "h.lease.ttl * 2"},
+			// The renewal deadline is the guard: past it the lease is
+			// lost and the command stopped (KillBy only bounds the TERM
+			// to KILL grace once it is).
+			{"internal/etcdlock/lease.go", "last.Add(l.ttl*3/4))", "last.Add(l.ttl*2))"},
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestLeaseLossStopsCommand", Tags: "etcd",
 	},
