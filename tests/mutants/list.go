@@ -538,6 +538,24 @@ var Mutants = []Mutant{
 		Pkgs: []string{"./internal/legacy"}, Run: "TestPidfileAlive",
 	},
 
+	// ---- issue 32 item 9: behaviours no test pinned ----
+	{
+		Name:   "once-claim-released-at-once",
+		Breaks: "a once_per period claim is released as soon as it is taken: a second call of the period, made while the first one's command runs, runs too",
+		Edits: []Edit{
+			{"gate/journal/claim.go", "	return func() { l.Close() }, true, nil\n", "	l.Close()\n\treturn func() {}, true, nil\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestCronGate/^once_overlap$",
+	},
+	{
+		Name:   "trigger-waits-jitter",
+		Breaks: "cron-gate trigger (and the dashboard's run now) waits out the gate's jitter before running",
+		Edits: []Edit{
+			{"gate/jitter.go", "	if d <= 0 || r.inv.ManualBy != \"\" {\n", "	if d <= 0 {\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestCronGate/^trigger_jitter$",
+	},
+
 	// ---- the suite's own assertions ----
 	{
 		Name:   "json-vacuous-pass",
