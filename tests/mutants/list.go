@@ -555,6 +555,22 @@ var Mutants = []Mutant{
 		},
 		Pkgs: []string{"./tests"}, Run: "TestCronGate/^trigger_jitter$",
 	},
+	{
+		Name:   "queue-clear-while-busy",
+		Breaks: "a queued waiter counts itself first once it has looked with its own ticket, even when an earlier intersecting waiter was there: it passes that waiter at its next wake-up (a hold longer than the 250 ms poll)",
+		Edits: []Edit{
+			{"internal/lockset/queue_linux.go", "	q.clear = busy == nil && q.ticket != \"\" && len(ws) == 0\n", "	q.clear = q.ticket != \"\" && len(ws) == 0\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestWithlock/^fairwait_hold$",
+	},
+	{
+		Name:   "trigger-no-same-origin",
+		Breaks: "the dashboard's run now (POST /api/trigger) takes a cross-site request carrying the session's cookie",
+		Edits: []Edit{
+			{"internal/dashboard/http.go", "	if r.Method == http.MethodPost {\n", "	if r.Method == http.MethodPost && r.URL.Path != \"/api/trigger\" {\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestServeTriggerSameOrigin",
+	},
 
 	// ---- the suite's own assertions ----
 	{
