@@ -571,6 +571,14 @@ var Mutants = []Mutant{
 		},
 		Pkgs: []string{"./tests"}, Run: "TestServeTriggerSameOrigin",
 	},
+	{
+		Name:   "etcd-claim-kept-after-failure",
+		Breaks: "a failed run leaves its period's claim in etcd: another host skips the period until the claim's lease expires (ClaimTTL)",
+		Edits: []Edit{
+			{"gate/claims.go", "	if end.Outcome != journal.OutcomeSuccess {\n		r.claim.Release()\n", "	if end.Outcome != journal.OutcomeSuccess {\n"},
+		},
+		Pkgs: []string{"./tests/etcd"}, Run: "TestOncePerFailureReleasesClaim", Tags: "etcd",
+	},
 
 	// ---- the suite's own assertions ----
 	{
