@@ -579,6 +579,14 @@ var Mutants = []Mutant{
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestOncePerFailureReleasesClaim", Tags: "etcd",
 	},
+	{
+		Name:   "why-prints-raw",
+		Breaks: "cron-gate why prints stored text (a pause's reason, a journal's detail) raw: ESC and bidi controls reach the terminal",
+		Edits: []Edit{
+			{"internal/crongate/full/why.go", "fmt.Fprintln(w, cell(fmt.Sprintf(format, args...)))", "fmt.Fprintln(w, fmt.Sprintf(format, args...))"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestCronGate/^control_chars$",
+	},
 
 	// ---- the suite's own assertions ----
 	{
