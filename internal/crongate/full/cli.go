@@ -33,7 +33,7 @@ type CLI struct {
 	Resume  ResumeCmd  `cmd:"" help:"Resume a gate paused from the command line or in the config."`
 	Status  StatusCmd  `cmd:"" help:"Show the state of every gate, or of one."`
 	Trigger TriggerCmd `cmd:"" help:"Run a gate's command now, through the gate (pauses, legacy files, once_per, its locks), recorded as a manual run."`
-	Why     WhyCmd     `cmd:"" help:"Say in words why a gate did or did not run: its last attempts, what stops it now, when cron next tries (why.go)."`
+	Why     WhyCmd     `cmd:"" help:"Say in words why a gate did or did not run: its last attempts, what stops it now, when cron next tries."`
 	Edit    EditCmd    `cmd:"" help:"Edit the config safely: a copy in $VISUAL or $EDITOR (else vi), checked, then atomically replaced, under the config lock."`
 
 	// The watchdog (internal/watch/, check.go, metrics.go).
@@ -64,7 +64,7 @@ type ServeCmd struct {
 type RunCmd struct {
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL to its process group) if it runs longer (90m, 2h, 1d); exit 124."`
 	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout (default 10s)."`
-	OncePer   string        `enum:"${once_pers}" default:"" placeholder:"PERIOD" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
+	OncePer   string        `placeholder:"1h|1d|1w|slot" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
 	Jitter    time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter)."`
 	Name      string        `arg:"" help:"Gate name."`
 }
@@ -192,7 +192,7 @@ func newKong(c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
 	return kong.New(c,
 		kong.Name("cron-gate"),
 		kong.Description(description),
-		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String(), "once_pers": onceEnum},
+		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String()},
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
@@ -211,7 +211,7 @@ func Model() (*kong.Kong, error) {
 
 // check checks the command after "--" and the durations.
 func (c *RunCmd) check(command []string) error {
-	ra := crongate.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter, Jitter: c.Jitter}
+	ra := crongate.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter, Jitter: c.Jitter, OncePer: c.OncePer}
 	if msg := ra.Check(command); msg != "" {
 		return usageError{msg}
 	}
@@ -225,10 +225,6 @@ func (c *PauseCmd) check([]string) error {
 	}
 	return nil
 }
-
-// onceEnum is --once-per's kong enum: "" (not given) or a value of
-// gate.OncePers.
-var onceEnum = "," + strings.Join(gate.OncePers, ",")
 
 // fastParse is crongate.FastParse into the kong CLI struct, so that a
 // line parses to the same CLI either way (FuzzFastParse).
