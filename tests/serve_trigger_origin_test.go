@@ -20,8 +20,8 @@ func TestServeTriggerSameOrigin(t *testing.T) {
 	forged := filepath.Join(e.dir, "ran-forged")
 	marker := filepath.Join(e.dir, "ran-page")
 	cfg := string(e.origCfg) +
-		"\n[gates.forged]\ncommand = [\"/usr/bin/touch\", \"" + forged + "\"]\n" +
-		"\n[gates.page]\ncommand = [\"/usr/bin/touch\", \"" + marker + "\"]\n"
+		"\n[gates.forged]\ncommand = [\"touch\", \"" + forged + "\"]\n" +
+		"\n[gates.page]\ncommand = [\"touch\", \"" + marker + "\"]\n"
 	if err := os.WriteFile(e.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
