@@ -56,7 +56,7 @@ for arch in amd64 arm64 armhf; do
 	make -s install BUILD="$build" PREFIX=/usr/local DESTDIR="$stage" GOARCH="$goarch" GOARM="$goarm" >/dev/null
 	doc=$stage/usr/local/share/doc/cron-gate
 	install -d "$doc"
-	install -m 0644 README.md "$doc/README.md"
+	install -m 0644 README.md docs/*.md "$doc/"
 	install -m 0644 dist/config.toml "$doc/config.toml.example"
 	install -m 0644 "$build/root/usr/share/doc/cron-gate/copyright" "$doc/copyright"
 	find "$stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +

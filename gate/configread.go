@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -315,5 +316,36 @@ func configMissing(where, path string, missingOK bool) error {
 	if missingOK {
 		return nil
 	}
-	return fmt.Errorf("%s: file does not exist; check the path or create the file", where)
+	return &MissingConfigError{Where: where, Path: path}
+}
+
+// MissingConfigError is the error of a config file named explicitly
+// (--config, $CRON_GATE_CONFIG) that does not exist. It is an error, not
+// an empty config: a mistyped or moved path must not drop the pauses the
+// right file holds (a config that cannot be read never lets a paused job
+// run). ConfigHint says how to fix it.
+type MissingConfigError struct {
+	Where string // "config PATH", as every config error starts
+	Path  string
+}
+
+func (e *MissingConfigError) Error() string {
+	return e.Where + ": file does not exist; check the path or create the file"
+}
+
+// ConfigHint is the hint line for a config error err, "" if it has none:
+// for a config named explicitly that does not exist, what names it
+// ($CRON_GATE_CONFIG or --config) and the two ways out, neither of which is
+// cron-gate status (it reads the same config, and fails alike).
+func ConfigHint(err error) string {
+	var m *MissingConfigError
+	if !errors.As(err, &m) {
+		return ""
+	}
+	by, unset := "--config", "leave out --config"
+	if v, ok := os.LookupEnv("CRON_GATE_CONFIG"); ok && v == m.Path {
+		by, unset = "$CRON_GATE_CONFIG", "unset CRON_GATE_CONFIG"
+	}
+	return fmt.Sprintf("%s names this file: create it (an empty file is a valid config: a gate needs no declaration), or %s to use %s (a missing default is an empty config)",
+		by, unset, DefaultConfigPath)
 }

@@ -29,7 +29,11 @@ import (
 // where the journal can be found without the config.
 func (r *run) refuseConfig() int {
 	r.out.Errorf("%v", r.inv.ConfigErr)
-	r.out.Hintf("gate %s did not run; fix the config, then check it with: cron-gate status", r.inv.Gate)
+	if h := ConfigHint(r.inv.ConfigErr); h != "" {
+		r.out.Hintf("gate %s did not run; %s", r.inv.Gate, h)
+	} else {
+		r.out.Hintf("gate %s did not run; fix the config, then check it with: cron-gate status", r.inv.Gate)
+	}
 	j, err := journal.Open(StateDirFor(nil), r.inv.Gate, 0)
 	if err != nil {
 		return runner.ExitFailure

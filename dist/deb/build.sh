@@ -12,7 +12,10 @@
 # in /usr/share/doc/cron-gate/systemd/ (SYSTEMD_UNITS overrides
 # the directory; none there, none in the package),
 # the copyright (with the license of every Go module linked in), the
-# changelog and lintian's override for the static binaries. Needs go, make, dpkg-deb; nothing from debhelper.
+# changelog, the reference (README.md and docs/*.md, compressed, in
+# /usr/share/doc/cron-gate), lintian's override for the static binaries,
+# and a postrm that removes root's config cache on purge. Needs go, make,
+# dpkg-deb; nothing from debhelper.
 #
 # Reproducible: files, dates and the archive's timestamps come from the
 # commit (SOURCE_DATE_EPOCH), owners are root.
@@ -82,13 +85,28 @@ fi
 doc=$stage/usr/share/doc/$pkg
 install -d "$doc"
 gzip -9n <dist/deb/changelog >"$doc/changelog.gz"
+# The reference the man pages point to (docs/*.md, the README), compressed
+# as policy 12.3 asks: zless /usr/share/doc/cron-gate/withlock.md.gz.
+for f in README.md docs/*.md; do
+	gzip -9n <"$f" >"$doc/$(basename "$f").gz"
+done
 install -D -m 0644 dist/deb/lintian-overrides "$stage/usr/share/lintian/overrides/$pkg"
 bash dist/deb/copyright.sh "$build/bin" >"$doc/copyright"
 
-# No maintainer scripts: the package installs files only. What runs
-# create (journals, caches: per user) is the operator's and stays on
-# purge (docs/install.md).
+# One maintainer script: purge removes root's config cache
+# (/var/cache/cron-gate, gate/configcache.go), which only ever holds what
+# the config says and is always safe to delete. What runs create that is
+# the operator's (journals in the state dir, other users' caches in their
+# homes) stays on purge (docs/install.md). Nothing is started or enabled.
 echo /etc/cron-gate/config.toml >"$stage/DEBIAN/conffiles"
+cat >"$stage/DEBIAN/postrm" <<'EOF'
+#!/bin/sh
+set -e
+if [ "$1" = purge ]; then
+	rm -rf /var/cache/cron-gate
+fi
+EOF
+chmod 0755 "$stage/DEBIAN/postrm"
 
 size=$(du -k -s --apparent-size --exclude=DEBIAN "$stage" | cut -f1)
 cat >"$stage/DEBIAN/control" <<EOF

@@ -302,6 +302,7 @@ func TestBashCompletion(t *testing.T) {
 		{[]string{"CRON_GATE_CONFIG=cfg.toml"}, []string{"cron-gate", "pause", "c"}, "classifier"},
 		{[]string{"CRON_GATE_CONFIG=cfg.toml"}, []string{"cron-gate", "pause", "terms", ""}, ""},
 		{nil, []string{"cron-gate", "--config", "cfg.toml", "terms", "--ti"}, "--timeout"},
+		{nil, []string{"cron-gate", "--config", "cfg.toml", "terms", "--once-per", ""}, "1d 1h 1w slot"},
 		{nil, []string{"cron-gate", "--config", "cfg.toml", "terms", ""}, "--"},
 		{nil, []string{"cron-gate", "status", "--"}, "--config --help --json --output --quiet --verbose --version"},
 		{nil, []string{"cron-gate", "check", "--metrics-file", "somef"}, "somefile"},
@@ -328,6 +329,7 @@ func TestFishCompletion(t *testing.T) {
 		{"cron-gate", "cron-gate --config=cfg.toml resume ", "a.b classifier terms"},
 		{"cron-gate", "cron-gate --config cfg.toml pause terms ", ""},
 		{"cron-gate", "cron-gate --config cfg.toml terms --ti", "--timeout"},
+		{"cron-gate", "cron-gate --config cfg.toml terms --once-per ", "1d 1h 1w slot"},
 		{"cron-gate", "cron-gate status --", "--config --help --json --output --quiet --verbose --version"},
 	} {
 		cmd := exec.Command(fish, "--no-config", "-c", "source completions/fish/"+c.prog+".fish; complete -C "+fishQuote(c.line))

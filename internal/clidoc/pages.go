@@ -226,7 +226,7 @@ func seeAlso(r *roff, refs ...string) {
 	}
 	r.raw(strings.Join(parts, ",\n"))
 	r.pp()
-	r.text("The reference, with the test that proves each promise, is in docs/ of the source (docs/withlock.md, docs/cron-gate.md, docs/config.md, docs/exit-codes.md).")
+	r.text("The reference, with the test that proves each promise, is withlock.md, cron-gate.md, config.md and exit-codes.md: in /usr/share/doc/cron-gate/ from the Debian package (compressed: zless /usr/share/doc/cron-gate/withlock.md.gz), in share/doc/cron-gate/ of the release tarball, and in docs/ of the source.")
 }
 
 // crontabExample is the README's crontab, the lines both pages show.

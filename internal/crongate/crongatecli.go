@@ -12,6 +12,7 @@ package crongate
 import (
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -132,6 +133,9 @@ func (c *RunArgs) Check(command []string) string {
 	}
 	if c.Timeout < 0 || c.KillAfter < 0 || c.Jitter < 0 {
 		return "--timeout, --kill-after and --jitter must not be negative"
+	}
+	if c.OncePer != "" && !slices.Contains(OncePers, c.OncePer) {
+		return "--once-per " + strconv.Quote(c.OncePer) + ` is not "` + strings.Join(OncePers[:len(OncePers)-1], `", "`) + `" or "` + OncePers[len(OncePers)-1] + `"`
 	}
 	return ""
 }

@@ -173,12 +173,6 @@ func (l *lease) lostByTime() {
 	l.markLost(fmt.Sprintf("the lease was not renewed for %v (TTL %v): etcd unreachable or too slow", since, ttl))
 }
 
-func (l *lease) lostIn() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return time.Until(l.renewed.Add(l.ttl * 3 / 4))
-}
-
 func (l *lease) markLost(reason string) {
 	l.once.Do(func() {
 		l.mu.Lock()

@@ -373,10 +373,12 @@ var Mutants = []Mutant{
 	},
 	{
 		Name:   "etcd-lease-loss-late",
-		Breaks: "the command is stopped only 2 TTLs after the last renewal, when others may hold its paths",
+		Breaks: "a renewal is retried until 2 TTLs after the last one: the lease is declared lost, and the command stopped, only after etcd has expired it and others may hold its paths",
 		Edits: []Edit{
-			{"internal/etcdlock/lease.go", "return time.Until(l.renewed.Add(l.ttl * 3 / 4))", "return time.Until(l.renewed.Add(l.ttl * 2))"},
-			{"internal/etcdlock/lease.go", "h.lease.ttl * 9 / 10", "h.lease.ttl * 2"},
+			// The renewal deadline is the guard: past it the lease is
+			// lost and the command stopped (KillBy only bounds the TERM
+			// to KILL grace once it is).
+			{"internal/etcdlock/lease.go", "last.Add(l.ttl*3/4))", "last.Add(l.ttl*2))"},
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestLeaseLossStopsCommand", Tags: "etcd",
 	},
@@ -534,6 +536,56 @@ var Mutants = []Mutant{
 			{"internal/legacy/pidfile.go", "return started.After(written.Add(recycleSlack))", "return started.After(written)"},
 		},
 		Pkgs: []string{"./internal/legacy"}, Run: "TestPidfileAlive",
+	},
+
+	// ---- issue 32 item 9: behaviours no test pinned ----
+	{
+		Name:   "once-claim-released-at-once",
+		Breaks: "a once_per period claim is released as soon as it is taken: a second call of the period, made while the first one's command runs, runs too",
+		Edits: []Edit{
+			{"gate/journal/claim.go", "	return func() { l.Close() }, true, nil\n", "	l.Close()\n\treturn func() {}, true, nil\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestCronGate/^once_overlap$",
+	},
+	{
+		Name:   "trigger-waits-jitter",
+		Breaks: "cron-gate trigger (and the dashboard's run now) waits out the gate's jitter before running",
+		Edits: []Edit{
+			{"gate/jitter.go", "	if d <= 0 || r.inv.ManualBy != \"\" {\n", "	if d <= 0 {\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestCronGate/^trigger_jitter$",
+	},
+	{
+		Name:   "queue-clear-while-busy",
+		Breaks: "a queued waiter counts itself first once it has looked with its own ticket, even when an earlier intersecting waiter was there: it passes that waiter at its next wake-up (a hold longer than the 250 ms poll)",
+		Edits: []Edit{
+			{"internal/lockset/queue_linux.go", "	q.clear = busy == nil && q.ticket != \"\" && len(ws) == 0\n", "	q.clear = q.ticket != \"\" && len(ws) == 0\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestWithlock/^fairwait_hold$",
+	},
+	{
+		Name:   "trigger-no-same-origin",
+		Breaks: "the dashboard's run now (POST /api/trigger) takes a cross-site request carrying the session's cookie",
+		Edits: []Edit{
+			{"internal/dashboard/http.go", "	if r.Method == http.MethodPost {\n", "	if r.Method == http.MethodPost && r.URL.Path != \"/api/trigger\" {\n"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestServeTriggerSameOrigin",
+	},
+	{
+		Name:   "etcd-claim-kept-after-failure",
+		Breaks: "a failed run leaves its period's claim in etcd: another host skips the period until the claim's lease expires (ClaimTTL)",
+		Edits: []Edit{
+			{"gate/claims.go", "	if end.Outcome != journal.OutcomeSuccess {\n		r.claim.Release()\n", "	if end.Outcome != journal.OutcomeSuccess {\n"},
+		},
+		Pkgs: []string{"./tests/etcd"}, Run: "TestOncePerFailureReleasesClaim", Tags: "etcd",
+	},
+	{
+		Name:   "why-prints-raw",
+		Breaks: "cron-gate why prints stored text (a pause's reason, a journal's detail) raw: ESC and bidi controls reach the terminal",
+		Edits: []Edit{
+			{"internal/crongate/full/why.go", "fmt.Fprintln(w, cell(fmt.Sprintf(format, args...)))", "fmt.Fprintln(w, fmt.Sprintf(format, args...))"},
+		},
+		Pkgs: []string{"./tests"}, Run: "TestCronGate/^control_chars$",
 	},
 
 	// ---- the suite's own assertions ----

@@ -79,7 +79,7 @@ func TestDebInstall(t *testing.T) {
 	if s := pkgStatus(); s != "" && !strings.HasPrefix(s, "un") {
 		t.Skipf("cron-gate is installed on this machine (%q): the test would replace it", s)
 	}
-	for _, f := range append(files, "/etc/cron-gate") {
+	for _, f := range append(files, "/etc/cron-gate", rootCache) {
 		if _, err := os.Lstat(f); err == nil {
 			t.Skipf("%s exists on this machine: the test would overwrite or remove it", f)
 		}
@@ -260,7 +260,22 @@ COMP_WORDS=(withlock --back); COMP_CWORD=1; _withlock; echo "withlock --back: ${
 		}
 	})
 
-	// dpkg -r: only the conffile stays; dpkg -P: nothing.
+	// The docs the man pages name are installed (issue 32 item 10).
+	for _, d := range []string{"withlock.md", "cron-gate.md", "config.md", "exit-codes.md"} {
+		if _, err := os.Stat("/usr/share/doc/cron-gate/" + d + ".gz"); err != nil {
+			t.Errorf("the man pages name %s: %v", d, err)
+		}
+	}
+	// A run as root fills root's config cache, which purge removes.
+	scratch := mkdir(t, -1, "root-run")
+	run(t, "", append(cronEnv, "CRON_GATE_STATE_DIR="+scratch), "cron-gate", "pkgtest-root", "--", "true")
+	run(t, "", append(cronEnv, "CRON_GATE_STATE_DIR="+scratch), "cron-gate", "pkgtest-root", "--", "true")
+	if _, err := os.Stat(rootCache); err != nil {
+		t.Errorf("root's config cache after two runs: %v", err)
+	}
+
+	// dpkg -r: only the conffile stays; dpkg -P: nothing, root's config
+	// cache included (postrm).
 	dpkg(t, "--remove", "cron-gate")
 	if s := pkgStatus(); s != "rc " {
 		t.Errorf("after dpkg -r the status is %q, want rc (config files)", s)
@@ -275,12 +290,16 @@ COMP_WORDS=(withlock --back); COMP_CWORD=1; _withlock; echo "withlock --back: ${
 	if s := pkgStatus(); s != "" && !strings.HasPrefix(s, "un") {
 		t.Errorf("after dpkg -P the status is %q", s)
 	}
-	for _, f := range append(files, "/etc/cron-gate") {
+	for _, f := range append(files, "/etc/cron-gate", rootCache) {
 		if _, err := os.Lstat(f); err == nil {
 			t.Errorf("after dpkg -P, %s is still there", f)
 		}
 	}
 }
+
+// rootCache is root's config cache (gate/configcache.go), which the
+// package's postrm removes on purge.
+const rootCache = "/var/cache/cron-gate"
 
 // readmeSection returns the text of README.md's section titled title.
 func readmeSection(t *testing.T, title string) string {

@@ -101,6 +101,14 @@ func TestReleaseArtefacts(t *testing.T) {
 	installed = append(installed, unitFiles(t, filepath.Join(root, "dist/systemd"))...)
 	installed = append(installed, "/etc/cron-gate/config.toml", "/usr/share/doc/cron-gate/copyright",
 		"/usr/share/doc/cron-gate/changelog.gz", "/usr/share/lintian/overrides/cron-gate")
+	// The reference the man pages point to: README.md and docs/*.md.
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("docs/*.md: %v %q", err, docs)
+	}
+	for _, d := range append(docs, "README.md") {
+		installed = append(installed, "/usr/share/doc/cron-gate/"+filepath.Base(d)+".gz")
+	}
 	slices.Sort(installed)
 
 	for _, a := range arches {
@@ -150,7 +158,8 @@ func TestReleaseArtefacts(t *testing.T) {
 			top := filepath.Join(tx, "cron-gate-"+v+"-linux-"+a.deb)
 			checkELF(t, filepath.Join(top, "bin"), a.machine, a.class, a.goarm)
 			for _, f := range []string{"share/man/man1/withlock.1", "share/man/man5/cron-gate.toml.5", "share/bash-completion/completions/cron-gate",
-				"share/zsh/site-functions/_withlock", "share/fish/vendor_completions.d/cron-gate.fish", "share/doc/cron-gate/copyright"} {
+				"share/zsh/site-functions/_withlock", "share/fish/vendor_completions.d/cron-gate.fish", "share/doc/cron-gate/copyright",
+				"share/doc/cron-gate/withlock.md", "share/doc/cron-gate/cron-gate.md", "share/doc/cron-gate/config.md", "share/doc/cron-gate/exit-codes.md"} {
 				if _, err := os.Stat(filepath.Join(top, f)); err != nil {
 					t.Errorf("%s: %v", filepath.Base(tgz), err)
 				}

@@ -65,7 +65,7 @@ type ServeCmd struct {
 type RunCmd struct {
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL to its process group) if it runs longer (90m, 2h, 1d); exit 124."`
 	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout (default 10s)."`
-	OncePer   string        `enum:"${once_pers}" default:"" placeholder:"PERIOD" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
+	OncePer   string        `placeholder:"1h|1d|1w|slot" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
 	Jitter    time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter); at most ${max_jitter}."`
 	Name      string        `arg:"" help:"Gate name."`
 }
@@ -193,7 +193,7 @@ func newKong(c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
 	return kong.New(c,
 		kong.Name("cron-gate"),
 		kong.Description(description),
-		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String(), "once_pers": onceEnum, "max_jitter": maxJitter},
+		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String(), "max_jitter": maxJitter},
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
@@ -212,7 +212,7 @@ func Model() (*kong.Kong, error) {
 
 // check checks the command after "--" and the durations.
 func (c *RunCmd) check(command []string) error {
-	ra := crongate.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter, Jitter: c.Jitter}
+	ra := crongate.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter, Jitter: c.Jitter, OncePer: c.OncePer}
 	if msg := ra.Check(command); msg != "" {
 		return usageError{msg}
 	}
@@ -229,10 +229,6 @@ func (c *PauseCmd) check([]string) error {
 
 // maxJitter is --jitter's bound in its help (gate.MaxJitter).
 var maxJitter = duration.Format(gate.MaxJitter)
-
-// onceEnum is --once-per's kong enum: "" (not given) or a value of
-// gate.OncePers.
-var onceEnum = "," + strings.Join(gate.OncePers, ",")
 
 // fastParse is crongate.FastParse into the kong CLI struct, so that a
 // line parses to the same CLI either way (FuzzFastParse).

@@ -18,7 +18,7 @@ import (
 func kongRun(t testing.TB, args []string) (CLI, bool) {
 	var c CLI
 	k, err := kong.New(&c, kong.Name("cron-gate"),
-		kong.Vars{"config": "/etc/cron-gate/config.toml", "version": "test", "once_pers": onceEnum, "max_jitter": maxJitter},
+		kong.Vars{"config": "/etc/cron-gate/config.toml", "version": "test", "max_jitter": maxJitter},
 		kong.Writers(io.Discard, io.Discard),
 		kong.Exit(func(int) { panic("kong exit") }),
 		kongduration.Option()) // as the program's parser: days in durations
@@ -133,7 +133,7 @@ func FuzzParseUntil(f *testing.F) {
 // without would fail only when someone types it.
 func TestEveryCommandRuns(t *testing.T) {
 	var c CLI
-	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars{"config": "/c.toml", "version": "test", "once_pers": onceEnum, "max_jitter": maxJitter})
+	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars{"config": "/c.toml", "version": "test", "max_jitter": maxJitter})
 	if err != nil {
 		t.Fatal(err)
 	}

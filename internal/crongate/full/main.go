@@ -89,6 +89,9 @@ func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) 
 		return 0, false
 	}
 	out.Errorf("%v", err)
+	if h := gate.ConfigHint(err); h != "" {
+		out.Hintf("%s", h)
+	}
 	return runner.ExitFailure, true
 }
 
