@@ -362,6 +362,7 @@ func cronGatePage(c *Command, o Options) string {
 		envVar{"VISUAL, EDITOR", "edit: the editor (else vi)."},
 		envVar{"TZ", "serve: the time zone of the times shown when [serve] time_zone is not set."},
 		envVar{"SUDO_USER", "Named as who paused a gate (else the user)."},
+		envVar{"CRON_GATE_TRIGGER", "Set by trigger for the gate's line it runs: the line's own cron-gate reads it (the run is recorded as manual, --force applies, the jitter is not waited) and removes it before the command starts. Not for setting by hand."},
 		envVar{"CRON_GATE_NAME, CRON_GATE_RUN", "Set for the command: the gate's name and the run's ID (as in the journal)."},
 		envVar{"CRON_GATE_ALERT_*", "check: set for a [[notify]] command: CRON_GATE_ALERT_KIND (alert or recovery), CRON_GATE_ALERT_GATE, CRON_GATE_ALERT_CONDITION, CRON_GATE_ALERT_TITLE and CRON_GATE_ALERT_BODY (the message), CRON_GATE_ALERT_DETAIL, CRON_GATE_ALERT_SINCE (RFC 3339) and CRON_GATE_ALERT_HOST."},
 	)
