@@ -2,13 +2,16 @@ package gate
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/tui"
 )
@@ -198,5 +201,41 @@ func TestJitterOfFlag(t *testing.T) {
 	g.Jitter = 10 * time.Minute
 	if got, w := JitterOf(&g, &rep.Gates[0], "other-host"), JitterOffset("g", "other-host", 10*time.Minute); got != w {
 		t.Errorf("JitterOf with jitter in the config: %v, want %v", got, w)
+	}
+}
+
+// A pause made while a run waits out its jitter (up to MaxJitter) stops
+// it: the run decides again after the wait and skips, paused, without
+// starting the command. Fails if the run goes on to its command after
+// the wait on what it decided before it.
+func TestJitterPauseDuringWait(t *testing.T) {
+	e := newOnceEnv(t, "")
+	// A gate whose offset on this host is not 0 (one in 3.6 million is).
+	name := "g"
+	for i := 0; JitterOffset(name, hostname(), time.Hour) == 0; i++ {
+		name = "g" + strconv.Itoa(i)
+	}
+	e.cfg.Gates[name] = &GateConfig{Name: name, Jitter: time.Hour}
+	ran := t.TempDir() + "/ran"
+	var errb bytes.Buffer
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	clock := t0
+	code := Run(Invocation{Gate: name, Argv: []string{"touch", ran}, Config: e.cfg,
+		Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
+		Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock },
+		Wait: func(time.Duration) {
+			if err := pauses.NewFile(e.cfg.StateDir).Set(context.Background(), name, pauses.Pause{Reason: "during the wait", Since: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}})
+	if code != DefaultSkipCode || !strings.Contains(errb.String(), "during the wait") {
+		t.Fatalf("paused during the wait: exit %d, want %d: %s", code, DefaultSkipCode, errb.String())
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the command ran although the gate was paused during its wait")
+	}
+	recs := readJournal(t, e.cfg.StateDir, name)
+	if last := recs[len(recs)-1]; last.Event != journal.EventSkip || last.Reason != journal.ReasonPaused {
+		t.Fatalf("last record %+v, want a paused skip", last)
 	}
 }

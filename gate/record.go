@@ -52,17 +52,22 @@ func (r *run) refuseConfig() int {
 // allowed to stop the job, and nothing is written there. The run goes
 // on, as with an unwritable state dir, and says so.
 func (r *run) openState() {
-	r.local, r.localErr = r.pauses.Local.Get(context.Background(), r.inv.Gate)
-	if errors.Is(r.localErr, pauses.ErrUntrusted) {
-		r.out.Warnf("%v", r.localErr)
-		r.local, r.localErr = nil, nil
-	}
+	r.readLocal()
 	j, err := journal.Open(StateDirFor(r.cfg), r.inv.Gate, r.cfg.HistoryFor(r.inv.Gate))
 	if err != nil {
 		r.out.Warnf("journal of gate %s unavailable: %v; this run is not recorded", r.inv.Gate, err)
 		return
 	}
 	r.j = j
+}
+
+// readLocal reads this host's command-line pause of the gate.
+func (r *run) readLocal() {
+	r.local, r.localErr = r.pauses.Local.Get(context.Background(), r.inv.Gate)
+	if errors.Is(r.localErr, pauses.ErrUntrusted) {
+		r.out.Warnf("%v", r.localErr)
+		r.local, r.localErr = nil, nil
+	}
 }
 
 // record returns a record of the run, timed now.

@@ -111,8 +111,9 @@ type RunObserver interface {
 // (with [etcd]: a store that cannot be reached skips the run, unless
 // on_coordinator_down = "run"); then once_per (a period already done skips
 // with reason done, once.go); then legacy locks and pidfiles. Then the
-// jitter's wait, holding nothing (jitter.go), and the once_per period's
-// claim on this host, checked again under it. Every
+// jitter's wait, holding nothing (jitter.go), after which a run that
+// waited decides again (a pause made during the wait stops it), and the
+// once_per period's claim on this host, checked again under it. Every
 // outcome is recorded in the gate's journal; if the journal cannot be
 // written the command still runs and the loss is reported on stderr
 // (docs/cron-gate.md, "Unwritable state dir").
@@ -140,6 +141,14 @@ func Run(inv Invocation) int {
 	}
 	if code, stop := r.wait(); stop {
 		return code
+	}
+	if r.base.JitterMS > 0 {
+		// The wait may have lasted up to an hour: a pause (or a legacy
+		// worker) that came meanwhile must still stop the command.
+		r.readLocal()
+		if code, decided := r.decide(); decided {
+			return code
+		}
 	}
 	if code, decided := r.claimOnce(); decided {
 		return code
