@@ -461,12 +461,22 @@ func (j *Journal) openOutputAppend(n, max int64) (*os.File, error) {
 			return nil, err
 		}
 	}
-	f, err := j.dir.OpenFile(outputFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	// 0600: a command's output is its owner's (it may hold anything,
+	// another user's holder named by withlock included); one an older
+	// release left 0644 is tightened on the descriptor (the file is
+	// ours: the state dir is).
+	f, err := j.dir.OpenFile(outputFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		if fe, ok := errors.AsType[*safeopen.FileError](err); ok {
 			return nil, fe
 		}
 		return nil, safeopen.Cause(err)
+	}
+	if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o077 != 0 {
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("output log: %w", err)
+		}
 	}
 	return f, nil
 }
