@@ -2,6 +2,7 @@ package clidoc
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crongate/crongate/gate"
 )
@@ -295,6 +297,13 @@ func TestBashCompletion(t *testing.T) {
 		{nil, []string{"withlock", "--wait", ""}, ""},
 		{nil, []string{"withlock", "-p", "a", "--wait", "1s", ""}, "--"},
 		{nil, []string{"withlock", "-p", "a", "--", "tru"}, "true truncate"},
+		{nil, []string{"withlock", "w"}, "who"},
+		{nil, []string{"withlock", ""}, "-- who"},
+		{nil, []string{"withlock", "-p", "a", "w"}, ""},
+		{nil, []string{"withlock", "who", "--"}, whoFlags(t)},
+		{nil, []string{"withlock", "who", "-p", "a", "--"}, whoFlags(t)},
+		{nil, []string{"withlock", "who", "--backend", ""}, "etcd local"},
+		{nil, []string{"withlock", "who", "--lock-dir", "some"}, "somedir"},
 		{nil, []string{"cron-gate", "pa"}, "pause"},
 		{nil, []string{"cron-gate", "--config", "cfg.toml", ""}, topWords(t)},
 		{nil, []string{"cron-gate", "--config", "=", "cfg.toml", "resume", ""}, "a.b classifier terms"},
@@ -324,6 +333,11 @@ func TestFishCompletion(t *testing.T) {
 		{"withlock", "withlock --backend ", "etcd local"},
 		{"withlock", "withlock --lock-dir some", "somedir/"},
 		{"withlock", "withlock -p a -- tru", "true truncate"},
+		{"withlock", "withlock w", "who"},
+		{"withlock", "withlock -p a w", ""},
+		{"withlock", "withlock who --", whoFlags(t)},
+		{"withlock", "withlock who -p a --", whoFlags(t)},
+		{"withlock", "withlock who --backend ", "etcd local"},
 		{"cron-gate", "cron-gate pa", "pause"},
 		{"cron-gate", "cron-gate --config cfg.toml ", topWords(t)},
 		{"cron-gate", "cron-gate --config=cfg.toml resume ", "a.b classifier terms"},
@@ -368,6 +382,95 @@ func TestZshCompletionLoads(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "_withlock _cron-gate" {
 		t.Errorf("compinit: %v, %q; want the two functions registered", err, out)
+	}
+}
+
+// zshCapture runs in zsh -f: it starts an interactive zsh in a pty
+// (zsh/zpty) with the completions of the current directory and PATH $2,
+// types $1 and a TAB, and prints every candidate completion adds, each
+// after "<c>" (compadd wrapped, as Valodim/zsh-capture-completion does).
+const zshCapture = `zmodload zsh/zpty || exit 3
+zpty z "$3 -f -i"
+zpty -w z "PS1='' RPS1=''; PATH=$2; fpath=($PWD/completions/zsh \$fpath); autoload -Uz compinit; compinit -u -D"
+zpty -w z 'compadd() {
+	if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin compadd "$@"; return; fi
+	local -a hits; builtin compadd -O hits "$@"; local r=$?
+	(( $#hits )) && print -r -l -- "<c>"${^hits}
+	builtin compadd "$@"; return r
+}'
+zpty -w z "print __RE''ADY__"
+zpty -r z out '*__READY__*' || exit 4
+zpty -w -n z "$1"$'\t'
+zpty -w z $'\C-u'"print __E''ND__"
+zpty -r z out '*__END__*' || exit 5
+print -r -- "$out"
+zpty -d z`
+
+// zshComplete returns the sorted candidates zsh's completion offers for
+// line, in dir, with dir/bin as PATH (so that no command of the host is
+// offered).
+func zshComplete(t *testing.T, zsh, dir, line string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, zsh, "-f", "-c", zshCapture, "zsh", line, filepath.Join(dir, "bin"), zsh)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "TERM=dumb"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh completion of %q: %v\n%s", line, err, out)
+	}
+	var got []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if _, w, ok := strings.Cut(strings.TrimRight(l, "\r"), "<c>"); ok {
+			got = append(got, w)
+		}
+	}
+	slices.Sort(got)
+	return slices.Compact(got)
+}
+
+// The zsh completions offer withlock's flags and, as its first word
+// only, who with who's own flags; after "--", commands (tests the
+// completion as zsh runs it, in a pty).
+func TestZshCompletion(t *testing.T) {
+	zsh := tool(t, "zsh", "zsh")
+	dir := compDir(t)
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "truecmd"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		line string
+		want string // the candidates, sorted; with has or not: one of them
+		has  bool   // want is among the candidates
+		not  bool   // want is not among the candidates
+	}{
+		{"withlock --pa", "--password-file --paths --paths-from", false, false},
+		{"withlock --backend ", "etcd local", false, false},
+		{"withlock -p a -- truec", "truecmd", false, false},
+		{"withlock w", "who", true, false},
+		{"withlock who --", whoFlags(t), false, false},
+		{"withlock who -p a --", whoFlags(t), false, false},
+		{"withlock who --backend ", "etcd local", false, false},
+		{"withlock -p a wh", "who", false, true},
+		{"withlock -- wh", "who", false, true},
+	} {
+		got := zshComplete(t, zsh, dir, c.line)
+		var ok bool
+		switch {
+		case c.has:
+			ok = slices.Contains(got, c.want)
+		case c.not:
+			ok = !slices.Contains(got, c.want)
+		default:
+			ok = strings.Join(got, " ") == c.want
+		}
+		if !ok {
+			t.Errorf("zsh completion of %q: %q; want %q (among them: %v, not among them: %v)", c.line, got, c.want, c.has, c.not)
+		}
 	}
 }
 

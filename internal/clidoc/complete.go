@@ -38,27 +38,48 @@ func valueKind(placeholder string) (kind string, choices []string) {
 func gateArg(gates bool, a Arg) bool { return gates && a.Name == "NAME" }
 
 // state is what completes where: the flags allowed (the program's own
-// plus the subcommand's) and the positional arguments, for each
-// subcommand; "" is the program itself (before a subcommand).
+// plus the subcommand's, or a subcommand apart's own) and the positional
+// arguments, for each subcommand; "" is the program itself (before a
+// subcommand).
 type state struct {
 	name  string // "" or a subcommand
 	flags []Flag
 	args  []Arg
 	dash  bool // takes "--" COMMAND after its arguments (withlock, cron-gate's run form)
+	apart bool // a subcommand apart (Command.Apart): flags holds only its own
 }
 
 // states returns c's states. For a program with a hidden default
 // subcommand (cron-gate's run form), a first word that is not a
-// subcommand selects it; its first positional is that word.
+// subcommand selects it; its first positional is that word. A program
+// whose subcommands are all apart (withlock) keeps its own form.
 func states(c *Command) []state {
-	if len(c.Subs) == 0 {
-		return []state{{name: "", flags: c.Flags, args: c.Args, dash: true}}
-	}
 	out := []state{{name: "", flags: c.Flags}}
+	if !slices.ContainsFunc(c.Subs, func(s *Command) bool { return !s.Apart }) {
+		out[0].args, out[0].dash = c.Args, true
+	}
 	for _, s := range c.Subs {
-		out = append(out, state{name: s.Name, flags: slices.Concat(c.Flags, s.Flags), args: s.Args, dash: s.Name == runForm})
+		st := state{name: s.Name, flags: slices.Concat(c.Flags, s.Flags), args: s.Args, dash: s.Name == runForm}
+		if s.Apart {
+			st.flags, st.apart = s.Flags, true
+		}
+		out = append(out, st)
 	}
 	return out
+}
+
+// subsByKind returns the names of c's subcommands that take the
+// program's flags (the hidden run form left out) and of those apart.
+func subsByKind(c *Command) (joined, apart []string) {
+	for _, s := range c.Subs {
+		switch {
+		case s.Apart:
+			apart = append(apart, s.Name)
+		case s.Name != runForm:
+			joined = append(joined, s.Name)
+		}
+	}
+	return joined, apart
 }
 
 // allValueFlags lists every spelling of every flag that takes a value, in
@@ -176,13 +197,12 @@ func Bash(c *Command, gates bool) string {
 		fmt.Fprintf(&b, "\t\t%s)\n\t\t\t((i + 1 < COMP_CWORD)) || break\n\t\t\t((i++))\n\t\t\t[[ ${COMP_WORDS[i]} == = ]] && ((i++))\n\t\t\t;;\n", strings.Join(v, " | "))
 	}
 	b.WriteString("\t\t-* | =) ;;\n\t\t*)\n")
-	if len(c.Subs) > 0 {
-		var names []string
-		for _, s := range c.Subs {
-			if s.Name != runForm {
-				names = append(names, s.Name)
-			}
-		}
+	names, apart := subsByKind(c)
+	if len(apart) > 0 {
+		// A subcommand apart is only ever the first word.
+		fmt.Fprintf(&b, "\t\t\tif ((i == 1)); then\n\t\t\t\tcase $w in\n\t\t\t\t%s)\n\t\t\t\t\tsub=$w\n\t\t\t\t\tcontinue\n\t\t\t\t\t;;\n\t\t\t\tesac\n\t\t\tfi\n", strings.Join(apart, " | "))
+	}
+	if len(names) > 0 {
 		b.WriteString("\t\t\tif [[ -z $sub ]]; then\n\t\t\t\tcase $w in\n")
 		fmt.Fprintf(&b, "\t\t\t\t%s) sub=$w ;;\n", strings.Join(names, " | "))
 		if c.Sub(runForm) != nil {
@@ -249,14 +269,14 @@ func Bash(c *Command, gates bool) string {
 			words = append(words, "--")
 		}
 		fmt.Fprintf(&b, "\t\tif [[ $cur == -* ]]; then\n\t\t\tCOMPREPLY=($(compgen -W %s -- \"$cur\"))\n\t\t\treturn 0\n\t\tfi\n", shQuote(strings.Join(words, " ")))
-		if st.name == "" && len(c.Subs) > 0 {
-			var names []string
+		if st.name == "" && len(names) > 0 {
+			var vis []string
 			for _, s := range c.Visible() {
-				names = append(names, s.Name)
+				vis = append(vis, s.Name)
 			}
-			list := shQuote(strings.Join(names, " "))
+			list := shQuote(strings.Join(vis, " "))
 			if gates && c.Sub(runForm) != nil {
-				list = `"` + strings.Join(names, " ") + ` $(` + fn + `_gates)"`
+				list = `"` + strings.Join(vis, " ") + ` $(` + fn + `_gates)"`
 			}
 			fmt.Fprintf(&b, "\t\tCOMPREPLY=($(compgen -W %s -- \"$cur\"))\n", list)
 		}
@@ -267,6 +287,9 @@ func Bash(c *Command, gates bool) string {
 		}
 		if st.dash {
 			fmt.Fprintf(&b, "\t\t((npos >= %d)) && COMPREPLY=($(compgen -W -- -- \"$cur\"))\n", len(st.args))
+		}
+		if st.name == "" && len(apart) > 0 {
+			fmt.Fprintf(&b, "\t\t((COMP_CWORD == 1)) && COMPREPLY+=($(compgen -W %s -- \"$cur\"))\n", shQuote(strings.Join(apart, " ")))
 		}
 		b.WriteString("\t\t;;\n")
 	}
@@ -355,7 +378,52 @@ func Zsh(c *Command, gates bool) string {
 		return strings.Join(s, " \\\n\t\t")
 	}
 	fmt.Fprintf(&b, "%s() {\n\tlocal curcontext=$curcontext state state_descr line expl ret=1\n\ttypeset -A opt_args\n", fn)
-	if len(c.Subs) == 0 {
+	// A subcommand's flags and positional arguments.
+	subSpecs := func(s *Command) string {
+		var pos []string
+		for i, a := range s.Args {
+			action := " "
+			if gateArg(gates, a) {
+				action = fn + "_gates"
+			}
+			opt := ""
+			if a.Optional {
+				opt = ":"
+			}
+			pos = append(pos, shQuote(fmt.Sprintf("%d:%s%s:%s", i+1, opt, strings.ToLower(a.Name), action)))
+		}
+		flags := s.Flags
+		if !s.Apart {
+			flags = slices.Concat(c.Flags, s.Flags)
+		}
+		all := specs(flags)
+		if len(pos) > 0 {
+			if all != "" {
+				all += " \\\n\t\t"
+			}
+			all += strings.Join(pos, " ")
+		}
+		if all == "" {
+			all = "''"
+		}
+		return all
+	}
+	if _, apart := subsByKind(c); len(apart) > 0 {
+		b.WriteString("\t# A subcommand apart is only ever the first word.\n\tif (( CURRENT > 2 )); then\n\t\tcase $words[2] in\n")
+		for _, s := range c.Subs {
+			if s.Apart {
+				fmt.Fprintf(&b, "\t\t%s)\n\t\t\tshift words\n\t\t\t(( CURRENT-- ))\n\t\t\tcurcontext=${curcontext%%:*:*}:%s-%s:\n\t\t\t_arguments -s \\\n\t\t%s && ret=0\n\t\t\treturn ret\n\t\t\t;;\n", s.Name, c.Name, s.Name, subSpecs(s))
+			}
+		}
+		b.WriteString("\t\tesac\n\telif (( CURRENT == 2 )); then\n\t\tlocal -a cmds=(\n")
+		for _, s := range c.Visible() {
+			if s.Apart {
+				fmt.Fprintf(&b, "\t\t\t%s\n", shQuote(s.Name+":"+strings.ReplaceAll(firstSentence(s.Help), ":", `\:`)))
+			}
+		}
+		b.WriteString("\t\t)\n\t\t_describe -t commands command cmds && ret=0\n\tfi\n")
+	}
+	if states(c)[0].dash {
 		fmt.Fprintf(&b, "\t_arguments -s -S \\\n\t\t%s \\\n\t\t'*::command:_normal' && ret=0\n\treturn ret\n}\n", specs(c.Flags))
 	} else {
 		fmt.Fprintf(&b, "\t_arguments -C -s \\\n\t\t%s \\\n\t\t'1: :->first' \\\n\t\t'*:: :->rest' && ret=0\n", specs(c.Flags))
@@ -373,32 +441,10 @@ func Zsh(c *Command, gates bool) string {
 		}
 		b.WriteString("\t\tcase $line[1] in\n")
 		for _, s := range c.Subs {
-			if s.Name == runForm {
+			if s.Name == runForm || s.Apart {
 				continue
 			}
-			var pos []string
-			for i, a := range s.Args {
-				action := " "
-				if gateArg(gates, a) {
-					action = fn + "_gates"
-				}
-				opt := ""
-				if a.Optional {
-					opt = ":"
-				}
-				pos = append(pos, shQuote(fmt.Sprintf("%d:%s%s:%s", i+1, opt, strings.ToLower(a.Name), action)))
-			}
-			all := specs(slices.Concat(c.Flags, s.Flags))
-			if len(pos) > 0 {
-				if all != "" {
-					all += " \\\n\t\t"
-				}
-				all += strings.Join(pos, " ")
-			}
-			if all == "" {
-				all = "''"
-			}
-			fmt.Fprintf(&b, "\t\t%s)\n\t\t\t_arguments -s \\\n\t\t%s && ret=0\n\t\t\t;;\n", s.Name, all)
+			fmt.Fprintf(&b, "\t\t%s)\n\t\t\t_arguments -s \\\n\t\t%s && ret=0\n\t\t\t;;\n", s.Name, subSpecs(s))
 		}
 		if run := c.Sub(runForm); run != nil {
 			fmt.Fprintf(&b, "\t\t*)\n\t\t\t# the run form: $line[1] is the gate, then -- COMMAND\n\t\t\t_arguments -s -S \\\n\t\t%s \\\n\t\t'*::command:_normal' && ret=0\n\t\t\t;;\n", specs(slices.Concat(c.Flags, run.Flags)))
@@ -409,18 +455,22 @@ func Zsh(c *Command, gates bool) string {
 	return b.String()
 }
 
+// fishApart is the part of Fish's state function that reads a
+// subcommand apart: only ever the first word.
+func fishApart(apart []string) string {
+	if len(apart) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\tif contains -- \"$toks[1]\" %s\n\t\tset sub $toks[1]\n\t\tset -e toks[1]\n\tend\n", strings.Join(apart, " "))
+}
+
 // Fish returns c's fish completion (for vendor_completions.d/NAME.fish).
 func Fish(c *Command, gates bool) string {
 	fn := strings.TrimPrefix(funcName(c.Name), "_")
 	fn = "__" + fn
 	var b strings.Builder
 	fmt.Fprintf(&b, "# fish completion for %s: %s.\n\n", c.Name, generated)
-	var subs []string
-	for _, s := range c.Subs {
-		if s.Name != runForm {
-			subs = append(subs, s.Name)
-		}
-	}
+	subs, apart := subsByKind(c)
 	// The state: "SUB N" (N positional arguments given since), or "--"
 	// after the separator.
 	fmt.Fprintf(&b, `# Prints where the command line is: "SUB N" (the subcommand, "" for none,
@@ -431,7 +481,7 @@ function %[1]s_state
 	set -l sub ''
 	set -l n 0
 	set -l skip 0
-	for t in $toks
+%[2]s	for t in $toks
 		if test $skip = 1
 			set skip 0
 			continue
@@ -440,7 +490,7 @@ function %[1]s_state
 			case --
 				echo -- --
 				return
-`, fn)
+`, fn, fishApart(apart))
 	if v := allValueFlags(c); len(v) > 0 {
 		fmt.Fprintf(&b, "\t\t\tcase %s\n\t\t\t\tset skip 1\n", strings.Join(v, " "))
 	}
@@ -502,16 +552,19 @@ end
 	b.WriteString("\n")
 	for _, st := range states(c) {
 		cond := fmt.Sprintf("%s_in %s", fn, fishQuote(st.name))
-		if st.name == "" && len(c.Subs) > 0 {
-			// The program's own flags are valid in every subcommand.
+		if st.name == "" && len(subs) > 0 {
+			// The program's own flags are valid in every subcommand
+			// but those apart.
 			all := []string{"''"}
 			for _, s := range c.Subs {
-				all = append(all, s.Name)
+				if !s.Apart {
+					all = append(all, s.Name)
+				}
 			}
 			cond = fn + "_in " + strings.Join(all, " ")
 		}
 		flags := st.flags
-		if st.name != "" {
+		if st.name != "" && !st.apart {
 			flags = flags[len(c.Flags):]
 		}
 		for _, f := range flags {
@@ -537,7 +590,11 @@ end
 		}
 		if st.name == "" && len(c.Subs) > 0 {
 			for _, s := range c.Visible() {
-				fmt.Fprintf(&b, "complete -c %s -n %s -a %s -d %s\n", c.Name, fishQuote(fn+"_at '' 0"), s.Name, fishQuote(firstSentence(s.Help)))
+				cond := fn + "_at '' 0"
+				if s.Apart {
+					cond = "test (count (commandline -opc)) = 1"
+				}
+				fmt.Fprintf(&b, "complete -c %s -n %s -a %s -d %s\n", c.Name, fishQuote(cond), s.Name, fishQuote(firstSentence(s.Help)))
 			}
 			if gates && c.Sub(runForm) != nil {
 				fmt.Fprintf(&b, "complete -c %s -n %s -a '(%s_gates)' -d gate\n", c.Name, fishQuote(fn+"_at '' 0"), fn)

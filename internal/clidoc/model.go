@@ -25,6 +25,7 @@ type Command struct {
 	Name   string
 	Help   string
 	Hidden bool // a hidden subcommand (cron-gate's "run", the default form)
+	Apart  bool // a subcommand parsed apart (withlock who): only as the first word, with only its own flags; the program keeps its own form
 	Flags  []Flag
 	Args   []Arg
 	Subs   []*Command

@@ -4,6 +4,7 @@ package clidoc
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,7 +47,7 @@ func Files(o Options) ([]File, error) {
 	for _, p := range []struct {
 		c     *Command
 		gates bool
-	}{{wl, false}, {cg, true}} {
+	}{{WithlockCompletion(wl, who), false}, {cg, true}} {
 		files = append(files,
 			File{"completions/bash/" + p.c.Name, []byte(Bash(p.c, p.gates))},
 			File{"completions/zsh/_" + p.c.Name, []byte(Zsh(p.c, p.gates))},
@@ -81,6 +82,15 @@ func WhoModel() (*Command, error) {
 	c := FromKong(k)
 	c.Name = "who"
 	return c, nil
+}
+
+// WithlockCompletion is withlock's command line as its completions see
+// it: its own form, and who as a subcommand apart (Command.Apart).
+func WithlockCompletion(wl, who *Command) *Command {
+	c, w := *wl, *who
+	w.Apart = true
+	c.Subs = append(slices.Clone(wl.Subs), &w)
+	return &c
 }
 
 // runForm is cron-gate's hidden subcommand that is its default form,

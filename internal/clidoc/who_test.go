@@ -3,6 +3,7 @@
 package clidoc
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,4 +33,21 @@ func TestWithlockPageHasWho(t *testing.T) {
 			t.Errorf("withlock(1), WITHLOCK WHO: %s is missing", a.Name)
 		}
 	}
+}
+
+// whoFlags is what a completion offers for `withlock who --`: the long
+// spellings of who's own flags (WhoModel), sorted, so that a flag added
+// to who needs no edit here.
+func whoFlags(t *testing.T) string {
+	t.Helper()
+	who, err := WhoModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range who.Flags {
+		out = append(out, "--"+f.Long)
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
 }
