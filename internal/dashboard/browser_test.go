@@ -3,7 +3,9 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/watch"
 	"github.com/crongate/crongate/tests/webdriver"
 )
@@ -349,5 +352,33 @@ func TestBrowserSession(t *testing.T) {
 		for _, m := range errs {
 			t.Errorf("browser console: %s", m)
 		}
+	}
+}
+
+// A run waiting out its jitter shows on the page (issue 32 item 5): the
+// row's badge says waiting, and its line when the command starts. The
+// waiting run is this test's own process, alive for the whole test.
+// Fails if the page renders the gate as never-run, or without the start.
+func TestBrowserWaiting(t *testing.T) {
+	webdriver.Need(t)
+	e := newEnv(t)
+	now := time.Now()
+	e.declare(&gate.GateConfig{Name: "w", Interval: time.Hour, Jitter: time.Hour})
+	pid := os.Getpid()
+	e.journal(t, "w", journal.Record{Run: "20261204T000000.000000Z-" + strconv.Itoa(pid), Event: journal.EventWait,
+		Time: now.Add(-time.Minute), Until: now.Add(3 * time.Minute), Pid: pid, PidStart: procstat.StartTicks(pid)})
+	srv, _ := server(t, e.options())
+	wd := webdriver.Start(t, 1280, 700)
+	wd.Open(srv.URL + "/")
+	var row struct{ State, Text string }
+	webdriver.WaitFor(t, "w's row says waiting", 20*time.Second, func() bool {
+		wd.Eval(`const r = document.querySelector('tr.gate[data-gate="w"]');
+			if (!r) return {State: '', Text: ''};
+			const b = r.querySelector('.state');
+			return {State: b ? b.dataset.state : '', Text: r.textContent};`, &row)
+		return row.State == gate.StateWaiting
+	})
+	if !strings.Contains(row.Text, "jitter · starts") {
+		t.Fatalf("w's row says waiting without when it starts: %q", row.Text)
 	}
 }
