@@ -104,7 +104,13 @@ func mainWithBinaries(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return m.Run()
+	leaked := testbin.WatchHostDirs()
+	code := m.Run()
+	if err := leaked(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	return code
 }
 
 // buildBinaries builds the binaries (testbin, shared with the stress and

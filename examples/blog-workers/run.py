@@ -177,7 +177,10 @@ class Scheme:
         # PYTHONPYCACHEPREFIX keeps __pycache__ out of the source tree.
         env = {"HOME": os.environ.get("HOME", "/"), "LOGNAME": os.environ.get("LOGNAME", "root"),
                "SHELL": "/bin/sh", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-               "PYTHONPYCACHEPREFIX": str(self.dir.parent / "pycache")}
+               "PYTHONPYCACHEPREFIX": str(self.dir.parent / "pycache"),
+               # cron-gate's config cache in the run's dir, not root's
+               # /var/cache/cron-gate: the demo leaves the machine as it was.
+               "CRON_GATE_CACHE_DIR": str(self.dir / "cache")}
         env.update(self.env)
         # Warm up (page cache, byte code) so that tick 0 starts like any other.
         subprocess.run(["/bin/sh", "-c", f"cd {shlex.quote(str(HERE))} && python3 -c 'import candidates, translate, terms, classify'"

@@ -122,3 +122,35 @@ func OpenFIFOWriter(path string, ended func() bool, limit time.Duration) (*os.Fi
 		}
 	}
 }
+
+// HostDirs are the directories the binaries use by default for root
+// (gate.DefaultStateDir, the config cache, the etcd version cache's
+// parent is per user): a test that runs a binary without pointing it
+// elsewhere writes there, and the suite must leave the machine as it
+// found it (a later package test refuses to run over an existing
+// /var/cache/cron-gate, which dpkg -P would remove).
+var HostDirs = []string{"/var/lib/cron-gate", "/var/cache/cron-gate"}
+
+// WatchHostDirs notes which of HostDirs exist now; the function it
+// returns reports, as one error naming them, those that exist then but
+// did not before: a test wrote into the host's default dirs.
+func WatchHostDirs() func() error {
+	before := map[string]bool{}
+	for _, d := range HostDirs {
+		if _, err := os.Lstat(d); err == nil {
+			before[d] = true
+		}
+	}
+	return func() error {
+		var made []string
+		for _, d := range HostDirs {
+			if _, err := os.Lstat(d); err == nil && !before[d] {
+				made = append(made, d)
+			}
+		}
+		if len(made) == 0 {
+			return nil
+		}
+		return fmt.Errorf("a test wrote into the host's default dirs %v: give every binary it runs a state dir and CRON_GATE_CACHE_DIR of its own (a crontab line that trigger runs takes them from the crontab)", made)
+	}
+}
