@@ -15,8 +15,18 @@
 # etcd it says how to install it and its tests skip, except with CI set,
 # where a missing etcd or any skipped test or subtest fails the run.
 #
+#
+# Long mode (not CI's; docs/etcd.md, "Server versions"): ETCD_SERVERS also
+# takes an etcd release, v3.5.36 say, built from the Go module proxy into
+# the temporary dir (tests/etcd/etcdserver's main.go in a module of its own
+# that requires that server version; the committed go.mod is not touched),
+# and ETCD_LONG=1 runs the suite on debian, built, v3.5.36 and v3.6.17. At
+# most two runs go at once (ETCD_SERIAL=1: one), each N-th on ports
+# + 1000 * N.
+#
 #   bash .ci/etcd.sh                 # vet, run the suite on both versions
-#   ETCD_SERVERS=debian bash .ci/etcd.sh    # or: built
+#   ETCD_SERVERS=debian bash .ci/etcd.sh    # or: built, or v3.5.36
+#   ETCD_LONG=1 bash .ci/etcd.sh     # debian, built, v3.5.36, v3.6.17
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v go >/dev/null || export PATH=$PATH:/usr/local/go/bin
@@ -63,14 +73,34 @@ report() {
 	fi
 }
 
-# The two servers' runs go side by side, each with its own cluster on its
-# own ports (the second on the first's + 1000): the suite mostly waits
-# (frozen members, lease expiries), so two at once take little more than
-# one. ETCD_SERIAL=1 runs them one after the other.
+# build_version VERSION OUT: builds etcd server VERSION (v3.5.36 say) from
+# the Go module proxy into OUT: tests/etcd/etcdserver's main.go in a fresh
+# module in the temporary dir that requires that version alone (a copy of
+# the committed go.mod would keep 3.7's api, client and pkg modules, newer
+# than the server's own), so the committed go.mod stays as it is.
+build_version() {
+	local v=$1 out=$2 src="$tmp/src-$1"
+	mkdir -p "$src" && cp tests/etcd/etcdserver/main.go "$src/" &&
+		(cd "$src" &&
+			go mod init github.com/crongate/crongate/tests/etcd/etcdserver &&
+			go mod edit -require="go.etcd.io/etcd/server/v3@$v" &&
+			go mod tidy &&
+			CGO_ENABLED=0 go build -o "$out" .)
+}
+
+# The servers' runs go side by side, two at a time, each with its own
+# cluster on its own ports (the N-th on the first's + 1000 * N): the suite
+# mostly waits (frozen members, lease expiries), so two at once take
+# little more than one; more would starve the clusters on a small host.
+# ETCD_SERIAL=1 runs them one after the other.
 ports=${ETCD_TEST_PORTS:-23791,23801}
 cport=${ports%,*} pport=${ports#*,}
-names=() bins=() portsets=()
-for s in ${ETCD_SERVERS:-debian built}; do
+servers=${ETCD_SERVERS:-debian built}
+if [ -n "${ETCD_LONG:-}" ]; then
+	servers="debian built v3.5.36 v3.6.17"
+fi
+names=() bins=()
+for s in $servers; do
 	case $s in
 	debian)
 		names+=(debian) bins+=("") ;;
@@ -82,8 +112,16 @@ for s in ${ETCD_SERVERS:-debian built}; do
 			echo "the etcd server could not be built from the Go module proxy"
 			failed_runs="$failed_runs built(build)"
 		fi ;;
+	v[0-9]*.[0-9]*.[0-9]*)
+		echo "== go build etcd server $s (from the Go module proxy)"
+		if build_version "$s" "$tmp/etcd-$s"; then
+			names+=("$s") bins+=("$tmp/etcd-$s")
+		else
+			echo "etcd server $s could not be built from the Go module proxy"
+			failed_runs="$failed_runs $s(build)"
+		fi ;;
 	*)
-		echo "ETCD_SERVERS: unknown $s (use debian, built)"; exit 2 ;;
+		echo "ETCD_SERVERS: unknown $s (use debian, built or a release such as v3.5.36)"; exit 2 ;;
 	esac
 done
 pids=()
@@ -94,6 +132,10 @@ for i in "${!names[@]}"; do
 	else
 		run "${names[$i]}" "${bins[$i]}" "$p" &
 		pids+=($!)
+		if [ "${#pids[@]}" -ge 2 ]; then
+			for pid in "${pids[@]}"; do wait "$pid" || true; done
+			pids=()
+		fi
 	fi
 done
 for pid in "${pids[@]}"; do wait "$pid" || true; done
@@ -101,7 +143,7 @@ for i in "${!names[@]}"; do
 	report "${names[$i]}" "${bins[$i]}"
 done
 
-echo "etcd: $total_passed passed, $total_failed failed, $total_skipped skipped (both servers, subtests included)"
+echo "etcd: $total_passed passed, $total_failed failed, $total_skipped skipped (${#names[@]} servers, subtests included)"
 if [ -n "$failed_runs" ]; then
 	echo "etcd suite failed:$failed_runs"
 	exit 1

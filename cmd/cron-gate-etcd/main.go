@@ -10,8 +10,6 @@ package main
 import (
 	"os"
 
-	_ "github.com/crongate/crongate/internal/oneproc"
-
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/crongate/full"
@@ -20,6 +18,7 @@ import (
 )
 
 func main() {
+	etcdclient.OneP()
 	os.Exit(full.Main(os.Args[1:], open))
 }
 
@@ -34,24 +33,18 @@ const envPassword = "CRON_GATE_ETCD_PASSWORD"
 func open(cfg *gate.Config) (pauses.Store, func(), error) {
 	e := &cfg.Etcd
 	sec := etcdclient.Security{CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile, ServerName: e.ServerName, User: e.User}
-	pw, fromVar := os.LookupEnv(envPassword)
-	os.Unsetenv(envPassword)
-	switch {
-	case e.PasswordFile != "":
-		p, err := etcdclient.ReadPassword(e.PasswordFile, "[etcd] password_file")
-		if err != nil {
-			return nil, nil, err
-		}
-		sec.Password = p
-	case fromVar && pw != "":
-		sec.Password = pw
+	pw, err := etcdclient.Password(e.PasswordFile, "[etcd] password_file", envPassword)
+	if err != nil {
+		return nil, nil, err
 	}
-	eps, _ := etcdclient.Endpoints(e.Endpoints)
+	sec.Password = pw
+	eps, _ := etcdclient.Endpoints(e.Endpoints, "[etcd] endpoints")
 	if err := sec.Check(eps, etcdclient.Options{
-		Endpoints: "[etcd] endpoints",
-		TLS:       "[etcd] ca_file, cert_file, key_file and server_name",
-		User:      "[etcd] user",
-		Password:  "set [etcd] password_file (mode 0600) or $" + envPassword,
+		Endpoints:    "[etcd] endpoints",
+		TLS:          "[etcd] ca_file, cert_file, key_file and server_name",
+		User:         "[etcd] user",
+		Password:     "set [etcd] password_file (mode 0600) or $" + envPassword,
+		PasswordFile: "[etcd] password_file",
 	}); err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcdlock"
 	"github.com/crongate/crongate/internal/lockset"
@@ -42,10 +43,11 @@ const (
 
 // options names withlock-etcd's options in messages.
 var options = etcdclient.Options{
-	Endpoints: "--endpoints",
-	TLS:       "--ca-file, --cert-file, --key-file and --server-name",
-	User:      "--etcd-user",
-	Password:  "give it with --password-file FILE (mode 0600) or $" + envPassword,
+	Endpoints:    "--endpoints",
+	TLS:          "--ca-file, --cert-file, --key-file and --server-name",
+	User:         "--etcd-user",
+	Password:     "give it with --password-file FILE (mode 0600) or $" + envPassword,
+	PasswordFile: "--password-file",
 }
 
 // Configure applies the etcd defaults (from the environment, else the
@@ -90,10 +92,8 @@ func (driver) Configure(o *wc.Options) error {
 	if _, err := lockDelay(o.LockDelay); err != nil {
 		return err
 	}
-	for _, e := range o.Endpoints {
-		if e == "" {
-			return wc.UsageError{Msg: "--endpoints has an empty entry (stray comma?)"}
-		}
+	if _, err := etcdclient.Endpoints(o.Endpoints, "--endpoints"); err != nil {
+		return wc.UsageError{Msg: err.Error()}
 	}
 	sec, err := security(o)
 	if err != nil {
@@ -117,12 +117,14 @@ func fromEnv(v *string, env string) {
 	}
 }
 
-// lockDelay parses --lock-delay: "" is the default, 0s none.
+// lockDelay parses --lock-delay with the one duration rule
+// (duration.Parse): "" is the default, 0s none. It is a string, not a
+// duration flag, because "" (the default) and 0s (none) differ.
 func lockDelay(s string) (time.Duration, error) {
 	if s == "" {
 		return etcdlock.DefaultLockDelay, nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil || d < 0 || d%time.Second != 0 {
 		return 0, wc.UsageError{Msg: fmt.Sprintf("--lock-delay %q: give whole seconds, 0s for none (etcd leases have whole seconds)", s)}
 	}
@@ -135,19 +137,9 @@ func lockDelay(s string) (time.Duration, error) {
 // --etcd-user is refused by Security.Check.
 func security(o *wc.Options) (etcdclient.Security, error) {
 	sec := etcdclient.Security{CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile, ServerName: o.ServerName, User: o.EtcdUser}
-	pw, fromVar := os.LookupEnv(envPassword)
-	os.Unsetenv(envPassword)
-	switch {
-	case o.PasswordFile != "":
-		p, err := etcdclient.ReadPassword(o.PasswordFile, "--password-file")
-		if err != nil {
-			return sec, err
-		}
-		sec.Password = p
-	case fromVar && pw != "":
-		sec.Password = pw
-	}
-	return sec, nil
+	var err error
+	sec.Password, err = etcdclient.Password(o.PasswordFile, "--password-file", envPassword)
+	return sec, err
 }
 
 // Open creates the client (without etcd auth it does not contact the

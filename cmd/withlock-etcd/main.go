@@ -12,8 +12,7 @@ package main
 import (
 	"os"
 
-	_ "github.com/crongate/crongate/internal/oneproc"
-
+	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/withlock/kongparse"
 )
@@ -30,7 +29,8 @@ an unreachable cluster); 126 not executable; 127 not found; 128+N the
 command died of signal N.`
 
 func main() {
-	runner.Exit(kongparse.Main(kongparse.Program{
+	etcdclient.OneP()
+	runner.Exit(kongparse.Serve(kongparse.Program{
 		Name:        "withlock-etcd",
 		Description: description,
 		Usage:       "Usage: withlock --backend etcd [flags] -- COMMAND [ARG...]",

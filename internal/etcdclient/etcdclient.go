@@ -15,41 +15,39 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/crongate/crongate/internal/etcderr"
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	"github.com/crongate/crongate/internal/etcdendpoint"
 	"github.com/crongate/crongate/internal/safeopen"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // DefaultEndpoint is the client URL used when none is given: a member on
 // this host, on etcd's default client port.
 const DefaultEndpoint = "http://127.0.0.1:2379"
 
-// Endpoints returns eps, or DefaultEndpoint alone when eps is empty. ok is
-// false when an entry is empty (a stray comma): such a list is refused,
-// not cleaned up.
-func Endpoints(eps []string) (_ []string, ok bool) {
+// Endpoints returns eps, or DefaultEndpoint alone when eps is empty. A
+// list with an empty entry (a stray comma) is refused, not cleaned up:
+// what names the option in the message ("--endpoints", "[etcd] endpoints").
+func Endpoints(eps []string, what string) ([]string, error) {
 	if len(eps) == 0 {
-		return []string{DefaultEndpoint}, true
+		return []string{DefaultEndpoint}, nil
 	}
 	for _, e := range eps {
 		if e == "" {
-			return nil, false
+			return nil, fmt.Errorf("%s has an empty entry (stray comma?)", what)
 		}
 	}
-	return eps, true
-}
-
-// ValidPrefix reports whether p can be a key prefix: it starts with "/" and
-// does not end with "/", so that the keys PREFIX/... are well formed and
-// one deployment's prefix is never a prefix of another's keys by accident.
-func ValidPrefix(p string) bool {
-	return strings.HasPrefix(p, "/") && !strings.HasSuffix(p, "/")
+	return eps, nil
 }
 
 // Security is how to authenticate to a cluster, and it to us.
@@ -62,8 +60,8 @@ type Security struct {
 	// of them needs https:// endpoints.
 	CAFile, CertFile, KeyFile, ServerName string
 	// User and Password log in to etcd's auth (both or neither). The
-	// password is read by the caller from a file (ReadPassword) or the
-	// environment, never from a command line; it appears in no message.
+	// password is read from a file or the environment (Password), never
+	// from a command line; it appears in no message.
 	User, Password string
 }
 
@@ -72,30 +70,27 @@ func (s *Security) TLS() bool {
 	return s.CAFile != "" || s.CertFile != "" || s.KeyFile != "" || s.ServerName != ""
 }
 
-// Check checks the endpoints (each http:// or https://, host:port, no
-// user or password in the URL — a secret there would show in every
-// message that names the endpoint), that TLS options come with https://
-// endpoints only (the client would silently drop TLS for http://), and
-// that a user comes with a password and the reverse. opt names the
-// options for messages: flag names or config keys.
+// Check checks the endpoints, which take etcdctl's forms —
+// http://HOST:PORT, https://HOST:PORT, HOST:PORT (TLS when TLS options
+// are given), unix://PATH and unixs://PATH — with no user or password in
+// a URL (a secret there would show in every message that names the
+// endpoint); that TLS options come with no http:// or unix:// endpoint
+// (the client would silently drop TLS for it); and that a user comes with
+// a password and the reverse. opt names the options for messages: flag
+// names or config keys.
 func (s *Security) Check(eps []string, opt Options) error {
-	https := 0
 	for _, e := range eps {
-		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
-			return fmt.Errorf("%s: %q is not a URL like http://HOST:2379 or https://HOST:2379", opt.Endpoints, redact(e))
+		scheme, err := etcdendpoint.Check(e, opt.User, opt.PasswordFile)
+		if err != nil {
+			return fmt.Errorf("%s: %w", opt.Endpoints, err)
 		}
-		if u.User != nil {
-			return fmt.Errorf("%s: %s carries a user or password: give them with %s and %s instead (a secret in a URL shows in messages)",
-				opt.Endpoints, redact(e), opt.User, opt.Password)
-		}
-		if u.Scheme == "https" {
-			https++
+		if s.TLS() {
+			if err := etcdendpoint.CheckTLS(e, scheme, opt.TLS); err != nil {
+				return err
+			}
 		}
 	}
 	switch {
-	case s.TLS() && https != len(eps):
-		return fmt.Errorf("%s need https:// endpoints: every entry of %s must be one", opt.TLS, opt.Endpoints)
 	case (s.CertFile == "") != (s.KeyFile == ""):
 		return fmt.Errorf("%s: a client certificate needs its key, and the reverse", opt.TLS)
 	case s.User != "" && s.Password == "":
@@ -110,30 +105,35 @@ func (s *Security) Check(eps []string, opt Options) error {
 
 // Options names the options of a Config for messages.
 type Options struct {
-	Endpoints string // "--endpoints", "endpoints"
-	TLS       string // "--ca-file, --cert-file, --key-file and --server-name"
-	User      string // "--etcd-user", "user"
-	Password  string // where a password comes from
+	Endpoints    string // "--endpoints", "endpoints"
+	TLS          string // "--ca-file, --cert-file, --key-file and --server-name"
+	User         string // "--etcd-user", "user"
+	Password     string // where a password comes from
+	PasswordFile string // "--password-file": where a URL's secret goes instead
 }
 
-// redact keeps a URL's scheme and host only, for a message about a URL
-// that may hold a secret.
-func redact(e string) string {
-	if u, err := url.Parse(e); err == nil && u.User != nil {
-		u.User = url.User("…")
-		return u.String()
-	}
-	if i := strings.LastIndexByte(e, '@'); i >= 0 {
-		return "…" + e[i:]
-	}
-	return e
-}
+// redact: etcdendpoint.Redact.
+var redact = etcdendpoint.Redact
 
 // maxPEM bounds a certificate or key file; maxPassword a password file.
 const (
 	maxPEM      = 1 << 20
 	maxPassword = 4096
 )
+
+// Password is the auth password both etcd binaries use: read from file
+// (ReadPassword; what names it in messages) when file is set, else the
+// variable env. env is taken out of the environment either way, so that
+// the command run does not inherit a secret. "" when neither gives one
+// (Security.Check then refuses a user without a password).
+func Password(file, what, env string) (string, error) {
+	pw := os.Getenv(env)
+	os.Unsetenv(env)
+	if file != "" {
+		return ReadPassword(file, what)
+	}
+	return pw, nil
+}
 
 // ReadPassword reads a password file: a regular file (not a symlink, never
 // a FIFO or device: safeopen.ReadFile) of at most 4 KiB that neither group
@@ -209,184 +209,110 @@ func readPEM(path, what string) ([]byte, error) {
 // password: a definite answer, not an unreachable cluster.
 var ErrLogin = errors.New("etcd refused the login")
 
-// Client is an etcd client that talks to one member until it meets
-// trouble, then to the others, then to all of them.
-//
-// A call of withlock-etcd or cron-gate-etcd makes a handful of requests
-// and exits; connecting to every member, as etcd's official client does, cost it
-// a connection per member (HTTP/2 set-up on both sides) for requests that
-// one member answers. So a Client connects to one endpoint, picked at
-// random (which spreads the calls over the members). When a request to
-// it gets no answer (a timeout, a broken connection, no leader), or its
-// first request is not answered within firstAnswer (a member that is
-// down, or whose host is: a request waiting for the connection then goes
-// to whichever other member connects first), it connects to the **other**
-// members: a request sent again never goes back to the member that just
-// failed it, as it could in a round-robin turn over all of them. Trouble there
-// too, or its caller (Widen: etcdlock at half the first renewal period,
-// so that a long holder has every member by its first renewal; a
-// period's claim) connects it to every member, and every request then
-// goes to the next connected member in turn, which is what lets a
-// renewal that got no answer be sent again to another member.
-//
-// With etcd's user/password auth the client connects to every member
-// from the start: it logs in while it is created, before a request could
-// be sent elsewhere.
+// Client is etcd's official client (go.etcd.io/etcd/client/v3), made
+// the way both tools need it: connected to every endpoint, each request
+// going to the next connected member in turn (gRPC's round robin), so a
+// request sent again after no answer goes to another member; silent (its
+// logger discards: errors are returned to the caller, which says them in
+// its own words); and its errors given a cause (Cause).
 type Client struct {
 	*clientv3.Client
-	all   []string // every endpoint
-	first string   // the endpoint connected first
+	eps  []string
+	tls  *tls.Config // nil: plain
+	kind error       // what its Unavailable errors wrap
 
-	mu    sync.Mutex
-	stage int // first, others or all
-	timer *time.Timer
+	dmu  sync.Mutex
+	diag *diagnosis // the last one started
+
+	watches atomic.Uint64 // watches started (Watch)
+	avoid   avoider       // members left out of the round robin (avoid.go)
+	auth    *tokenAuth    // nil without a user
 }
 
-// The stages of a Client: the endpoints it is connected to.
+// Keep-alive pings on a connection with requests under way: gRPC's
+// client sends none more often than every 10 s, and etcd refuses pings
+// more often than every 5 s (--grpc-keepalive-min-time). A member that
+// answers no ping within keepAliveTimeout is left for the others.
 const (
-	stageFirst  = iota // the one picked at random
-	stageOthers        // every endpoint but that one
-	stageAll           // every endpoint
+	keepAliveTime    = 10 * time.Second
+	keepAliveTimeout = 2 * time.Second
 )
 
-// firstAnswer is how long a first request may go unanswered before the
-// client connects to the other members.
-const firstAnswer = 250 * time.Millisecond
-
 // New creates a client for the endpoints eps, which sec.Check has
-// accepted. dialTimeout bounds connecting to a member (and, with a User,
-// the login). Without a User it does not contact the cluster (the client
-// connects at its first request): an unreachable cluster shows up in the
-// first request. With one, it logs in (one request); a refused login wraps
-// ErrLogin, no answer is returned as the client's error.
-//
-// The client pings a member it has requests under way with every 5.5 s
-// and leaves it after 1 s without an answer; etcd refuses pings more
-// often than every 5 s (--grpc-keepalive-min-time), and on a connection
-// without requests. It logs nothing: errors are
-// returned to the caller, which says them in its own words.
-func New(eps []string, dialTimeout time.Duration, sec Security) (*Client, error) {
-	c := &Client{all: eps, first: eps[rand.IntN(len(eps))]}
-	if sec.User != "" || len(eps) == 1 {
-		c.stage = stageAll
-	}
+// accepted. dialTimeout bounds the login (with a User: one request, made
+// here); without a User New does not wait for the cluster: an unreachable
+// cluster shows up in the first request. A refused login wraps ErrLogin;
+// a login without an answer is an Unavailable. kind is the sentinel
+// every Unavailable of this client wraps.
+func New(eps []string, dialTimeout time.Duration, sec Security, kind error) (*Client, error) {
 	cc := clientv3.Config{
-		Endpoints:            c.endpoints(),
+		Endpoints:            eps,
 		DialTimeout:          dialTimeout,
-		DialKeepAliveTime:    5 * time.Second,
-		DialKeepAliveTimeout: time.Second,
-		Intercept:            c.watchAnswers,
-		Username:             sec.User,
-		Password:             sec.Password,
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: keepAliveTimeout,
+		Logger:               zap.NewNop(),
 	}
-	if sec.TLS() {
+	c := &Client{eps: eps, kind: kind}
+	var auth *tokenAuth
+	if sec.User != "" {
+		// The login and its token are ours (tokenAuth), not the client's.
+		auth = &tokenAuth{user: sec.User, password: sec.Password}
+		c.auth = auth
+		cc.DialOptions = append(cc.DialOptions, grpc.WithPerRPCCredentials(auth),
+			grpc.WithChainUnaryInterceptor(auth.unary))
+	}
+	// Inside the others: each attempt, as it went to a member.
+	cc.DialOptions = append(cc.DialOptions, grpc.WithChainUnaryInterceptor(c.unary), grpc.WithChainStreamInterceptor(c.stream))
+	if sec.TLS() || anyTLS(eps) {
 		tc, err := sec.tlsConfig()
 		if err != nil {
 			return nil, err
 		}
-		cc.TLS = tc
+		cc.TLS, c.tls = tc, tc
+		if sec.ServerName != "" {
+			// gRPC checks the certificate against the authority, the
+			// endpoint's host unless set: --server-name sets it.
+			cc.DialOptions = append(cc.DialOptions, grpc.WithAuthority(sec.ServerName))
+		}
 	}
-	c.mu.Lock()
-	if c.stage == stageFirst {
-		c.timer = time.AfterFunc(firstAnswer, func() { c.trouble(stageFirst) })
-	}
-	c.mu.Unlock()
+	start := time.Now()
 	cli, err := clientv3.New(cc)
+	if err == nil && auth != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+		err = auth.login(ctx, cli.ActiveConnection())
+		cancel()
+		if err != nil {
+			cli.Close()
+		}
+	}
 	if err != nil {
-		c.stopTimer()
 		if isLoginRefused(err) {
 			return nil, fmt.Errorf("%w as user %s: %v", ErrLogin, sec.User, err)
 		}
+		if Ambiguous(err) {
+			// The login got no answer.
+			return nil, c.Unavailable("log in", err, time.Since(start))
+		}
 		return nil, err
 	}
-	c.mu.Lock()
 	c.Client = cli
-	if len(cc.Endpoints) != len(c.endpoints()) { // moved on while clientv3.New ran
-		cli.SetEndpoints(c.endpoints()...)
-	}
-	c.mu.Unlock()
 	return c, nil
 }
 
-// endpoints are the endpoints of the client's stage (c.mu held, or
-// before the client is shared).
-func (c *Client) endpoints() []string {
-	switch c.stage {
-	case stageFirst:
-		return []string{c.first}
-	case stageOthers:
-		var eps []string
-		for _, e := range c.all {
-			if e != c.first {
-				eps = append(eps, e)
-			}
+// anyTLS reports whether an endpoint asks for TLS by its scheme.
+func anyTLS(eps []string) bool {
+	for _, e := range eps {
+		if strings.HasPrefix(e, "https://") || strings.HasPrefix(e, "unixs://") {
+			return true
 		}
-		return eps
 	}
-	return c.all
-}
-
-// watchAnswers wraps every request: an answer stops the first
-// request's timer; no answer moves the client on from the stage the
-// request was sent in.
-func (c *Client) watchAnswers(_ context.Context, call func() error) error {
-	c.mu.Lock()
-	stage := c.stage
-	c.mu.Unlock()
-	err := call()
-	switch {
-	case err == nil:
-		c.stopTimer()
-	case etcderr.Ambiguous(err):
-		c.trouble(stage)
-	}
-	return err
-}
-
-// trouble moves the client to the next stage, if it is still at stage
-// (a request sent in an earlier stage says nothing of the members of this
-// one).
-func (c *Client) trouble(stage int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stage == stage && stage < stageAll {
-		c.moveLocked(stage + 1)
-	}
-}
-
-func (c *Client) moveLocked(stage int) {
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
-	}
-	if stage <= c.stage {
-		return
-	}
-	c.stage = stage
-	if c.Client != nil {
-		c.Client.SetEndpoints(c.endpoints()...)
-	}
-}
-
-func (c *Client) stopTimer() {
-	c.mu.Lock()
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
-	}
-	c.mu.Unlock()
-}
-
-// Widen connects to every endpoint (once; at once when the client is
-// connected to all of them already). Callers that got no answer call it
-// before they try again, and callers that will hold a lease for long.
-func (c *Client) Widen() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.moveLocked(stageAll)
+	return false
 }
 
 func isLoginRefused(err error) bool {
+	if errors.Is(err, rpctypes.ErrAuthFailed) {
+		return true
+	}
 	s := err.Error()
 	return strings.Contains(s, "authentication failed") || strings.Contains(s, "invalid user ID or password")
 }
@@ -440,4 +366,18 @@ func (v *VersionCheck) Warning(wait time.Duration) string {
 	}
 	return fmt.Sprintf("etcd server %s is older than %s: a leader that stalls longer than a lease's TTL can, when it resumes, delete the keys of live holders (etcd issue #15247); upgrade the members (docs/etcd.md, Server versions)",
 		strings.Join(v.old, ", "), MinSafeVersions)
+}
+
+// Watch watches as the client does, on a gRPC stream of the watch's own.
+// The client puts every watch whose context carries the same metadata on
+// one stream, which stays on the member it was opened on: a frozen
+// member then silences every watch of the process, and a watch started
+// again joins the same stuck stream, until gRPC's keep-alive gives up on
+// the connection (10 s, then 2 s for the answer). A stream of its own
+// goes to the next member in turn (round robin), so a waiter that gave up
+// on a silent watch (its poll read found the release) watches again
+// through another member at once. The metadata key is ignored by etcd.
+func (c *Client) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	ctx = metadata.AppendToOutgoingContext(ctx, "crongate-watch", strconv.FormatUint(c.watches.Add(1), 10))
+	return c.Client.Watch(ctx, key, opts...)
 }

@@ -17,17 +17,9 @@ func TestEndpoints(t *testing.T) {
 		{[]string{"http://a:2379", "http://b:2379"}, []string{"http://a:2379", "http://b:2379"}, true},
 		{[]string{"http://a:2379", ""}, nil, false},
 	} {
-		got, ok := Endpoints(c.in)
-		if ok != c.ok || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("Endpoints(%q) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func TestValidPrefix(t *testing.T) {
-	for p, want := range map[string]bool{"/withlock": true, "/a/b": true, "": false, "/": false, "x": false, "/x/": false} {
-		if ValidPrefix(p) != want {
-			t.Errorf("ValidPrefix(%q) = %v, want %v", p, !want, want)
+		got, err := Endpoints(c.in, "--endpoints")
+		if ok := err == nil; ok != c.ok || !ok && err.Error() != "--endpoints has an empty entry (stray comma?)" || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Endpoints(%q) = %q, %v; want %q, ok %v", c.in, got, err, c.want, c.ok)
 		}
 	}
 }
@@ -35,7 +27,7 @@ func TestValidPrefix(t *testing.T) {
 // New does not contact the cluster: a client for an address nobody
 // listens on is created, and closes.
 func TestNewIsLazy(t *testing.T) {
-	cli, err := New([]string{"http://127.0.0.1:1"}, 0, Security{})
+	cli, err := New([]string{"http://127.0.0.1:1"}, 0, Security{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +66,11 @@ func FuzzSafeVersion(f *testing.F) {
 	})
 }
 
-// Security.Check: endpoints are http(s) URLs without a secret in them,
-// TLS needs https://, a user needs a password; no message holds the
-// password.
+// Security.Check: endpoints take etcdctl's forms without a secret in
+// them, TLS options refuse http:// and unix://, a user needs a password;
+// no message holds the password.
 func TestSecurityCheck(t *testing.T) {
-	opt := Options{Endpoints: "--endpoints", TLS: "--ca-file", User: "--etcd-user", Password: "use --password-file"}
+	opt := Options{Endpoints: "--endpoints", TLS: "--ca-file", User: "--etcd-user", Password: "use --password-file", PasswordFile: "--password-file"}
 	for _, c := range []struct {
 		eps  []string
 		sec  Security
@@ -87,11 +79,19 @@ func TestSecurityCheck(t *testing.T) {
 		{[]string{"http://a:2379", "https://b:2379"}, Security{}, ""},
 		{[]string{"https://a:2379"}, Security{CAFile: "/ca"}, ""},
 		{[]string{"https://a:2379"}, Security{User: "u", Password: "s3cret"}, ""},
-		{[]string{"http://a:2379"}, Security{CAFile: "/ca"}, "need https://"},
+		{[]string{"http://a:2379"}, Security{CAFile: "/ca"}, "need TLS endpoints"},
+		{[]string{"unix:///run/etcd.sock"}, Security{CAFile: "/ca"}, "need TLS endpoints"},
+		{[]string{"a:2379", "unixs:///run/etcd.sock"}, Security{CAFile: "/ca"}, ""},
+		{[]string{"a:2379", "[::1]:2379", "unix:///run/etcd.sock", "unix://etcd.sock", "https://a:2379/"}, Security{}, ""},
+		{[]string{"u:s3cret@a:2379"}, Security{}, "carries a user or password"},
+		{[]string{"a"}, Security{}, "is not an endpoint"},
+		{[]string{"a:"}, Security{}, "is not an endpoint"},
+		{[]string{"unix://"}, Security{}, "is not an endpoint"},
+		{[]string{"http://a:2379/v3"}, Security{}, "is not an endpoint"},
+		{[]string{"http://a:2379?x=1"}, Security{}, "is not an endpoint"},
 		{[]string{"https://a:2379"}, Security{CertFile: "/c"}, "needs its key"},
 		{[]string{"http://u:s3cret@a:2379"}, Security{}, "carries a user or password"},
-		{[]string{"a:2379"}, Security{}, "is not a URL"},
-		{[]string{"ftp://a"}, Security{}, "is not a URL"},
+		{[]string{"ftp://a"}, Security{}, "is not an endpoint"},
 		{[]string{"https://a:2379"}, Security{User: "u"}, "has no password"},
 		{[]string{"https://a:2379"}, Security{Password: "s3cret"}, "no --etcd-user"},
 		{[]string{"https://a:2379"}, Security{User: "a:b", Password: "s3cret"}, "no colon"},
@@ -110,6 +110,24 @@ func TestSecurityCheck(t *testing.T) {
 
 // ReadPassword: the first line of a 0600 file; a file others can read, a
 // symlink or an empty file is refused, and no message holds the password.
+// The file wins over the variable, and the variable is gone afterwards
+// either way: the command run must not inherit it.
+func TestPassword(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("fromfile\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, env, want string }{
+		{file, "fromenv", "fromfile"}, {"", "fromenv", "fromenv"}, {"", "", ""},
+	} {
+		t.Setenv("TEST_ETCD_PASSWORD", c.env)
+		pw, err := Password(c.file, "--password-file", "TEST_ETCD_PASSWORD")
+		if _, set := os.LookupEnv("TEST_ETCD_PASSWORD"); err != nil || pw != c.want || set {
+			t.Errorf("Password(%q) with $TEST_ETCD_PASSWORD=%q: %q, %v; variable still set: %v", c.file, c.env, pw, err, set)
+		}
+	}
+}
+
 func TestReadPassword(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, data string, mode os.FileMode) string {
@@ -143,32 +161,4 @@ func TestReadPassword(t *testing.T) {
 			t.Errorf("%s: the error shows the password: %v", name, err)
 		}
 	}
-}
-
-// TestClientStages: one member, then the others (never the one that
-// failed), then all; trouble reported for a stage the client has left
-// moves it no further; Widen goes to all at once.
-func TestClientStages(t *testing.T) {
-	c := &Client{all: []string{"a", "b", "c"}, first: "b"}
-	want := func(what string, eps ...string) {
-		t.Helper()
-		c.mu.Lock()
-		got := c.endpoints()
-		c.mu.Unlock()
-		if !reflect.DeepEqual(got, eps) {
-			t.Fatalf("%s: endpoints %v, want %v", what, got, eps)
-		}
-	}
-	want("at first", "b")
-	c.trouble(stageFirst)
-	want("after trouble with the first", "a", "c")
-	c.trouble(stageFirst) // a request sent before the move failing late
-	want("after late trouble from the first stage", "a", "c")
-	c.trouble(stageOthers)
-	want("after trouble with the others", "a", "b", "c")
-	c = &Client{all: []string{"a", "b", "c"}, first: "a"}
-	c.Widen()
-	want("Widen", "a", "b", "c")
-	c.trouble(stageFirst)
-	want("trouble after Widen", "a", "b", "c")
 }

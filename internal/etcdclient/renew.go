@@ -7,8 +7,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/crongate/crongate/internal/etcderr"
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Renew's errors besides ctx's.
@@ -31,10 +31,10 @@ func RenewAttempt(ttl time.Duration) time.Duration {
 // etcdpause's period claims alike: a single keep-alive request (a stream
 // of its own) sent with a short timeout, RenewAttempt, and sent again
 // until it is answered or deadline passes. A request that gets no answer
-// (a frozen or cut-off member, a broken connection) connects the client
-// to every member (Widen), and the next attempt goes to the next one in
-// turn — long before the client would notice the dead connection itself
-// (its keep-alive ping: about 6 s). A renewal asks that the member have a
+// (a frozen or cut-off member, a broken connection) is sent again, and
+// the next attempt goes to the next member in turn (the client's round
+// robin) — long before the client would notice the dead connection
+// itself (its keep-alive ping: 10 s, then 2 s for the answer). A renewal asks that the member have a
 // leader (WithRequireLeader): a member cut off from the others says so at
 // once, and the next attempt goes elsewhere. Any member can renew: a
 // follower forwards the renewal to the leader, and once the others have
@@ -68,11 +68,11 @@ func (c *Client) Renew(ctx context.Context, id clientv3.LeaseID, ttl time.Durati
 			return time.Time{}, attempts, late, ctx.Err()
 		case err == nil:
 			return sent, attempts, late, nil
-		case errors.Is(err, clientv3.ErrLeaseNotFound):
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			return time.Time{}, attempts, late, ErrLeaseGone
 		case late:
 			return time.Time{}, attempts, late, ErrRenewDeadline
-		case !etcderr.Ambiguous(err):
+		case !Ambiguous(err):
 			// A definite refusal (permission denied, say): sending it
 			// again changes nothing, but the lease may live on until
 			// the deadline.
@@ -81,7 +81,6 @@ func (c *Client) Renew(ctx context.Context, id clientv3.LeaseID, ttl time.Durati
 			// No answer in time, a broken connection, no leader: the
 			// next attempt goes to the next member. A pause, so that
 			// attempts that fail at once do not spin.
-			c.Widen()
 			pause = 20 * time.Millisecond
 		}
 		select {

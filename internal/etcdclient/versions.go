@@ -16,6 +16,8 @@ import (
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/statefile"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
 // VersionCheck is a check of the members' server versions, started by
@@ -58,10 +60,10 @@ func CheckVersions(c *Client, timeout time.Duration) *VersionCheck {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		var members []member
-		r, err := c.Status(ctx, "")
+		r, err := pb.NewMaintenanceClient(c.ActiveConnection()).Status(ctx, &pb.StatusRequest{}) // any member
 		if err == nil && r.Header != nil {
 			live := member{r.Header.MemberId, r.Version}
-			members = cachedVersions(c.all, r.Header.ClusterId, live, time.Now())
+			members = cachedVersions(c.eps, r.Header.ClusterId, live, time.Now())
 		}
 		if members == nil {
 			members = askAll(ctx, c)
@@ -93,8 +95,8 @@ func askAll(ctx context.Context, c *Client) []member {
 	}
 	ctx, cancel := context.WithTimeout(ctx, askWait)
 	defer cancel()
-	answers := make(chan answer, len(c.all))
-	for _, ep := range c.all {
+	answers := make(chan answer, len(c.eps))
+	for _, ep := range c.eps {
 		go func() {
 			r, err := c.Status(ctx, ep)
 			if err != nil || r == nil || r.Header == nil {
@@ -108,7 +110,7 @@ func askAll(ctx context.Context, c *Client) []member {
 	seen := map[uint64]bool{}
 	clusters := map[uint64]bool{}
 	var cluster uint64
-	for range c.all {
+	for range c.eps {
 		a := <-answers
 		if a.m.ID == 0 || seen[a.m.ID] {
 			continue
@@ -120,7 +122,7 @@ func askAll(ctx context.Context, c *Client) []member {
 	}
 	slices.SortFunc(members, func(a, b member) int { return cmp.Compare(a.ID, b.ID) })
 	if len(clusters) == 1 {
-		storeVersions(c.all, cluster, members, time.Now())
+		storeVersions(c.eps, cluster, members, time.Now())
 	}
 	return members
 }

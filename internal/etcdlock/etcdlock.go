@@ -48,7 +48,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"slices"
@@ -59,12 +58,10 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/internal/etcdclient"
-	"github.com/crongate/crongate/internal/etcderr"
+	"github.com/crongate/crongate/internal/etcdendpoint"
 
-	mvccpb "github.com/crongate/crongate/internal/etcdpb"
-	pb "github.com/crongate/crongate/internal/etcdpb"
-
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/pathlock"
@@ -82,6 +79,11 @@ const (
 	// largest of compares, then-ops and else-ops of a transaction, and of
 	// every nested transaction against what its parent left over.
 	MaxTxnOps = 128
+	// MaxTxnBytes bounds a lock transaction's paths by size too: a
+	// path costs its key three times (compare, put, read back) and its
+	// value. Members started with a small --max-request-bytes (64 KiB
+	// is the smallest seen in use) refuse a larger request whole.
+	MaxTxnBytes = 48 << 10
 	// DefaultTimeout bounds one operation, retries included: an
 	// unreachable cluster is reported after it.
 	DefaultTimeout = 5 * time.Second
@@ -207,7 +209,7 @@ func (b *Backend) Abort(bound time.Duration) {
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Go(func() {
-			if _, err := b.cli.Revoke(ctx, id); err == nil || errors.Is(err, clientv3.ErrLeaseNotFound) {
+			if _, err := b.cli.Revoke(ctx, id); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				b.untrack(id)
 			}
 		})
@@ -234,16 +236,16 @@ func (b *Backend) untrack(id clientv3.LeaseID) {
 // client creation is lazy, so an unreachable cluster shows up as
 // ErrUnavailable from the first TryAcquire.
 func New(cfg Config) (*Backend, error) {
-	eps, ok := etcdclient.Endpoints(cfg.Endpoints)
-	if !ok {
-		return nil, errors.New("--endpoints has an empty entry")
+	eps, err := etcdclient.Endpoints(cfg.Endpoints, "--endpoints")
+	if err != nil {
+		return nil, err
 	}
 	cfg.Endpoints = eps
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
-	if !etcdclient.ValidPrefix(cfg.Prefix) {
-		return nil, fmt.Errorf("--key-prefix %q must start with / and not end with /", cfg.Prefix)
+	if err := etcdendpoint.CheckPrefix(cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("--key-prefix %w", err)
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultTTL
@@ -270,14 +272,8 @@ func New(cfg Config) (*Backend, error) {
 	if rto == 0 {
 		rto = DefaultTimeout
 	}
-	cli, err := etcdclient.New(cfg.Endpoints, rto, cfg.Security)
-	switch {
-	case errors.Is(err, etcdclient.ErrLogin):
-		return nil, err
-	case err != nil && cfg.Security.User != "" && etcderr.Ambiguous(err):
-		// The login got no answer.
-		return nil, &unavailableError{what: "log in", err: err, endpoints: cfg.Endpoints, timeout: rto}
-	case err != nil:
+	cli, err := etcdclient.New(cfg.Endpoints, rto, cfg.Security, ErrUnavailable)
+	if err != nil {
 		return nil, err
 	}
 	b := &Backend{cfg: cfg, root: root, cli: cli, ttl: int64((cfg.TTL + cfg.LockDelay) / time.Second), rto: rto}
@@ -354,10 +350,22 @@ func relTo(root, p string) (string, error) {
 // PathKey is the key of a path named rel (relative to the key root).
 func (b *Backend) PathKey(rel string) string { return PathKey(b.cfg.Prefix, rel) }
 
+// PathsPrefix is the key prefix of the path keys under prefix. The key
+// layout of the package doc is written in PathsPrefix, SlotsPrefix and
+// QueuePrefix alone (each ends with "/"); PathKey and PoolPrefix name keys
+// within them.
+func PathsPrefix(prefix string) string { return prefix + "/paths/" }
+
+// SlotsPrefix is the key prefix of every pool's slots under prefix.
+func SlotsPrefix(prefix string) string { return prefix + "/slots/" }
+
+// QueuePrefix is the key prefix of the waiting queue under prefix.
+func QueuePrefix(prefix string) string { return prefix + "/queue/" }
+
 // PathKey is the key of a path named rel under prefix.
 func PathKey(prefix, rel string) string {
 	sum := sha256.Sum256([]byte(rel))
-	return prefix + "/paths/" + hex.EncodeToString(sum[:])
+	return PathsPrefix(prefix) + hex.EncodeToString(sum[:])
 }
 
 // PoolPrefix is the key prefix of a pool's slots (ends with "/").
@@ -366,7 +374,7 @@ func (b *Backend) PoolPrefix(template string) string { return PoolPrefix(b.cfg.P
 // PoolPrefix is the key prefix of the pool named by template under prefix.
 // The template is escaped so that no pool's prefix is a prefix of another's.
 func PoolPrefix(prefix, template string) string {
-	return prefix + "/slots/" + url.PathEscape(template) + "/"
+	return SlotsPrefix(prefix) + url.PathEscape(template) + "/"
 }
 
 // value is what a key holds: who took it, for messages and people.
@@ -576,7 +584,7 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 		}
 		c.tried = true
 		h, err := c.attempt(deadline)
-		if errors.Is(err, clientv3.ErrLeaseNotFound) && !expired {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) && !expired {
 			// The lease ended before the transaction: this process was
 			// stopped or starved past TTL + lock delay while it waited
 			// (its renewal has not said so yet). A put under a lease
@@ -647,698 +655,6 @@ func (c *claim) tryAcquire() (lockset.Held, error) {
 	}
 }
 
-// stillBusy reports whether a linearizable read finds the busy path key
-// still held since the busy attempt, the full pool still full, or the
-// claim still behind earlier waiters for a pool.
-func (c *claim) stillBusy() bool {
-	if c.busyEnd != "" {
-		return c.stillBehindPool()
-	}
-	if c.busyPrefix {
-		return c.stillFull()
-	}
-	if c.busyKey == "" {
-		return false
-	}
-	var r *clientv3.GetResponse
-	err := c.b.pollRead(func(ctx context.Context) (err error) {
-		r, err = c.b.cli.Get(ctx, c.busyKey, clientv3.WithKeysOnly())
-		return err
-	})
-	return err == nil && len(r.Kvs) > 0 && r.Kvs[0].CreateRevision <= c.busyRev
-}
-
-// pollRead runs read, a waiter's read after a poll interval in which its
-// watch reported nothing (a watch on a frozen member is silent), in up
-// to three tries of a third of AttemptTimeout each, as a holder renews
-// (etcdclient.Renew): a try that gets no answer connects the client to
-// every member, and the next goes to the next one in turn, long before
-// gRPC's keep-alive would drop a frozen member. Each try asks that the
-// member have a leader. It returns the last try's error.
-func (b *Backend) pollRead(read func(ctx context.Context) error) error {
-	var err error
-	for range 3 {
-		ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.Background()), AttemptTimeout/3)
-		err = read(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		b.cli.Widen()
-	}
-	return err
-}
-
-// stillFull reports whether a linearizable read of the pool that was
-// full (busyKey, a pool's prefix; keys only) finds it still without a
-// free slot for each of the claim's occurrences of it. Without it a
-// waiter for a full pool sent its lock transaction at every poll: a
-// write through the cluster's log, two with the paths a queued waiter
-// then gives back (undo), four times a second.
-func (c *claim) stillFull() bool {
-	w, ok := c.poolWants()[c.busyKey]
-	if !ok {
-		return false
-	}
-	need := 0
-	for _, p := range c.pools {
-		if p.prefix == c.busyKey {
-			need++
-		}
-	}
-	var r *clientv3.GetResponse
-	err := c.b.pollRead(func(ctx context.Context) (err error) {
-		r, err = c.b.cli.Get(ctx, c.busyKey, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		return err
-	})
-	return err == nil && w.size-countTaken(c.busyKey, w.size, r.Kvs) < need
-}
-
-// stillBehindPool reads the queue and the pools again (precheck) for a
-// claim that waits behind earlier waiters for one of its pools: true if
-// it still does. The watch then goes on from the revision it started at
-// (its events since are still to come).
-func (c *claim) stillBehindPool() bool {
-	rev := c.busyRev
-	be := c.precheck()
-	if be == nil || c.busyEnd == "" {
-		return false
-	}
-	c.busyRev, c.busy = rev, be
-	return true
-}
-
-// errResend marks a transaction whose outcome was unknown and that was not
-// found applied when read back; TryAcquire fences it and tries again.
-var errResend = errors.New("lock transaction timed out and was not applied when read back")
-
-// attempt runs the transactions of one try.
-func (c *claim) attempt(deadline time.Time) (*held, error) {
-	c.busyKey, c.busyPrefix, c.busyEnd, c.busyRev, c.busyQueue = "", false, "", 0, false
-	slots := make([]int, len(c.pools))
-	cands := make([][]int, len(c.pools))
-	chainLen := 0
-	for i := range c.pools {
-		p := &c.pools[i]
-		switch {
-		case p.shared:
-			if cands[i] != nil {
-				break // dealt with the template's first occurrence
-			}
-			if err := c.dealSlots(i, cands); err != nil {
-				return nil, err
-			}
-		case p.size <= maxChain:
-			cands[i] = seq(p.size)
-		default:
-			free, rev, err := c.freeSlots(p, p.size)
-			if err != nil {
-				return nil, err
-			}
-			if len(free) == 0 {
-				c.busyKey, c.busyPrefix, c.busyRev = p.prefix, true, rev
-				return nil, c.poolBusy(p, nil)
-			}
-			cands[i] = free[:min(len(free), maxChain)]
-		}
-	}
-	for i := range cands {
-		chainLen = max(chainLen, len(cands[i]))
-	}
-	// The first transaction holds the pools and as many paths as fit.
-	first := max(MaxTxnOps-len(c.pools)-chainLen, 0)
-	chunks := [][]pathKey{}
-	rest := c.keys
-	n := min(first, len(rest))
-	chunks = append(chunks, rest[:n])
-	rest = rest[n:]
-	for len(rest) > 0 {
-		n := min(MaxTxnOps, len(rest))
-		chunks = append(chunks, rest[:n])
-		rest = rest[n:]
-	}
-	var rev int64
-	for ci, ch := range chunks {
-		var pools []pool
-		var pc [][]int
-		if ci == 0 {
-			pools, pc = c.pools, cands
-		}
-		d := deadline
-		if ci > 0 {
-			d = time.Now().Add(c.b.rto) // each further chunk gets its own budget
-		}
-		r, err := c.txn(ch, pools, pc, d)
-		if err != nil {
-			return nil, err
-		}
-		if r.busy != nil {
-			r.busy.partial = r.busy.partial || ci > 0 || (r.busy.pool && len(c.keys)+len(c.pools) > 1)
-			if ci > 0 || !r.busy.partial {
-				r.busy.undo = nil // earlier transactions put keys too, or nothing was put
-			}
-			return nil, r.busy
-		}
-		if ci == 0 {
-			copy(slots, r.slots)
-		}
-		rev = r.rev
-	}
-	h := &held{c: c, lease: c.lease, rev: rev, slots: slots}
-	return h, nil
-}
-
-func seq(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i
-	}
-	return s
-}
-
-// dealSlots finds the candidates of every occurrence of the template of
-// pool first (its first occurrence in the request) and puts them in cands.
-//
-// The local backend takes one slot per occurrence: each occurrence locks
-// a slot file of its own, and a flock conflicts with the same process's
-// other open file descriptions, so `--slots 4 --slot-file T` given twice
-// takes two distinct slots of T's pool (a job that counts twice). Here one
-// transaction cannot put a key twice (etcd refuses it: "duplicate key given
-// in txn request"), so the occurrences' chains must be disjoint: the pool is
-// read, occurrence j (in request order) is dealt the j-th lowest free slot
-// below its own size, as the local backend would take it, and the other
-// free slots are dealt round-robin as fall-backs (at most maxChain each).
-// Fewer free slots than occurrences is busy, with nothing put. A holder that
-// takes every slot dealt to one occurrence before the transaction makes it
-// busy too; TryAcquire then reads and deals again (maxRedeals).
-func (c *claim) dealSlots(first int, cands [][]int) error {
-	p := &c.pools[first]
-	var occ []int
-	size := 0
-	for i := first; i < len(c.pools); i++ {
-		if c.pools[i].prefix == p.prefix {
-			occ = append(occ, i)
-			size = max(size, c.pools[i].size)
-		}
-	}
-	free, rev, err := c.freeSlots(p, size)
-	if err != nil {
-		return err
-	}
-	dealt := make([]bool, len(free))
-	for _, i := range occ {
-		j := 0
-		for j < len(free) && dealt[j] {
-			j++
-		}
-		if j == len(free) || free[j] >= c.pools[i].size {
-			c.busyKey, c.busyPrefix, c.busyRev = p.prefix, true, rev
-			return c.poolBusy(&c.pools[i], nil)
-		}
-		dealt[j] = true
-		cands[i] = []int{free[j]}
-	}
-	next := 0
-	for j, f := range free {
-		if dealt[j] {
-			continue
-		}
-		for range occ {
-			i := occ[next]
-			next = (next + 1) % len(occ)
-			if f < c.pools[i].size && len(cands[i]) < maxChain {
-				cands[i] = append(cands[i], f)
-				break
-			}
-		}
-	}
-	return nil
-}
-
-// freeSlots reads a pool and returns its free indices below size, in
-// order.
-func (c *claim) freeSlots(p *pool, size int) ([]int, int64, error) {
-	var resp *clientv3.GetResponse
-	err := c.b.retry("read pool "+p.template, func(ctx context.Context) (err error) {
-		resp, err = c.b.cli.Get(ctx, p.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		return err
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	taken := map[int]bool{}
-	for _, kv := range resp.Kvs {
-		if i, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), p.prefix)); err == nil {
-			taken[i] = true
-		}
-	}
-	var free []int
-	for i := 0; i < size; i++ {
-		if !taken[i] {
-			free = append(free, i)
-		}
-	}
-	return free, resp.Header.Revision, nil
-}
-
-type txnResult struct {
-	rev   int64
-	slots []int
-	busy  *BusyError
-}
-
-// txn takes the path keys of one chunk and one slot of each pool in one
-// transaction:
-//
-//	If   create_revision(path_k) == 0 for every path
-//	Then put path_k (lease) ..., chain(pool_1), chain(pool_2), ...
-//	Else get path_k ...                      (who holds what, for the message)
-//
-//	chain(pool) = If create_revision(slot_c1) == 0 Then put slot_c1
-//	              Else If create_revision(slot_c2) == 0 Then put slot_c2
-//	              Else ... Else get pool/ (prefix)
-//
-// A pool whose chain ends in the final Else is full: the transaction has
-// then put the paths and other pools' slots, which the caller revokes.
-func (c *claim) txn(keys []pathKey, pools []pool, cands [][]int, deadline time.Time) (txnResult, error) {
-	lease := c.lease.id
-	t := &etcdclient.Txn{}
-	for _, k := range keys {
-		t.If(etcdclient.CreateIs(k.key, 0)).Then(etcdclient.Put(k.key, k.val, lease)).Else(etcdclient.Get(k.key))
-	}
-	for i := range pools {
-		t.Then(c.chain(&pools[i], cands[i], 0))
-	}
-	var resp *clientv3.TxnResponse
-	err := c.b.doFor("lock transaction", max(min(time.Until(deadline), AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) (err error) {
-		resp, err = c.b.cli.Commit(ctx, t)
-		return err
-	})
-	if err != nil {
-		if !ambiguous(err) {
-			if etcderr.Code(err) == clientv3.InvalidArgument && strings.Contains(err.Error(), "too many operations") {
-				return txnResult{}, fmt.Errorf("the etcd cluster refuses a transaction of %d keys: withlock-etcd needs --max-txn-ops of at least %d on the etcd members (%v)", len(keys)+len(pools), MaxTxnOps, err)
-			}
-			return txnResult{}, err
-		}
-		// The transaction timed out or the connection broke: it may
-		// have been applied. Read the keys back and decide by lease; if
-		// it does not show, TryAcquire fences it (errResend).
-		c.b.Rereads.Add(1)
-		res, applied, rerr := c.reread(keys, pools, cands, deadline)
-		if rerr != nil {
-			return txnResult{}, fmt.Errorf("%w (and reading it back: %v)", err, rerr)
-		}
-		if applied {
-			return res, nil
-		}
-		return txnResult{}, fmt.Errorf("%w: %v", errResend, err)
-	}
-	res := txnResult{rev: resp.Header.Revision, slots: make([]int, len(pools))}
-	if !resp.Succeeded {
-		for i, r := range resp.Responses {
-			if rr := r.GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
-				if rr.Kvs[0].Lease == int64(lease) {
-					// Held by this very lease: an earlier attempt
-					// applied after all. Never wait on oneself.
-					return txnResult{}, fmt.Errorf("%w: a key is already held under this lease", errResend)
-				}
-				c.busyKey, c.busyRev = keys[i].key, resp.Header.Revision
-				c.led.hold(keys[i].key, rr.Kvs[0].CreateRevision)
-				res.busy = &BusyError{What: keys[i].canon, Key: keys[i].key, Holders: holders(rr.Kvs)}
-				return res, nil
-			}
-		}
-		// A key was busy at the compare but gone by the gets (same
-		// revision, so impossible); report it generically.
-		res.busy = &BusyError{What: "a path", Key: keys[0].key}
-		return res, nil
-	}
-	for i := range pools {
-		r := resp.Responses[len(keys)+i].GetResponseTxn()
-		for j := 0; ; j++ {
-			if r.Succeeded {
-				res.slots[i] = cands[i][j]
-				break
-			}
-			next := r.Responses[0]
-			if rr := next.GetResponseRange(); rr != nil {
-				c.busyKey, c.busyPrefix, c.busyRev = pools[i].prefix, true, resp.Header.Revision
-				res.busy = c.poolBusy(&pools[i], rr.Kvs)
-				res.busy.dealt = pools[i].shared
-				break
-			}
-			r = next.GetResponseTxn()
-		}
-		if res.busy != nil {
-			res.busy.undo = putKeys(keys, pools, cands, resp)
-			return res, nil
-		}
-	}
-	return res, nil
-}
-
-// putKeys lists the keys a transaction that found a pool full put: its
-// path keys and the slot of every pool whose chain succeeded.
-func putKeys(keys []pathKey, pools []pool, cands [][]int, resp *clientv3.TxnResponse) []string {
-	put := make([]string, 0, len(keys)+len(pools))
-	for _, k := range keys {
-		put = append(put, k.key)
-	}
-	for i := range pools {
-		r := resp.Responses[len(keys)+i].GetResponseTxn()
-		for j := 0; r != nil && j < len(cands[i]); j++ {
-			if r.Succeeded {
-				put = append(put, pools[i].slotKey(cands[i][j]))
-				break
-			}
-			r = r.Responses[0].GetResponseTxn()
-		}
-	}
-	return put
-}
-
-// undo deletes the keys a busy transaction put under the claim's lease
-// (BusyError.undo), in one transaction that requires each still under it,
-// so that a queued claim keeps its lease and with it its queue key and
-// place. false if that was not done: the caller then revokes the lease.
-func (c *claim) undo(put []string) bool {
-	t := &etcdclient.Txn{}
-	for _, k := range put {
-		t.If(etcdclient.LeaseIs(k, c.lease.id)).Then(etcdclient.Delete(k))
-	}
-	var resp *clientv3.TxnResponse
-	err := c.b.do("give back a busy attempt's keys", func(ctx context.Context) (err error) {
-		resp, err = c.b.cli.Commit(ctx, t)
-		return err
-	})
-	if err != nil || !resp.Succeeded {
-		return false
-	}
-	if c.busyPrefix {
-		// Our own deletes are no release to wake for.
-		c.busyRev = max(c.busyRev, resp.Header.Revision)
-	}
-	return true
-}
-
-func (c *claim) chain(p *pool, cands []int, j int) *pb.RequestOp {
-	i := cands[j]
-	k := p.slotKey(i)
-	t := new(etcdclient.Txn).If(etcdclient.CreateIs(k, 0)).Then(etcdclient.Put(k, p.value(c.b.cfg.Holder, i), c.lease.id))
-	if j == len(cands)-1 {
-		return t.Else(etcdclient.GetPrefix(p.prefix)).Op()
-	}
-	return t.Else(c.chain(p, cands, j+1)).Op()
-}
-
-// reread decides a transaction whose outcome is unknown: its keys are read
-// back (a read is safe to retry) and compared with the lease. The
-// transaction was atomic, so either every key it put carries the lease or
-// none does. applied is false when it was not applied: nothing of it is
-// held and it may be sent again. A pool's slot is the key under the lease
-// among its candidates (the occurrences of a shared pool have disjoint
-// candidates, see dealSlots).
-func (c *claim) reread(keys []pathKey, pools []pool, cands [][]int, deadline time.Time) (res txnResult, applied bool, err error) {
-	lease := int64(c.lease.id)
-	ops := make([]clientv3.Op, 0, len(keys)+len(pools))
-	for _, k := range keys {
-		ops = append(ops, clientv3.OpGet(k.key))
-	}
-	for _, p := range pools {
-		ops = append(ops, clientv3.OpGet(p.prefix, clientv3.WithPrefix()))
-	}
-	var resp *clientv3.TxnResponse
-	for {
-		left := time.Until(deadline)
-		err = c.b.doFor("read back the lock transaction", max(min(left, AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) (err error) {
-			resp, err = c.b.cli.Txn(ctx).Then(ops...).Commit()
-			return err
-		})
-		if err == nil || !errors.Is(err, ErrUnavailable) || left < 200*time.Millisecond {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		return res, false, err
-	}
-	res.slots = make([]int, len(pools))
-	mine := 0
-	var rev int64
-	for i := range keys {
-		for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
-			if kv.Lease == lease {
-				mine++
-				rev = max(rev, kv.CreateRevision)
-			}
-		}
-	}
-	gotPools := 0
-	for i, p := range pools {
-		res.slots[i] = -1
-		for _, kv := range resp.Responses[len(keys)+i].GetResponseRange().Kvs {
-			if kv.Lease == lease {
-				if n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), p.prefix)); err == nil && slices.Contains(cands[i], n) {
-					res.slots[i] = n
-					rev = max(rev, kv.CreateRevision)
-					gotPools++
-				}
-			}
-		}
-	}
-	switch {
-	case mine == 0 && gotPools == 0:
-		// Not applied (or applied and busy, which put nothing).
-		return res, false, nil
-	case mine == len(keys) && gotPools == len(pools):
-		// Applied, and every pool had a free slot.
-		res.rev = rev
-		return res, true, nil
-	}
-	// Applied with a pool full: busy; the caller revokes what was put.
-	for i, s := range res.slots {
-		if s < 0 {
-			res.busy = c.poolBusy(&pools[i], nil)
-			break
-		}
-	}
-	if res.busy == nil {
-		res.busy = &BusyError{What: "a path", Key: keys[0].key}
-	}
-	res.busy.partial = true
-	return res, true, nil
-}
-
-func (c *claim) poolBusy(p *pool, kvs []*mvccpb.KeyValue) *BusyError {
-	unit := "slots"
-	if p.size == 1 {
-		unit = "slot"
-	}
-	return &BusyError{What: fmt.Sprintf("slot pool %s (%d %s)", p.template, p.size, unit), Key: p.prefix, Holders: holders(kvs), pool: true}
-}
-
-func holders(kvs []*mvccpb.KeyValue) []string {
-	var hs []string
-	for _, kv := range kvs {
-		var v value
-		if json.Unmarshal(kv.Value, &v) != nil {
-			hs = append(hs, fmt.Sprintf("lease %x", kv.Lease))
-			continue
-		}
-		hs = append(hs, describe(v.Holder, v.Since))
-	}
-	return hs
-}
-
-// WaitChange waits until the key (or pool) that was busy is deleted or its
-// lease expires, using an etcd watch from the revision the busy attempt saw,
-// so a release between that attempt and the watch is not missed.
-//
-// Every waiter sees a release at once, and each attempt after it is a
-// write through the cluster's log, taken or not: with many waiters on one
-// key, all but one of them write for nothing at every hand-over (a
-// thundering herd, most of the cluster's work under contention). So a
-// waiter that has already lost such a race (raced) staggers: after a
-// release it waits a random time below stagger, watching, and tries only
-// if nobody has taken what was freed meanwhile (a put of the key, or of as
-// many slots as were freed); else it waits for the next release. A waiter
-// that has not lost a race tries at once, so a lone waiter never waits for
-// nothing. This orders nobody: who gets the key after a release is left to
-// chance, as before (a fair queue would also make a hand-over one write
-// instead of two: the release, then the next holder's transaction).
-func (c *claim) WaitChange(ctx context.Context, poll time.Duration) error {
-	wctx, cancel := context.WithTimeout(ctx, poll)
-	defer cancel()
-	if c.busyKey == "" {
-		<-wctx.Done()
-		return ctx.Err()
-	}
-	// A waiter takes its place in the queue (queue.go) the first time it
-	// waits for its paths, so that later sets that intersect its set
-	// yield to it.
-	if c.keepsLedger() {
-		if handled, err := c.waitLedger(ctx, wctx); handled {
-			return err
-		}
-	}
-	c.enqueue()
-	w := c.watchBusy()
-	if w.missed {
-		w.missed = false
-		if c.busyQueue || !c.raced || c.queued() {
-			c.woke = !c.busyQueue
-			return ctx.Err()
-		}
-		w.freed, w.try = 1, time.After(rand.N(stagger))
-	}
-	for {
-		select {
-		case wr, ok := <-w.ch:
-			if !ok || wr.Err() != nil {
-				c.stopWatch()
-				c.b.cli.Widen()
-				return ctx.Err()
-			}
-			if c.busyQueue {
-				// Waiting behind an earlier waiter: its key deleted
-				// (it took its set, stopped waiting, or its lease
-				// ended) may let this one in.
-				// Behind waiters for a pool: one of them leaving
-				// or a slot of the pool freed.
-				for _, ev := range wr.Events {
-					if ev.Type == mvccpb.DELETE && (c.busyEnd == "" || c.poolWakes(string(ev.Kv.Key))) {
-						return ctx.Err()
-					}
-				}
-				continue
-			}
-			for _, ev := range wr.Events {
-				switch {
-				case ev.Type == mvccpb.DELETE:
-					w.freed++
-				case w.freed > 0:
-					w.freed-- // taken again by another waiter
-				}
-			}
-			switch {
-			case w.freed > 0 && (!c.raced || c.queued()):
-				// A queued waiter never staggers: a later one yields
-				// to it, whoever it raced before.
-				c.woke = true
-				return ctx.Err()
-			case w.freed > 0 && w.try == nil:
-				w.try = time.After(rand.N(stagger))
-			case w.freed <= 0:
-				w.freed, w.try = 0, nil
-			}
-		case <-w.try:
-			c.woke = true
-			return ctx.Err()
-		case <-wctx.Done():
-			// The poll ran out with the watch healthy and nothing
-			// freed: TryAcquire answers busy without a request, and
-			// the watch goes on for the next WaitChange.
-			c.quiet = ctx.Err() == nil && w.freed <= 0 && c.busy != nil
-			return ctx.Err()
-		}
-	}
-}
-
-// busyWatch is a watch of what the last attempt found busy, from the
-// revision at which it was busy: kept across WaitChange calls while that
-// does not change (a watch started again would replay every change since
-// that revision, each time).
-type busyWatch struct {
-	key    string
-	prefix bool
-	end    string // a range [key, end)
-	rev    int64
-	ch     clientv3.WatchChan
-	cancel context.CancelFunc
-	freed  int              // deletes minus puts since the first delete
-	missed bool             // released before the watch began (watchFromNow)
-	try    <-chan time.Time // when a staggering waiter tries
-}
-
-// watchBusy returns the watch of what is busy now, started if need be.
-func (c *claim) watchBusy() *busyWatch {
-	if w := c.watch; w != nil && w.key == c.busyKey && w.prefix == c.busyPrefix && w.end == c.busyEnd && w.rev == c.busyRev {
-		return w
-	}
-	c.stopWatch()
-	if !c.busyPrefix && c.busyEnd == "" && c.busyRev > 0 {
-		if w := c.watchFromNow(); w != nil {
-			c.watch = w
-			return w
-		}
-	}
-	var opts []clientv3.OpOption
-	if c.busyRev > 0 {
-		opts = append(opts, clientv3.WithRev(c.busyRev+1))
-	}
-	switch {
-	case c.busyPrefix:
-		opts = append(opts, clientv3.WithPrefix())
-	case c.busyEnd != "":
-		opts = append(opts, clientv3.WithRange(c.busyEnd))
-	}
-	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-	c.watch = &busyWatch{key: c.busyKey, prefix: c.busyPrefix, end: c.busyEnd, rev: c.busyRev, cancel: cancel,
-		ch: c.b.cli.Watch(ctx, c.busyKey, opts...)}
-	return c.watch
-}
-
-// watchFromNow watches the busy key from the revision at which the watch
-// is created, then reads the key: if it was deleted (or taken again) since
-// the busy read, missed is set. A watch from a past revision would see
-// that too, but etcd delivers the events of a watch that starts behind its
-// current revision from a loop that runs every 100 ms: under contention,
-// where every hand-over makes the next waiter start a watch behind a few
-// writes, that wait was most of a hand-over. nil if the watch was not
-// created within AttemptTimeout (the caller then watches from the busy
-// revision).
-func (c *claim) watchFromNow() *busyWatch {
-	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-	w := &busyWatch{key: c.busyKey, rev: c.busyRev, cancel: cancel,
-		ch: c.b.cli.Watch(ctx, c.busyKey, clientv3.WithCreatedNotify())}
-	t := time.NewTimer(AttemptTimeout)
-	defer t.Stop()
-	select {
-	case wr, ok := <-w.ch:
-		if !ok || wr.Err() != nil || !wr.Created {
-			cancel()
-			c.b.cli.Widen()
-			return nil
-		}
-		if wr.Header.Revision <= c.busyRev {
-			return w // nothing was written since the busy read
-		}
-	case <-t.C:
-		cancel()
-		c.b.cli.Widen()
-		return nil
-	}
-	rctx, rcancel := context.WithTimeout(context.Background(), AttemptTimeout)
-	defer rcancel()
-	r, err := c.b.cli.Get(rctx, c.busyKey, clientv3.WithKeysOnly())
-	w.missed = err != nil || len(r.Kvs) == 0 || r.Kvs[0].CreateRevision > c.busyRev
-	return w
-}
-
-func (c *claim) stopWatch() {
-	if c.watch != nil {
-		c.watch.cancel()
-		c.watch = nil
-	}
-}
-
-// stagger bounds how long a waiter that lost a race for a key waits,
-// after the next release, before it tries (WaitChange): long enough for
-// the put of the waiter that tried first to reach the others (a few
-// milliseconds on a loaded host), short next to a critical section.
-const stagger = 20 * time.Millisecond
-
 // Close releases anything held and the lease.
 func (c *claim) Close() {
 	c.stopWatch()
@@ -1363,7 +679,7 @@ func (b *Backend) doFor(what string, t time.Duration, f func(ctx context.Context
 	defer cancel()
 	err := f(ctx)
 	if err != nil && ambiguous(err) {
-		return &unavailableError{what: what, err: err, endpoints: b.cfg.Endpoints, timeout: t}
+		return b.cli.Unavailable(what, err, t)
 	}
 	return err
 }
@@ -1376,9 +692,8 @@ func (b *Backend) retry(what string, f func(ctx context.Context) error) error {
 		left := time.Until(deadline)
 		err := b.doFor(what, min(left, AttemptTimeout), f)
 		if err == nil || !errors.Is(err, ErrUnavailable) || left < 200*time.Millisecond {
-			var ue *unavailableError
-			if errors.As(err, &ue) {
-				ue.timeout = b.rto
+			if ue, ok := errors.AsType[*etcdclient.Unavailable](err); ok {
+				ue.Took = b.rto
 			}
 			return err
 		}
@@ -1386,32 +701,13 @@ func (b *Backend) retry(what string, f func(ctx context.Context) error) error {
 	}
 }
 
-type unavailableError struct {
-	what      string
-	err       error
-	endpoints []string
-	timeout   time.Duration
-}
-
-func (e *unavailableError) Error() string {
-	if errors.Is(e.err, context.DeadlineExceeded) {
-		return fmt.Sprintf("etcd unavailable: %s: no answer from %s within %v", e.what, strings.Join(e.endpoints, ","), e.timeout)
-	}
-	return fmt.Sprintf("etcd unavailable: %s: %v (%s)", e.what, e.err, strings.Join(e.endpoints, ","))
-}
-
-func (e *unavailableError) Is(t error) bool {
-	return t == ErrUnavailable || t == lockset.ErrUnavailable
-}
-func (e *unavailableError) Unwrap() error { return e.err }
-
 // ambiguous reports whether err leaves the outcome of a write unknown: a
 // timeout, a broken connection, a leader change. Errors the server returns
 // after deciding (bad request, lease not found, too many operations) are
 // not ambiguous.
 func ambiguous(err error) bool {
-	var ue *unavailableError
-	return errors.As(err, &ue) || etcderr.Ambiguous(err)
+	_, ok := errors.AsType[*etcdclient.Unavailable](err)
+	return ok || etcdclient.Ambiguous(err)
 }
 
 // hostname for Holder defaults.

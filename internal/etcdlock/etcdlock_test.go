@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,4 +137,35 @@ func TestChunking(t *testing.T) {
 func sha(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
+}
+
+// chunkKeys: every path in order, no transaction over MaxTxnOps paths or
+// MaxTxnBytes of keys and values, the first within its share.
+func TestChunkKeys(t *testing.T) {
+	for _, c := range []struct{ paths, keyLen, first int }{
+		{2000, 24, 120}, {2000, 200, 120}, {300, 10, 0}, {1, 60000, 5}, {128, 10, 128},
+	} {
+		keys := make([]pathKey, c.paths)
+		for i := range keys {
+			keys[i] = pathKey{key: fmt.Sprintf("%0*d", c.keyLen, i), val: strings.Repeat("v", c.keyLen)}
+		}
+		got := chunkKeys(keys, c.first)
+		n := 0
+		for ci, ch := range got {
+			size := 0
+			for _, k := range ch {
+				if k.key != keys[n].key {
+					t.Fatalf("%+v: chunk %d has %s where %s belongs", c, ci, k.key, keys[n].key)
+				}
+				n++
+				size += 3*len(k.key) + len(k.val) + 32
+			}
+			if len(ch) > MaxTxnOps || (ci == 0 && len(ch) > c.first) || (size > MaxTxnBytes && len(ch) > 1) {
+				t.Errorf("%+v: chunk %d has %d paths, %d bytes", c, ci, len(ch), size)
+			}
+		}
+		if n != c.paths {
+			t.Errorf("%+v: %d paths in the chunks, want %d", c, n, c.paths)
+		}
+	}
 }

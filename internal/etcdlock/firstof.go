@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	mvccpb "github.com/crongate/crongate/internal/etcdpb"
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/internal/lockset"
 )
@@ -208,7 +208,7 @@ sets:
 // keys and the queue (PREFIX/paths/ sorts before PREFIX/queue/, and the
 // slots' keys after both), [from, to).
 func (b *Backend) waitRange() (from, to string) {
-	return b.cfg.Prefix + "/paths/", clientv3.GetPrefixRangeEnd(b.queuePrefix())
+	return PathsPrefix(b.cfg.Prefix), clientv3.GetPrefixRangeEnd(b.queuePrefix())
 }
 
 // Candidate implements lockset.FirstOfClaim.

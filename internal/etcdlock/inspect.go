@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/safetext"

@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/internal/etcdclient"
 
@@ -90,15 +91,6 @@ func grant(b *Backend) (*lease, error) {
 // member cut off from the others says so at once instead of waiting,
 // and the request goes to the next one.
 func (l *lease) keep(ctx context.Context, b *Backend) {
-	// A call still running at half the renewal period connects to every
-	// member (etcdclient.Client): a short call never does, and a long
-	// one has its connections up by its first renewal, so that the
-	// renewal's attempts go to the members in turn from the first one
-	// (connections made at the renewal itself would join the turn after
-	// its first attempt, and the turn starts anew then: measured, one
-	// more attempt of 1 s on a frozen member, 5.4 s between renewals
-	// where 4.4 s).
-	widen := time.After(l.ttl / 6)
 	for {
 		l.mu.Lock()
 		next := l.renewed.Add(l.ttl / 3)
@@ -106,13 +98,8 @@ func (l *lease) keep(ctx context.Context, b *Backend) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-widen:
-			b.cli.Widen()
-			widen = nil
-			continue
 		case <-time.After(time.Until(next)):
 		}
-		b.cli.Widen() // done already, unless this process was starved
 		if !l.renew(ctx, b) {
 			return
 		}
@@ -193,17 +180,22 @@ func (l *lease) isLost() bool {
 
 // revoke stops the renewals and revokes the lease, which deletes every key
 // put under it, within the operation's timeout (Config.Timeout): a revoke
-// that gets no answer is sent again, to the next member, in attempts of at
-// most AttemptTimeout (a revoke is safe to repeat: a lease that is gone is
-// what it wants). If no attempt is answered in time, revokeErr says so, and
-// the keys go when the lease expires, one TTL after its last renewal at
-// most.
+// that gets no answer is sent again, to the next member, in attempts of
+// revokeAttempt (a revoke is safe to repeat: a lease that is gone is what
+// it wants; short attempts let a release through within about one
+// election when the member it went to, or the leader, froze). If no
+// attempt is answered in time, revokeErr says so, and the keys go when the
+// lease expires, one TTL after its last renewal at most.
 func (l *lease) revoke(b *Backend) {
 	if l.revoked {
 		return
 	}
 	l.revokeConfirmed(b, time.Now().Add(b.rto))
 }
+
+// revokeAttempt bounds one attempt of a revoke: a third of AttemptTimeout,
+// as a waiter's reads (pollRead).
+const revokeAttempt = AttemptTimeout / 3
 
 // revokeConfirmed revokes the lease and retries until etcd confirms it (or
 // says the lease is gone already), or deadline passes.
@@ -212,9 +204,9 @@ func (l *lease) revokeConfirmed(b *Backend, deadline time.Time) error {
 	l.cancel()
 	for {
 		left := time.Until(deadline)
-		err := b.doFor("revoke lease", max(min(left, AttemptTimeout), 500*time.Millisecond), func(ctx context.Context) error {
+		err := b.doFor("revoke lease", revokeAttempt, func(ctx context.Context) error {
 			_, err := b.cli.Revoke(ctx, l.id)
-			if errors.Is(err, clientv3.ErrLeaseNotFound) {
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				err = nil // expired already: nothing is held
 			}
 			if err == nil {
@@ -223,9 +215,8 @@ func (l *lease) revokeConfirmed(b *Backend, deadline time.Time) error {
 			return err
 		})
 		if err == nil || !errors.Is(err, ErrUnavailable) || left < 200*time.Millisecond {
-			var ue *unavailableError
-			if errors.As(err, &ue) {
-				ue.timeout = b.rto
+			if ue, ok := errors.AsType[*etcdclient.Unavailable](err); ok {
+				ue.Took = b.rto
 			}
 			l.revokeErr = err
 			return err

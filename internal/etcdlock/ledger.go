@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
-	mvccpb "github.com/crongate/crongate/internal/etcdpb"
-	pb "github.com/crongate/crongate/internal/etcdpb"
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/internal/etcdclient"
 )
@@ -193,15 +193,13 @@ func (c *claim) openLedger() bool {
 	case wr, ok := <-ch:
 		if !ok || wr.Err() != nil || !wr.Created {
 			cancel()
-			c.b.cli.Widen()
 			return false
 		}
 	case <-t.C:
 		cancel()
-		c.b.cli.Widen()
 		return false
 	}
-	reads := make([]*pb.RequestOp, 0, 1+len(c.keys))
+	reads := make([]clientv3.Op, 0, 1+len(c.keys))
 	reads = append(reads, etcdclient.GetPrefix(c.b.queuePrefix()))
 	for _, k := range c.keys {
 		reads = append(reads, etcdclient.Get(k.key))
@@ -257,7 +255,6 @@ func (c *claim) waitLedger(ctx, wctx context.Context) (handled bool, err error) 
 				// next wait opens a ledger again.
 				c.dropLedger()
 				c.qchecked = false
-				c.b.cli.Widen()
 				return true, ctx.Err()
 			}
 			l.apply(wr.Events)

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	mvccpb "github.com/crongate/crongate/internal/etcdpb"
-	pb "github.com/crongate/crongate/internal/etcdpb"
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // rangeOf is the answer to a read of one key: held (under lease, created

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	mvccpb "github.com/crongate/crongate/internal/etcdpb"
-	pb "github.com/crongate/crongate/internal/etcdpb"
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/safetext"
@@ -81,9 +81,6 @@ type queueValue struct {
 	// place): its key never says so. Older binaries write no Keeps.
 	Keeps bool `json:"keeps,omitempty"`
 }
-
-// QueuePrefix is the key prefix of the waiting queue under prefix.
-func QueuePrefix(prefix string) string { return prefix + "/queue/" }
 
 func (b *Backend) queuePrefix() string { return QueuePrefix(b.cfg.Prefix) }
 
@@ -202,7 +199,7 @@ func (c *claim) ahead(kvs []*queueKV, rev int64, taken map[string]int) *BusyErro
 		// Woken by a slot of the claim's pools freed or by an earlier
 		// waiter for one of them leaving: the range from the queue to
 		// the end of the slots holds both.
-		c.busyKey, c.busyPrefix, c.busyEnd, c.busyRev, c.busyQueue = c.b.queuePrefix(), false, clientv3.GetPrefixRangeEnd(c.b.cfg.Prefix+"/slots/"), rev, true
+		c.busyKey, c.busyPrefix, c.busyEnd, c.busyRev, c.busyQueue = c.b.queuePrefix(), false, clientv3.GetPrefixRangeEnd(SlotsPrefix(c.b.cfg.Prefix)), rev, true
 		c.busyPool = p.prefix
 		kv := pfirst[p.prefix]
 		return &BusyError{What: "an earlier waiter for slot pool " + p.template, Key: kv.key, Holders: []string{describe(kv.v.Holder, kv.v.Since)}, queued: true, slotPool: p.template}
@@ -409,7 +406,7 @@ func (c *claim) liveLease() bool {
 // returns it with its create revision, and the transaction's answer: its
 // header, then the key's put or read, then the answers to reads, read in
 // the same transaction right after it (they see the key).
-func (c *claim) putQueueKey(l *lease, reads ...*pb.RequestOp) (key string, rev int64, read *clientv3.TxnResponse, err error) {
+func (c *claim) putQueueKey(l *lease, reads ...clientv3.Op) (key string, rev int64, read *clientv3.TxnResponse, err error) {
 	c.qsince = time.Now().UTC().Format(time.RFC3339)
 	data := c.queueData()
 	key = fmt.Sprintf("%s%016x", c.b.queuePrefix(), int64(l.id))
@@ -549,7 +546,7 @@ func (b *Backend) readQueue() ([]*queueKV, int64) {
 	defer cancel()
 	resp, err := b.cli.Txn(ctx).Then(
 		clientv3.OpGet(b.queuePrefix(), clientv3.WithPrefix()),
-		clientv3.OpGet(b.cfg.Prefix+"/paths/", clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
+		clientv3.OpGet(PathsPrefix(b.cfg.Prefix), clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
 	if err != nil || len(resp.Responses) != 2 {
 		return nil, 0
 	}

@@ -50,17 +50,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/crongate/crongate/internal/etcdclient"
-	"github.com/crongate/crongate/internal/etcderr"
+	"github.com/crongate/crongate/internal/etcdendpoint"
 	"github.com/crongate/crongate/internal/safetext"
 
-	mvccpb "github.com/crongate/crongate/internal/etcdpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
@@ -128,16 +128,16 @@ var _ pauses.Store = (*Store)(nil)
 // Open checks cfg and creates a client. It does not contact the cluster:
 // an unreachable cluster shows up as ErrUnavailable from the first call.
 func Open(cfg Config) (*Store, error) {
-	eps, ok := etcdclient.Endpoints(cfg.Endpoints)
-	if !ok {
-		return nil, errors.New("etcd endpoints: an entry is empty (stray comma?)")
+	eps, err := etcdclient.Endpoints(cfg.Endpoints, "[etcd] endpoints")
+	if err != nil {
+		return nil, err
 	}
 	cfg.Endpoints = eps
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
-	if !etcdclient.ValidPrefix(cfg.Prefix) {
-		return nil, fmt.Errorf("etcd key prefix %q must start with / and not end with /", cfg.Prefix)
+	if err := etcdendpoint.CheckPrefix(cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("[etcd] prefix %w", err)
 	}
 	if cfg.DialTimeout < 0 || cfg.Timeout < 0 {
 		return nil, errors.New("etcd timeouts must not be negative")
@@ -152,14 +152,8 @@ func Open(cfg Config) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	cli, err := etcdclient.New(cfg.Endpoints, cfg.DialTimeout, cfg.Security)
-	switch {
-	case errors.Is(err, etcdclient.ErrLogin):
-		return nil, err
-	case err != nil && cfg.Security.User != "" && etcderr.Ambiguous(err):
-		// The login got no answer.
-		return nil, fmt.Errorf("%w: log in: %v", ErrUnavailable, err)
-	case err != nil:
+	cli, err := etcdclient.New(cfg.Endpoints, cfg.DialTimeout, cfg.Security, ErrUnavailable)
+	if err != nil {
 		return nil, err
 	}
 	return &Store{cfg: cfg, cli: cli, now: now}, nil
@@ -398,7 +392,7 @@ func (s *Store) Set(ctx context.Context, name string, p pauses.Pause) error {
 			etcdclient.Put(rk, string(rv), clientv3.NoLease),
 		))
 		if err != nil {
-			if errors.Is(err, clientv3.ErrLeaseNotFound) {
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				lease = 0 // expired before use (a very short pause): grant anew
 				return errConflict
 			}
@@ -569,9 +563,10 @@ func (s *Store) retry(ctx context.Context, what string, f func(ctx context.Conte
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("%s: %w", what, ctx.Err())
 		}
-		if !etcderr.Ambiguous(err) {
+		if !etcdclient.Ambiguous(err) {
 			return fmt.Errorf("%s: %w", what, err)
 		}
+		s.cli.Suspect()
 		if time.Until(deadline) < 100*time.Millisecond {
 			break
 		}
@@ -583,23 +578,5 @@ func (s *Store) retry(ctx context.Context, what string, f func(ctx context.Conte
 	if err == nil {
 		err = context.DeadlineExceeded
 	}
-	return &unavailableError{what: what, err: err, endpoints: s.cfg.Endpoints, took: time.Since(start)}
+	return s.cli.Unavailable(what, err, time.Since(start))
 }
-
-type unavailableError struct {
-	what      string
-	err       error
-	endpoints []string
-	took      time.Duration
-}
-
-func (e *unavailableError) Error() string {
-	eps := strings.Join(e.endpoints, ",")
-	if errors.Is(e.err, context.DeadlineExceeded) {
-		return fmt.Sprintf("etcd unavailable: %s: no answer from %s within %v", e.what, eps, e.took.Round(100*time.Millisecond))
-	}
-	return fmt.Sprintf("etcd unavailable: %s: %v (%s, tried for %v)", e.what, e.err, eps, e.took.Round(100*time.Millisecond))
-}
-
-func (e *unavailableError) Is(t error) bool { return t == ErrUnavailable }
-func (e *unavailableError) Unwrap() error   { return e.err }

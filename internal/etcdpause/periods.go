@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "github.com/crongate/crongate/internal/etcdv3"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/etcdclient"
@@ -86,10 +86,6 @@ func (s *Store) ClaimPeriod(ctx context.Context, gateName, period, holder string
 	c := &periodClaim{s: s, key: key, holder: holder, lease: lease, lost: make(chan struct{})}
 	kctx, cancel := context.WithCancel(context.Background())
 	c.stopKeep = cancel
-	// The claim is held for the whole run: connected to every member,
-	// its renewals have one to turn to when the one they go to freezes
-	// (etcdclient.Client).
-	s.cli.Widen()
 	go c.keep(kctx, ttl, sent)
 	return c, "", nil
 }

@@ -145,27 +145,61 @@ const Poll = 250 * time.Millisecond
 // Acquire takes the claim, retrying the whole set until wait has passed (a
 // zero wait tries once). It returns the last busy error if the time runs
 // out, or ctx's error if ctx ends first.
+//
+// A coordinator that does not answer (ErrUnavailable: an election, a
+// member replaced, a cluster restarting) is waited out like a busy lock
+// while the wait lasts: each try is an all-or-nothing transaction, so a
+// try sent again can never share a lock, and a caller who said how long
+// it may wait does not fail in the middle of that wait for a cause that
+// passes. The last such error is returned when the wait runs out.
 func Acquire(ctx context.Context, c Claim, wait time.Duration) (Held, error) {
 	h, err := c.TryAcquire()
-	if err == nil || wait <= 0 || !errors.Is(err, ErrBusy) {
+	if err == nil || wait <= 0 || !waitable(err) {
 		return h, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
-		if werr := c.WaitChange(ctx, Poll); werr != nil {
-			if ctx.Err() == context.DeadlineExceeded {
+		var werr error
+		if errors.Is(err, ErrUnavailable) {
+			werr = sleep(ctx, Poll) // no release to watch for: try again
+		} else {
+			werr = c.WaitChange(ctx, Poll)
+		}
+		if werr != nil {
+			if ctx.Err() == context.DeadlineExceeded && !errors.Is(err, ErrUnavailable) {
 				// One last try: a release may have raced the deadline.
-				if h, err2 := c.TryAcquire(); err2 == nil || !errors.Is(err2, ErrBusy) {
+				if h, err2 := c.TryAcquire(); err2 == nil || !waitable(err2) {
 					return h, err2
 				}
+				return nil, err
+			}
+			if ctx.Err() == context.DeadlineExceeded {
 				return nil, err
 			}
 			return nil, werr
 		}
 		h, err = c.TryAcquire()
-		if err == nil || !errors.Is(err, ErrBusy) {
+		if err == nil || !waitable(err) {
 			return h, err
 		}
+	}
+}
+
+// waitable reports whether a failed try is one that a wait goes on after:
+// busy, or a coordinator that did not answer.
+func waitable(err error) bool {
+	return errors.Is(err, ErrBusy) || errors.Is(err, ErrUnavailable)
+}
+
+// sleep waits d or until ctx ends, whichever is first; ctx's error then.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

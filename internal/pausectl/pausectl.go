@@ -23,7 +23,6 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/cfgtext"
-	"github.com/crongate/crongate/internal/suggest"
 )
 
 // Editor sets `paused` of the gate name in the config file at path, in
@@ -262,7 +261,7 @@ func checkKnown(cfg *gate.Config, ps gate.Pauses, name string) error {
 		names = append(names, n)
 	}
 	sort.Strings(names) // ties go to the first name in order
-	return &UnknownGateError{Name: name, Config: cfg.Path, Suggest: suggest.Closest(name, names)}
+	return &UnknownGateError{Name: name, Config: cfg.Path, Suggest: cfgtext.Closest(name, names)}
 }
 
 // pausedNames are the gates with a command-line pause, this host's or

@@ -79,7 +79,7 @@ func TestDispatchWithoutBinary(t *testing.T) {
 }
 
 // withlock --help documents the etcd flags, and withlock-etcd accepts
-// exactly withlock's flags (both parse withlockcmd.CLI).
+// exactly withlock's flags (both parse withlock.CLI, internal/withlock).
 func TestHelpListsSameFlags(t *testing.T) {
 	need(t)
 	flags := func(bin string) []string {

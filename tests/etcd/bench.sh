@@ -9,6 +9,7 @@
 #   bash tests/etcd/bench.sh [-n 300] [-secs 3] [-workers 8]
 #   BEFORE=REV bash tests/etcd/bench.sh -contended [-secs 6] [-rounds 4]
 #
+# BEFORE=REV adds withlock built from git revision REV beside this tree's.
 # -contended times only 8 processes on one key (withlock --backend etcd
 # --wait against etcdctl lock); BEFORE=REV adds withlock built from git
 # revision REV as a third contender, in the same alternating rounds.
@@ -33,18 +34,18 @@ fi
 # The same tree with withlock's dispatch to withlock-etcd removed.
 mkdir "$out/tree"
 git ls-files -co --exclude-standard -z | tar --null -cf - -T - | tar -xf - -C "$out/tree"
-python3 - "$out/tree/internal/withlock/run.go" <<'PY'
+python3 - "$out/tree/internal/withlock/kongparse/parse.go" <<'PY'
 import re, sys
 p = sys.argv[1]
 s = open(p).read()
-s2 = re.sub(r"\n\tif code, done := dispatch\(args\); done \{\n.*?\n\t\}\n", "\n", s, flags=re.S)
-assert s2 != s, "dispatch not found in internal/withlock/run.go"
+s2 = re.sub(r"\n\tif code, done := wc\.Dispatch\(args\); done \{\n.*?\n\t\}\n", "\n", s, flags=re.S)
+assert s2 != s, "Dispatch not found in internal/withlock/kongparse/parse.go"
 open(p, "w").write(s2)
 PY
 (cd "$out/tree" && CGO_ENABLED=0 go build -tags grpcnotrace -o "$out/withlock-nodispatch" ./cmd/withlock)
 
 echo "binaries (CGO_ENABLED=0):"
-for b in withlock withlock-nodispatch withlock-full withlock-etcd; do
+for b in withlock withlock-nodispatch withlock-etcd; do
 	printf '  %-20s %5.1f MB, %d symbols from go.etcd.io\n' "$b" \
 		"$(awk -v s="$(stat -c %s "$out/$b")" 'BEGIN { print s / 1048576 }')" \
 		"$(go tool nm "$out/$b" | grep -c 'go\.etcd\.io' || true)"

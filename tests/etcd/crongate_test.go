@@ -143,6 +143,11 @@ func TestCronGateCoordinatorDown(t *testing.T) {
 	if r.code != 75 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "etcd unavailable") {
 		t.Fatalf("cluster down, skip with -v: %d %q %q", r.code, r.stdout, r.stderr)
 	}
+	// The message says why: the members (frozen) take connections and
+	// say nothing.
+	if !strings.Contains(r.stderr, "accepts connections but sends nothing") {
+		t.Errorf("cluster down, skip with -v: the message does not name the cause: %q", r.stderr)
+	}
 	data, _ := os.ReadFile(filepath.Join(closed.dir, "state", "gates", "g", "journal.jsonl"))
 	if !strings.Contains(string(data), `"reason":"coordinator_down"`) {
 		t.Fatalf("journal has no coordinator_down skip:\n%s", data)

@@ -105,11 +105,14 @@ func TestMemberKillKeepsLocks(t *testing.T) {
 	}
 	defer h.Process.Kill()
 	waitFor(t, 10*time.Second, "the holder's key", func() bool { return len(keys(t, p)) == 1 })
-	busy := func(when string) {
+	// busy: another process is turned away, after waiting (--wait) wait:
+	// a wait sits out an election too, and the lock is held throughout,
+	// so it ends busy either way.
+	busy := func(when, wait string) {
 		t.Helper()
-		r := run(t, nil, "withlock-etcd", append(base, "--", "true")...)
+		r := run(t, nil, "withlock-etcd", append(append([]string{}, base...), "--wait", wait, "--", "true")...)
 		if r.code != 75 {
-			t.Fatalf("%s: another process got exit %d, want 75 (busy): %s", when, r.code, r.stderr)
+			t.Fatalf("%s: another process got exit %d, want 75 (busy): %s\n%s", when, r.code, r.stderr, cl.Logs(40))
 		}
 	}
 
@@ -117,6 +120,10 @@ func TestMemberKillKeepsLocks(t *testing.T) {
 	mark := t.TempDir()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	stopped := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	// A test that ends early stops its workers too: none may outlive it
+	// (their transactions would count in the next test's).
+	t.Cleanup(stopped)
 	var mu sync.Mutex
 	codes := map[int]int{}
 	var fails []string
@@ -153,7 +160,7 @@ func TestMemberKillKeepsLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitProgress(t, mark, 3, 30*time.Second, "with a follower dead")
-	busy("after a follower was killed")
+	busy("after a follower was killed", "0s")
 	if err := cl.Restart(follower); err != nil {
 		t.Fatal(err)
 	}
@@ -172,8 +179,24 @@ func TestMemberKillKeepsLocks(t *testing.T) {
 	if err := cl.Kill(leader); err != nil {
 		t.Fatal(err)
 	}
-	busy("right after the leader was killed")
-	waitFor(t, 30*time.Second, "a new leader", func() bool { l, err := cl.Leader(); return err == nil && l != leader })
+	killed := time.Now()
+	elected := make(chan time.Duration, 1)
+	go func() {
+		for time.Since(killed) < 30*time.Second {
+			if l, err := cl.Leader(); err == nil && l != leader {
+				elected <- time.Since(killed)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		elected <- -1
+	}()
+	busy("right after the leader was killed", "8s")
+	if d := <-elected; d < 0 {
+		t.Fatalf("no new leader within 30 s of the kill\n%s", cl.Logs(20))
+	} else {
+		t.Logf("a new leader %v after the kill", d.Round(time.Millisecond))
+	}
 	// The holder renews its lease through the new leader: its remaining
 	// TTL, which the new leader reset once on election, falls and rises
 	// again, twice (a renewal each time; an election's reset is once).
@@ -185,7 +208,7 @@ func TestMemberKillKeepsLocks(t *testing.T) {
 		switch {
 		case ttl < 0:
 			if keys(t, p)[heldKey] != lease && !leaseAlive(t, lease) {
-				t.Fatalf("the holder's lease and key are gone after the leader was killed; holder stderr %q", stderr.String())
+				t.Fatalf("the holder's lease and key are gone after the leader was killed; holder stderr %q\n%s", stderr.String(), cl.Logs(40))
 			}
 		case ttl > low:
 			renewals++
@@ -195,7 +218,7 @@ func TestMemberKillKeepsLocks(t *testing.T) {
 		}
 		return renewals >= 2
 	})
-	busy("after the holder's lease was renewed through the new leader")
+	busy("after the holder's lease was renewed through the new leader", "0s")
 	if k := keys(t, p); k[heldKey] != lease {
 		t.Errorf("the holder's key is now %v, want %s under its lease %x", k, heldKey, lease)
 	}
@@ -203,8 +226,7 @@ func TestMemberKillKeepsLocks(t *testing.T) {
 	if err := cl.Restart(leader); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	wg.Wait()
+	stopped()
 	os.WriteFile(release, nil, 0o644)
 	h.Wait()
 	if code := exitCode(h, nil); code != 0 {
@@ -294,6 +316,10 @@ func TestFrozenLeaderDuringAcquisitions(t *testing.T) {
 	mark := t.TempDir()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	stopped := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	// A test that ends early stops its workers too: none may outlive it
+	// (their transactions would count in the next test's).
+	t.Cleanup(stopped)
 	var mu sync.Mutex
 	codes := map[int]int{}
 	var fails []string

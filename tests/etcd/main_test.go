@@ -179,9 +179,16 @@ func keys(t *testing.T, prefix string) map[string]int64 {
 		t.Fatal(err)
 	}
 	defer cli.Close()
+	return keysOf(t, cli, prefix)
+}
+
+// keysOf is keys read through cli (a client of another cluster).
+func keysOf(t *testing.T, cli *clientv3.Client, prefix string) map[string]int64 {
+	t.Helper()
 	// Attempts of 1 s, so that one sent to a frozen member is sent again
 	// to another.
 	var resp *clientv3.GetResponse
+	var err error
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

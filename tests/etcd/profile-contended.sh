@@ -38,7 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 # Symbols kept (no -s -w) so that perf can name Go functions.
-CGO_ENABLED=0 go build -trimpath -o "$out/bin/" ./cmd/withlock ./cmd/withlock-etcd ./cmd/withlock-full
+CGO_ENABLED=0 go build -trimpath -o "$out/bin/" ./cmd/withlock ./cmd/withlock-etcd
 go build -o "$out/etcdbench" ./tests/etcd/etcdbench
 
 # The cluster stays up while its stdin (a FIFO held open here) is open.

@@ -183,7 +183,7 @@ func TestTLSAndAuth(t *testing.T) {
 		{"wrong password", append(base, "--etcd-user", "locker", "--password-file", wrong), "refused the login"},
 		{"password file others can read", append(base, "--etcd-user", "locker", "--password-file", open), "has mode 0644"},
 		{"user without password", append(base, "--etcd-user", "locker"), "has no password"},
-		{"http:// with TLS options", []string{"--endpoints", strings.ReplaceAll(eps, "https://", "http://"), "--ca-file", pk.caFile(), "--key-prefix", p}, "need https://"},
+		{"http:// with TLS options", []string{"--endpoints", strings.ReplaceAll(eps, "https://", "http://"), "--ca-file", pk.caFile(), "--key-prefix", p}, "need TLS endpoints"},
 		{"password in the URL", []string{"--endpoints", strings.ReplaceAll(eps, "https://", "https://locker:"+password+"@"), "--key-prefix", p}, "carries a user or password"},
 		{"user on a cluster that needs a certificate, without one", []string{"--endpoints", eps, "--ca-file", pk.caFile(), "--key-prefix", p, "--etcd-user", "locker", "--password-file", pwFile}, "etcd unavailable"},
 	} {

@@ -57,6 +57,8 @@ type Options struct {
 	ClientCertAuth bool
 	// ClientTLS is what the cluster's own client (health, Leader) uses.
 	ClientTLS *tls.Config
+	// ExtraArgs are more etcd flags for every member (extra.go).
+	ExtraArgs []string
 }
 
 // Find returns the path of the etcd binary: $ETCD_BIN if set (the suite's
@@ -142,6 +144,7 @@ func (c *Cluster) start(i int, state string) error {
 			args = append(args, "--client-cert-auth")
 		}
 	}
+	args = append(args, c.opt.ExtraArgs...)
 	cmd := exec.Command(c.Etcd, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// A process group of its own: a test's signals never reach it, and

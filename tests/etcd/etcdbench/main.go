@@ -56,7 +56,7 @@ var (
 	serve   = flag.String("serve", "", "start the cluster, write its endpoints to this file, keep it up until stdin ends")
 	pids    = flag.String("pids", "", "with -serve: write the members' process IDs to this file")
 	contend = flag.Bool("contended", false, "time only the contended case as processes")
-	before  = flag.String("before", "", "with -contended: a directory with an earlier build of withlock and withlock-etcd")
+	before  = flag.String("before", "", "a directory with an earlier build of withlock and withlock-etcd, timed beside this tree's")
 	rounds  = flag.Int("rounds", 4, "alternating rounds of the contended case as processes")
 	rpccost = flag.Bool("rpccost", false, "print the etcd members' CPU per request of each kind a lock cycle is made of")
 )
@@ -135,6 +135,14 @@ func main() {
 				runCmd(env, filepath.Join(*bin, "withlock-etcd"), "--key-prefix", "/bench/proc2", "--paths", fmt.Sprintf("/srv/k%d", i%8), "--", "true")
 			}, nil},
 	}
+	if *before != "" {
+		bwl := filepath.Join(*before, "withlock")
+		cases = append(cases, latCase{"`withlock --backend etcd --paths P -- true` (process, -before's build)",
+			func(i int) {
+				runCmd(env, bwl, "--backend", "etcd", "--key-prefix", "/bench/before", "--paths", fmt.Sprintf("/srv/k%d", i%8), "--", "true")
+			}, nil})
+	}
+	ctlIdx := len(cases)
 	if etcdctl != "" {
 		cases = append(cases, latCase{"`etcdctl lock NAME true` (process)",
 			func(i int) {
@@ -193,7 +201,11 @@ func main() {
 	row("`withlock --backend etcd --wait 1m --paths P -- true`, all workers on one key (processes)", nil, tps[0])
 	if etcdctl != "" {
 		row("`etcdctl lock NAME true`, all workers on one key (processes)", nil, tps[1])
-		fmt.Printf("\nwithlock / etcdctl: p50 %.2f×, contended throughput %.2f×\n", ratio(lats[2], lats[4]), tps[0]/tps[1])
+		fmt.Printf("\nwithlock / etcdctl: p50 %.2f×, contended throughput %.2f×\n", ratio(lats[2], lats[ctlIdx]), tps[0]/tps[1])
+		fmt.Printf("withlock-etcd directly / etcdctl: p50 %.2f×\n", ratio(lats[3], lats[ctlIdx]))
+		if *before != "" {
+			fmt.Printf("-before's withlock / etcdctl: p50 %.2f×; this tree / -before: p50 %.2f×\n", ratio(lats[4], lats[ctlIdx]), ratio(lats[2], lats[4]))
+		}
 	}
 }
 
