@@ -5,8 +5,8 @@ package tests
 // for serve, status and the first run of each config), a hand-written
 // config with comments (testdata/serve/config.toml) and journals made by
 // really running gates. The browser part drives Debian's headless
-// chromium (internal/webdriver) and checks every click against what the
-// real `cron-gate status --json` says afterwards.
+// chromium (tests/browsertest, over chromedp) and checks every click
+// against what the real `cron-gate status --json` says afterwards.
 //
 // Nothing sleeps and hopes: every wait polls an observable (the serve
 // process's stdout, the status binary's answer, the page) until a
@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/internal/cronexpr"
-	"github.com/crongate/crongate/tests/webdriver"
+	"github.com/crongate/crongate/tests/browsertest"
 )
 
 // serveDeadline bounds each wait of these tests (a failure, never a
@@ -680,14 +680,14 @@ const rowStateJS = `const b = document.querySelector('tr.gate[data-gate="' + arg
 var pageOrder = map[string]int{"failing": 0, "error": 0, "blocked": 1, "skipped": 4, "paused": 5, "running": 6, "ok": 7, "never-run": 8}
 
 func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
-	wd := webdriver.Start(t, 1500, 800)
+	wd := browsertest.Start(t, 1500, 800)
 	// Log in with the address serve printed: the buttons need it.
 	wd.Open(srv.base + "/?token=" + srv.actionToken(t))
 
 	// One row per gate, problems first, each with status's state.
 	st := e.status(t)
 	var names []string
-	webdriver.WaitFor(t, "one row per gate", serveDeadline, func() bool {
+	browsertest.WaitFor(t, "one row per gate", serveDeadline, func() bool {
 		wd.Eval(`return Array.from(document.querySelectorAll('tr.gate')).map(r => r.dataset.gate);`, &names)
 		return len(names) == len(st.Gates)
 	})
@@ -750,7 +750,7 @@ func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 	if lo, hi := before.Add(2*time.Hour), after.Add(2*time.Hour); g.Pause.Until.Before(lo) || g.Pause.Until.After(hi) {
 		t.Errorf("ko-followup paused until %s, want 2h after the click: between %s and %s", g.Pause.Until, lo, hi)
 	}
-	webdriver.WaitFor(t, "the row to show the pause", serveDeadline, func() bool {
+	browsertest.WaitFor(t, "the row to show the pause", serveDeadline, func() bool {
 		txt := row("ko-followup")
 		return strings.Contains(txt, "command: "+reason) && strings.Contains(txt, "until") && strings.Contains(txt, "KST")
 	})
@@ -764,7 +764,7 @@ func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 	if g := st.gate("ko-followup"); g.State != "ok" {
 		t.Errorf("ko-followup after resume: %s", g.State)
 	}
-	webdriver.WaitFor(t, "ko-followup's row to show ok", serveDeadline, func() bool {
+	browsertest.WaitFor(t, "ko-followup's row to show ok", serveDeadline, func() bool {
 		var s string
 		wd.Eval(rowStateJS, &s, "ko-followup")
 		return s == "ok"
@@ -775,7 +775,7 @@ func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 	// file is byte for byte what it was but for that one value.
 	wd.Click(`tr.gate[data-gate="dependency-classifier"] button.force-resume`)
 	var question string
-	webdriver.WaitFor(t, "the confirmation dialog", serveDeadline, func() bool {
+	browsertest.WaitFor(t, "the confirmation dialog", serveDeadline, func() bool {
 		var ok bool
 		question, ok = wd.AlertText()
 		return ok
@@ -806,7 +806,7 @@ func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 	if fi, err := os.Stat(e.config); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("the config's mode after force-resume: %v %v, want 0644", fi.Mode(), err)
 	}
-	webdriver.WaitFor(t, "dependency-classifier's row to lose its force-resume", serveDeadline, func() bool {
+	browsertest.WaitFor(t, "dependency-classifier's row to lose its force-resume", serveDeadline, func() bool {
 		var n int
 		wd.Eval(`return document.querySelectorAll('tr.gate[data-gate="dependency-classifier"] button.force-resume').length;`, &n)
 		var s string
@@ -816,10 +816,8 @@ func serveBrowserChecks(t *testing.T, e *serveEnv, srv *served) {
 	// The gate now runs, as cron would run it.
 	e.gateRun(t, "dependency-classifier", "echo classified", 0)
 
-	if errs, err := wd.ConsoleErrors(); err == nil {
-		for _, m := range errs {
-			t.Errorf("browser console: %s", m)
-		}
+	for _, m := range wd.ConsoleErrors() {
+		t.Errorf("browser console: %s", m)
 	}
 }
 

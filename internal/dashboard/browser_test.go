@@ -15,13 +15,13 @@ import (
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/watch"
-	"github.com/crongate/crongate/tests/webdriver"
+	"github.com/crongate/crongate/tests/browsertest"
 )
 
-// The end-to-end test drives Debian's chromium through chromedriver
-// (internal/webdriver: the W3C WebDriver protocol over net/http only).
+// The end-to-end tests drive Debian's headless chromium with chromedp
+// (tests/browsertest: the DevTools protocol, no driver binary).
 
-func rowText(wd *webdriver.Driver, name string) string {
+func rowText(wd *browsertest.Browser, name string) string {
 	var s string
 	wd.Eval(`const r = document.querySelector('tr.gate[data-gate="' + arguments[0] + '"]'); return r ? r.innerText : "";`, &s, name)
 	return s
@@ -43,16 +43,16 @@ func browserFixture(t testing.TB, e *env, now time.Time) {
 // dir and on the page, and resumes it. (TestBrowserLayout checks the page
 // at a laptop's and a phone's width and takes docs/'s screenshots.)
 func TestBrowser(t *testing.T) {
-	webdriver.Need(t)
+	browsertest.Need(t)
 	e := newEnv(t)
 	now := time.Now()
 	browserFixture(t, e, now)
 	opts := e.options()
 	opts.TimeZone = seoul(t)
 	srv, h := server(t, opts)
-	wd := webdriver.Start(t, 1500, 700)
+	wd := browsertest.Start(t, 1500, 700)
 	sixRows := func() {
-		webdriver.WaitFor(t, "the six gate rows", 20*time.Second, func() bool {
+		browsertest.WaitFor(t, "the six gate rows", 20*time.Second, func() bool {
 			var n int
 			wd.Eval(`return document.querySelectorAll('tr.gate').length;`, &n)
 			return n == 6
@@ -86,7 +86,7 @@ func TestBrowser(t *testing.T) {
 	wd.Eval(`const b = document.querySelector('tr.gate[data-gate="ko-followup"] button.pause'); b.disabled = false; b.click(); return null;`, nil)
 	wd.Type(`tr.form[data-gate="ko-followup"] input[name=reason]`, "forged")
 	wd.Click(`tr.form[data-gate="ko-followup"] button.pause-confirm`)
-	webdriver.WaitFor(t, "the message of the refused click", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "the message of the refused click", 10*time.Second, func() bool {
 		m := wd.Text("#message")
 		return strings.Contains(m, "Not allowed") && strings.Contains(m, "/?token=") && strings.Contains(m, "cron-gate serve printed")
 	})
@@ -95,11 +95,9 @@ func TestBrowser(t *testing.T) {
 	}
 	// The browser logs the 401 as an error; nothing else may be there
 	// (reading the log empties it).
-	if errs, err := wd.ConsoleErrors(); err == nil {
-		for _, m := range errs {
-			if !strings.Contains(m, "/api/pause") || !strings.Contains(m, "401") {
-				t.Errorf("browser console: %s", m)
-			}
+	for _, m := range wd.ConsoleErrors() {
+		if !strings.Contains(m, "/api/pause") || !strings.Contains(m, "401") {
+			t.Errorf("browser console: %s", m)
 		}
 	}
 
@@ -162,7 +160,7 @@ func TestBrowser(t *testing.T) {
 
 	// The tail of the last output, on demand.
 	wd.Click(`tr.gate[data-gate="translate"] button.output`)
-	webdriver.WaitFor(t, "translate's output", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "translate's output", 10*time.Second, func() bool {
 		var s string
 		wd.Eval(`return document.querySelector('tr.output[data-gate="translate"] pre').textContent;`, &s)
 		return strings.Contains(s, "ValueError: quota")
@@ -175,7 +173,7 @@ func TestBrowser(t *testing.T) {
 	wd.Type(`tr.form[data-gate="ko-followup"] input[name=reason]`, "rebuilding the index")
 	wd.Type(`tr.form[data-gate="ko-followup"] input[name=duration]`, "2h")
 	wd.Click(`tr.form[data-gate="ko-followup"] button.pause-confirm`)
-	webdriver.WaitFor(t, "the pause in pauses.json", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "the pause in pauses.json", 10*time.Second, func() bool {
 		ps, err := pauses.NewFile(e.dir).List(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +181,7 @@ func TestBrowser(t *testing.T) {
 		p, ok := ps["ko-followup"]
 		return ok && p.Reason == "rebuilding the index" && p.Until.Sub(now) > 119*time.Minute
 	})
-	webdriver.WaitFor(t, "the row to show the pause", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "the row to show the pause", 10*time.Second, func() bool {
 		txt := rowText(wd, "ko-followup")
 		return strings.Contains(txt, "paused") && strings.Contains(txt, "rebuilding the index") && strings.Contains(txt, "until")
 	})
@@ -198,21 +196,19 @@ func TestBrowser(t *testing.T) {
 
 	// Resume it.
 	wd.Click(`tr.gate[data-gate="ko-followup"] button.resume`)
-	webdriver.WaitFor(t, "the pause to be lifted", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "the pause to be lifted", 10*time.Second, func() bool {
 		ps, _ := pauses.NewFile(e.dir).List(context.Background())
 		_, ok := ps["ko-followup"]
 		return !ok
 	})
-	webdriver.WaitFor(t, "the row to show ok", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "the row to show ok", 10*time.Second, func() bool {
 		txt := rowText(wd, "ko-followup")
 		return strings.HasPrefix(strings.TrimSpace(strings.SplitN(txt, "\t", 3)[1]), "ok") || strings.Contains(txt, "\tok")
 	})
 
 	// No error reached the console (CSP violations would).
-	if errs, err := wd.ConsoleErrors(); err == nil {
-		for _, m := range errs {
-			t.Errorf("browser console: %s", m)
-		}
+	for _, m := range wd.ConsoleErrors() {
+		t.Errorf("browser console: %s", m)
 	}
 }
 
@@ -239,7 +235,7 @@ const unsafeJS = `const re = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u20
 // the page is such a character left raw (issue 12, item 7). The API keeps
 // the stored values, with the bytes escaped.
 func TestBrowserHostileText(t *testing.T) {
-	webdriver.Need(t)
+	browsertest.Need(t)
 	e := newEnv(t)
 	now := time.Now()
 	const reason = "L1\nL2\x1b]0;pwned\x07\x1b[31mred \u202e5202 ,1 naJ"
@@ -266,15 +262,15 @@ func TestBrowserHostileText(t *testing.T) {
 		t.Errorf("the summary's reason %+v, want the stored one", g.Pause)
 	}
 
-	wd := webdriver.Start(t, 1500, 700)
+	wd := browsertest.Start(t, 1500, 700)
 	wd.Open(srv.URL + "/?token=" + h.token)
-	webdriver.WaitFor(t, "the two rows", 20*time.Second, func() bool {
+	browsertest.WaitFor(t, "the two rows", 20*time.Second, func() bool {
 		var n int
 		wd.Eval(`return document.querySelectorAll('tr.gate').length;`, &n)
 		return n == 2
 	})
 	wd.Click(`tr.gate[data-gate="j"] button.output`)
-	webdriver.WaitFor(t, "j's output", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "j's output", 10*time.Second, func() bool {
 		var s string
 		wd.Eval(`return document.querySelector('tr.output[data-gate="j"] pre').textContent;`, &s)
 		return strings.Contains(s, "tail")
@@ -304,10 +300,8 @@ func TestBrowserHostileText(t *testing.T) {
 			t.Errorf("no tooltip holds %q:\n%s", want, titles)
 		}
 	}
-	if errs, err := wd.ConsoleErrors(); err == nil {
-		for _, m := range errs {
-			t.Errorf("browser console: %s", m)
-		}
+	for _, m := range wd.ConsoleErrors() {
+		t.Errorf("browser console: %s", m)
 	}
 }
 
@@ -317,13 +311,13 @@ func TestBrowserHostileText(t *testing.T) {
 // session on the server, and the page is read-only again (issue 12,
 // item 9).
 func TestBrowserSession(t *testing.T) {
-	webdriver.Need(t)
+	browsertest.Need(t)
 	e := newEnv(t)
 	fixture(t, e, time.Now())
 	srv, h := server(t, e.options())
-	wd := webdriver.Start(t, 1500, 700)
+	wd := browsertest.Start(t, 1500, 700)
 	wd.Open(srv.URL + "/?token=" + h.token)
-	webdriver.WaitFor(t, "the page", 20*time.Second, func() bool {
+	browsertest.WaitFor(t, "the page", 20*time.Second, func() bool {
 		var n int
 		wd.Eval(`return document.querySelectorAll('tr.gate').length;`, &n)
 		return n == 6
@@ -332,26 +326,28 @@ func TestBrowserSession(t *testing.T) {
 		Href, Cookie, Key string
 		Logout, ReadOnly  bool
 	}
+	// Log out reloads the page, and a script run while the new document
+	// is being parsed finds no #logout yet (WebDriver waited for the
+	// load; chromedp runs the script at once): that reads as not yet.
 	read := func() {
-		wd.Eval(`return {Href: location.href, Cookie: document.cookie, Key: localStorage.getItem('cron-gate-session-key') || '',
-			Logout: !document.getElementById('logout').hidden, ReadOnly: !document.getElementById('readonly').hidden};`, &st)
+		wd.Eval(`const out = document.getElementById('logout'), ro = document.getElementById('readonly');
+			return {Href: location.href, Cookie: document.cookie, Key: localStorage.getItem('cron-gate-session-key') || '',
+			Logout: !out || !out.hidden, ReadOnly: !!ro && !ro.hidden};`, &st)
 	}
 	read()
 	if st.Href != srv.URL+"/" || st.Cookie != "" || len(st.Key) < 40 || !st.Logout || st.ReadOnly || h.sessions.count() != 1 {
 		t.Fatalf("after login: %+v, %d sessions", st, h.sessions.count())
 	}
 	wd.Click(`#logout`)
-	webdriver.WaitFor(t, "the page read-only after log out", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "the page read-only after log out", 10*time.Second, func() bool {
 		read()
 		return st.ReadOnly && !st.Logout && st.Key == ""
 	})
 	if n := h.sessions.count(); n != 0 {
 		t.Errorf("%d sessions after log out", n)
 	}
-	if errs, err := wd.ConsoleErrors(); err == nil {
-		for _, m := range errs {
-			t.Errorf("browser console: %s", m)
-		}
+	for _, m := range wd.ConsoleErrors() {
+		t.Errorf("browser console: %s", m)
 	}
 }
 
@@ -360,7 +356,7 @@ func TestBrowserSession(t *testing.T) {
 // waiting run is this test's own process, alive for the whole test.
 // Fails if the page renders the gate as never-run, or without the start.
 func TestBrowserWaiting(t *testing.T) {
-	webdriver.Need(t)
+	browsertest.Need(t)
 	e := newEnv(t)
 	now := time.Now()
 	e.declare(&gate.GateConfig{Name: "w", Interval: time.Hour, Jitter: time.Hour})
@@ -368,10 +364,10 @@ func TestBrowserWaiting(t *testing.T) {
 	e.journal(t, "w", journal.Record{Run: "20261204T000000.000000Z-" + strconv.Itoa(pid), Event: journal.EventWait,
 		Time: now.Add(-time.Minute), Until: now.Add(3 * time.Minute), Pid: pid, PidStart: procstat.StartTicks(pid)})
 	srv, _ := server(t, e.options())
-	wd := webdriver.Start(t, 1280, 700)
+	wd := browsertest.Start(t, 1280, 700)
 	wd.Open(srv.URL + "/")
 	var row struct{ State, Text string }
-	webdriver.WaitFor(t, "w's row says waiting", 20*time.Second, func() bool {
+	browsertest.WaitFor(t, "w's row says waiting", 20*time.Second, func() bool {
 		wd.Eval(`const r = document.querySelector('tr.gate[data-gate="w"]');
 			if (!r) return {State: '', Text: ''};
 			const b = r.querySelector('.state');

@@ -15,7 +15,7 @@ import (
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/watch"
 	"github.com/crongate/crongate/lockfile"
-	"github.com/crongate/crongate/tests/webdriver"
+	"github.com/crongate/crongate/tests/browsertest"
 )
 
 // A 200-character reason, as people write them.
@@ -124,7 +124,7 @@ func holdLegacyLock(t *testing.T, lock string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		webdriver.WaitFor(t, "the old worker to hold its lock", 20*time.Second, func() bool {
+		browsertest.WaitFor(t, "the old worker to hold its lock", 20*time.Second, func() bool {
 			_, err := os.Stat(ready)
 			return err == nil
 		})
@@ -175,7 +175,7 @@ type layout struct {
 // submits, Escape cancels). With DASHBOARD_SCREENSHOTS=DIR it saves
 // DIR/dashboard.png and DIR/dashboard-390.png (docs/ has them).
 func TestBrowserLayout(t *testing.T) {
-	webdriver.Need(t)
+	browsertest.Need(t)
 	if !lockfile.ReadLockTable().Readable() {
 		t.Skip("/proc/locks is not readable here")
 	}
@@ -191,13 +191,13 @@ func TestBrowserLayout(t *testing.T) {
 		shot string
 	}{{1280, 800, "dashboard.png"}, {390, 844, "dashboard-390.png"}} {
 		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
-			wd := webdriver.Start(t, size.w, size.h)
+			wd := browsertest.Start(t, size.w, size.h)
 			if size.w < 500 {
 				wd.Viewport(size.w, size.h)
 			}
 			wd.Open(srv.URL + "/?token=" + h.token)
 			var l layout
-			webdriver.WaitFor(t, "the ten rows", 20*time.Second, func() bool {
+			browsertest.WaitFor(t, "the ten rows", 20*time.Second, func() bool {
 				wd.Eval(layoutJS, &l)
 				return len(l.Rows) == 10
 			})
@@ -279,10 +279,8 @@ func TestBrowserLayout(t *testing.T) {
 				}
 				wd.Click(`tr.form[data-gate="translate"] button.cancel`)
 			}
-			if errs, err := wd.ConsoleErrors(); err == nil {
-				for _, m := range errs {
-					t.Errorf("browser console: %s", m)
-				}
+			for _, m := range wd.ConsoleErrors() {
+				t.Errorf("browser console: %s", m)
 			}
 		})
 	}
@@ -290,7 +288,7 @@ func TestBrowserLayout(t *testing.T) {
 
 // layoutActions: the summary filters the table; the output has no escape
 // codes; the pause form by keyboard.
-func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
+func layoutActions(t *testing.T, wd *browsertest.Browser, e *env, before layout) {
 	wd.Click(`#summary button[data-category="blocked"]`)
 	var l layout
 	wd.Eval(layoutJS, &l)
@@ -305,7 +303,7 @@ func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
 
 	wd.Click(`tr.gate[data-gate="translate"] button.output`)
 	var out string
-	webdriver.WaitFor(t, "translate's output", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "translate's output", 10*time.Second, func() bool {
 		wd.Eval(`return document.querySelector('tr.output[data-gate="translate"] pre').textContent;`, &out)
 		return strings.Contains(out, "ValueError: quota")
 	})
@@ -318,14 +316,14 @@ func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
 	// The keyboard: the pause button takes Enter, the form opens with the
 	// reason focused; Escape closes it and gives the focus back.
 	wd.Eval(`document.querySelector('tr.gate[data-gate="ko-followup"] button.pause').focus(); return null;`, nil)
-	wd.Press(webdriver.KeyEnter)
+	wd.Press(browsertest.KeyEnter)
 	var focus string
-	webdriver.WaitFor(t, "the form open, the reason focused", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "the form open, the reason focused", 10*time.Second, func() bool {
 		wd.Eval(`const a = document.activeElement; return a ? (a.name || a.className) : '';`, &focus)
 		return focus == "reason"
 	})
-	wd.Press("nope" + webdriver.KeyEscape)
-	webdriver.WaitFor(t, "Escape to close the form", 10*time.Second, func() bool {
+	wd.Press("nope" + browsertest.KeyEscape)
+	browsertest.WaitFor(t, "Escape to close the form", 10*time.Second, func() bool {
 		var st struct {
 			Hidden bool
 			Focus  string
@@ -337,8 +335,8 @@ func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
 		t.Fatalf("Escape paused something: %v", ps)
 	}
 	// Labels name the fields; Enter in the reason submits.
-	wd.Press(webdriver.KeyEnter)
-	webdriver.WaitFor(t, "the form open again", 10*time.Second, func() bool {
+	wd.Press(browsertest.KeyEnter)
+	browsertest.WaitFor(t, "the form open again", 10*time.Second, func() bool {
 		wd.Eval(`return document.activeElement.name || '';`, &focus)
 		return focus == "reason"
 	})
@@ -347,12 +345,12 @@ func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
 	if strings.Join(labels, " ") != "Reason:reason For:duration" {
 		t.Errorf("labels: %v", labels)
 	}
-	wd.Press("reindex" + webdriver.KeyTab + "2h" + webdriver.KeyEnter)
-	webdriver.WaitFor(t, "the pause from the keyboard", 10*time.Second, func() bool {
+	wd.Press("reindex" + browsertest.KeyTab + "2h" + browsertest.KeyEnter)
+	browsertest.WaitFor(t, "the pause from the keyboard", 10*time.Second, func() bool {
 		p, ok := e.pausesNow(t)["ko-followup"]
 		return ok && p.Reason == "reindex" && time.Until(p.Until) > 119*time.Minute
 	})
-	webdriver.WaitFor(t, "the success message to clear itself", 20*time.Second, func() bool {
+	browsertest.WaitFor(t, "the success message to clear itself", 20*time.Second, func() bool {
 		var hidden bool
 		wd.Eval(`return document.getElementById('message').hidden;`, &hidden)
 		return hidden
@@ -363,13 +361,13 @@ func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
 		Outcome: journal.OutcomeSkipped, Reason: journal.ReasonPaused, Detail: "paused: reindex"})
 	// The page shows the pause at its next render, which may come after
 	// the state file has it: wait for the button before clicking it.
-	webdriver.WaitFor(t, "ko-followup's resume button", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "ko-followup's resume button", 10*time.Second, func() bool {
 		var n int
 		wd.Eval(`return document.querySelectorAll('tr.gate[data-gate="ko-followup"] button.resume').length;`, &n)
 		return n == 1
 	})
 	wd.Click(`tr.gate[data-gate="ko-followup"] button.resume`)
-	webdriver.WaitFor(t, "ko-followup resumed", 10*time.Second, func() bool {
+	browsertest.WaitFor(t, "ko-followup resumed", 10*time.Second, func() bool {
 		_, paused := e.pausesNow(t)["ko-followup"]
 		var cat string
 		wd.Eval(`return document.querySelector('tr.gate[data-gate="ko-followup"]').dataset.category;`, &cat)
@@ -383,11 +381,11 @@ func layoutActions(t *testing.T, wd *webdriver.Driver, e *env, before layout) {
 // TestBrowserBanners (issue 16, item 6): "cannot refresh" shows while the
 // server cannot answer, and clears itself when it can again.
 func TestBrowserBanners(t *testing.T) {
-	webdriver.Need(t)
+	browsertest.Need(t)
 	e := newEnv(t)
 	fixture(t, e, time.Now())
 	srv, _ := server(t, e.options()) // the config is reloaded after ConfigTTL: at every refresh
-	wd := webdriver.Start(t, 1280, 800)
+	wd := browsertest.Start(t, 1280, 800)
 	wd.Open(srv.URL + "/")
 	msg := func() (string, bool) {
 		var m struct {
@@ -397,7 +395,7 @@ func TestBrowserBanners(t *testing.T) {
 		wd.Eval(`const m = document.getElementById('message'); return {Text: m.textContent, Hidden: m.hidden};`, &m)
 		return m.Text, m.Hidden
 	}
-	webdriver.WaitFor(t, "the page", 20*time.Second, func() bool {
+	browsertest.WaitFor(t, "the page", 20*time.Second, func() bool {
 		var n int
 		wd.Eval(`return document.querySelectorAll('tr.gate').length;`, &n)
 		return n == 6
@@ -405,14 +403,14 @@ func TestBrowserBanners(t *testing.T) {
 	e.mu.Lock()
 	e.loadErr = fmt.Errorf("config %s line 3: unknown key gates.x.intervl", filepath.Join(e.dir, "config.toml"))
 	e.mu.Unlock()
-	webdriver.WaitFor(t, "the cannot-refresh banner", 20*time.Second, func() bool {
+	browsertest.WaitFor(t, "the cannot-refresh banner", 20*time.Second, func() bool {
 		text, hidden := msg()
 		return !hidden && strings.Contains(text, "cannot refresh") && strings.Contains(text, "intervl")
 	})
 	e.mu.Lock()
 	e.loadErr = nil
 	e.mu.Unlock()
-	webdriver.WaitFor(t, "the banner to clear itself", 20*time.Second, func() bool {
+	browsertest.WaitFor(t, "the banner to clear itself", 20*time.Second, func() bool {
 		_, hidden := msg()
 		return hidden
 	})

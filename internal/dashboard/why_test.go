@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crongate/crongate/tests/webdriver"
+	"github.com/crongate/crongate/tests/browsertest"
 )
 
 // TestLoginOverPlainHTTP (issue 16, item 6): a token login over plain HTTP
@@ -76,7 +76,7 @@ func TestOutputTimesInZone(t *testing.T) {
 // sees Host lan.test) loses its Secure session cookie, and the page that
 // follows says to use HTTPS or ssh -L, not to open /?token= again.
 func TestBrowserPlainHTTP(t *testing.T) {
-	webdriver.Need(t)
+	browsertest.Need(t)
 	e := newEnv(t)
 	fixture(t, e, time.Now())
 	o := e.options()
@@ -86,10 +86,10 @@ func TestBrowserPlainHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wd := webdriver.Start(t, 1280, 800, "--host-resolver-rules=MAP lan.test "+u.Hostname())
+	wd := browsertest.Start(t, 1280, 800, "--host-resolver-rules=MAP lan.test "+u.Hostname())
 	wd.Open("http://lan.test:" + u.Port() + "/?token=" + o.Token)
 	var page struct{ URL, Text string }
-	webdriver.WaitFor(t, "the page after the login to say why it did not hold", 20*time.Second, func() bool {
+	browsertest.WaitFor(t, "the page after the login to say why it did not hold", 20*time.Second, func() bool {
 		wd.Eval(`return {URL: location.href, Text: document.body ? document.body.innerText : ''};`, &page)
 		return strings.Contains(page.Text, "ssh -L")
 	})
