@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Load test of GET /api/summary over loopback: the real `cron-gate serve`
 # serving 200 declared gates with 100-record journals and a 200-line
-# crontab (written by internal/dashboard/benchgen), wrk against it. Prints
+# crontab (written by tests/bench/dashgen), wrk against it. Prints
 # wrk's report; the README's figures come from it.
 #
 #   bash internal/dashboard/bench.sh [GATES] [RECORDS] [DURATION] [CONNECTIONS]
@@ -15,8 +15,8 @@ command -v wrk >/dev/null || { echo "bench.sh: wrk is missing (apt-get install -
 
 tmp=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-CGO_ENABLED=0 go build -o "$tmp/bin/" ./cmd/cron-gate ./cmd/cron-gate-full ./internal/dashboard/benchgen
-config=$("$tmp/bin/benchgen" -gates "$gates" -records "$records" -dir "$tmp")
+CGO_ENABLED=0 go build -o "$tmp/bin/" ./cmd/cron-gate ./cmd/cron-gate-full ./tests/bench/dashgen
+config=$("$tmp/bin/dashgen" -gates "$gates" -records "$records" -dir "$tmp")
 "$tmp/bin/cron-gate" --config "$config" serve --listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 for _ in $(seq 200); do

@@ -10,8 +10,8 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/dashboard/benchstate"
 	"github.com/crongate/crongate/internal/watch"
+	"github.com/crongate/crongate/tests/bench/dashstate"
 )
 
 // BenchmarkSummary200 is one GET /api/summary, handler-level (no network),
@@ -21,7 +21,7 @@ import (
 // bench.sh measures the same over loopback with wrk.
 func BenchmarkSummary200(b *testing.B) {
 	dir := b.TempDir()
-	cfg, tab, err := benchstate.Write(dir, 200, 100, time.Now())
+	cfg, tab, err := dashstate.Write(dir, 200, 100, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"path"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crongate/crongate/gate"
@@ -28,7 +29,12 @@ import (
 //go:embed assets
 var assets embed.FS
 
-var pageTmpl = template.Must(template.ParseFS(assets, "assets/index.html"))
+// pageTmpl is parsed on first use, not at start-up: cron-gate links the
+// dashboard, and its per-tick run must not pay for parsing a page it never
+// serves (docs/design.md, "One cron-gate binary").
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.ParseFS(assets, "assets/index.html"))
+})
 
 // legacyCookie is the cookie older versions set at login: it held the
 // token itself. It is no longer accepted, and a login deletes it.
@@ -402,7 +408,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 	// Whether this browser may use the buttons: it has a session (the
 	// page checks that it also has the session's key).
 	a := h.authOf(r)
-	err := pageTmpl.Execute(&b, struct {
+	err := pageTmpl().Execute(&b, struct {
 		Zone   string
 		CanAct bool
 	}{h.loc.String(), a.session != nil || a.bearer})

@@ -1,9 +1,9 @@
 //go:build linux
 
-// Package benchstate writes a realistic state dir for the dashboard's
+// Package dashstate writes a realistic state dir for the dashboard's
 // benchmarks: many declared gates, each with a journal of start and end
 // records checkpointed as cron-gate leaves it, and a crontab running them.
-package benchstate
+package dashstate
 
 import (
 	"bufio"

@@ -1,11 +1,11 @@
 //go:build linux
 
-// Command benchgen writes what bench.sh serves with the real
+// Command dashgen writes what bench.sh serves with the real
 // `cron-gate serve`: a state dir of many declared gates with journals
-// (package benchstate), their config file and their crontab. It prints the
+// (package tests/bench/dashstate), their config file and their crontab. It prints the
 // config's path.
 //
-//	go run ./dashboard/internal/benchgen -gates 200 -records 100 -dir D
+//	go run ./tests/bench/dashgen -gates 200 -records 100 -dir D
 package main
 
 import (
@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crongate/crongate/internal/dashboard/benchstate"
+	"github.com/crongate/crongate/tests/bench/dashstate"
 )
 
 func main() {
@@ -29,7 +29,7 @@ func main() {
 		fail(fmt.Errorf("-dir is required"))
 	}
 	state := filepath.Join(*dir, "state")
-	cfg, tab, err := benchstate.Write(state, *gates, *records, time.Now())
+	cfg, tab, err := dashstate.Write(state, *gates, *records, time.Now())
 	if err != nil {
 		fail(err)
 	}
@@ -60,6 +60,6 @@ func main() {
 }
 
 func fail(err error) {
-	fmt.Fprintln(os.Stderr, "benchgen:", err)
+	fmt.Fprintln(os.Stderr, "dashgen:", err)
 	os.Exit(1)
 }
