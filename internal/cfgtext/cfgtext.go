@@ -1,7 +1,8 @@
 // Package cfgtext words the config's error messages for every package
 // that writes them (gate, gateconf, the cron-gate commands): the "config
 // PATH line N" prefix, keys written as in a file, and quoting that keeps a
-// message on one line (package safetext does the escaping). The checks of
+// message on one line (package safetext does the escaping), and the "did
+// you mean" of a mistyped key or gate name (Closest). The checks of
 // values are not here: they are the table of keys' (gate/keys.go).
 package cfgtext
 

@@ -138,7 +138,7 @@ func funcName(prog string) string { return "_" + strings.ReplaceAll(prog, "-", "
 // must be cheap); gates declared otherwise are not offered.
 const gateSed = `sed -n -e 's/^[[:space:]]*\[[[:space:]]*gates\.\([A-Za-z0-9][A-Za-z0-9_-]*\)[[:space:]]*\].*/\1/p' -e 's/^[[:space:]]*\[[[:space:]]*gates\."\([A-Za-z0-9][A-Za-z0-9._-]*\)"[[:space:]]*\].*/\1/p'`
 
-const generated = "generated from its command line by internal/clidoc (go run ./internal/clidoc/gen); do not edit"
+const generated = "generated from its command line by internal/clidoc (make doc); do not edit"
 
 // Bash returns c's bash completion: flags and their values, subcommands,
 // gate names from the config (when gates), and after "--" the command,

@@ -8,9 +8,9 @@
 // the code is in the next generated page and completion without anyone
 // editing them; TestPagesCoverModel fails if one is missing.
 //
-// `go run ./internal/clidoc/gen -o DIR` writes every file (the Makefile
-// and dist/deb/build.sh run it at build time); nothing generated is
-// committed.
+// TestWriteFiles writes every file when given -write DIR (make doc, which
+// dist/deb/build.sh runs, at build time; write_test.go); nothing
+// generated is committed.
 package clidoc
 
 import (

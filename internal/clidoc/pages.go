@@ -268,7 +268,7 @@ func withlockPage(c, who *Command, o Options) string {
 	r.pp()
 	r.text("All or nothing: slots are taken first (in pool order, the first free slot of each pool), then the paths in sorted canonical order; if anything is busy, everything taken is released and the command does not run (exit " + strconv.Itoa(runner.ExitSkip) + ", or --skip-code). withlock never deletes a lock file and never creates the paths it locks. The locks are held until the command exits; the command inherits them as descriptors 3, 4, ... and so keeps them if withlock is killed.")
 	r.pp()
-	r.text("withlock is the binary cron runs on every tick: it parses the common command lines itself and hands anything else (--help, an error, a rare form) to withlock-full, and --backend etcd to withlock-etcd, found next to itself or on PATH. Install the three together.")
+	r.text("withlock alone runs every local command line. --backend etcd it hands to withlock-etcd, found next to itself or on PATH: install the two together for etcd.")
 	r.sh("OPTIONS")
 	options(&r, c.Flags)
 	r.pp()

@@ -1,6 +1,8 @@
 //go:build linux
 
-// Package hcping sends healthchecks.io pings around a gate's runs.
+// Package hcping sends healthchecks.io pings around a gate's runs, and
+// the one HTTP POST (Post, post.go) that they and the watchdog's webhook
+// notifier (package watch) send.
 //
 // Healthchecks pings: a gate with `healthchecks_url` tells a
 // healthchecks.io-compatible service about each run, so that users who
@@ -42,7 +44,7 @@
 // at most about 2 s). A failed ping is a warning on stderr (cron mails
 // it); the URL, which holds the check's secret, is not printed. Pings go
 // through the proxy the environment names (HTTPS_PROXY, HTTP_PROXY,
-// NO_PROXY; package httppost) and follow no redirect.
+// NO_PROXY; Post, post.go) and follow no redirect.
 package hcping
 
 import (
@@ -58,7 +60,6 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
 	dur "github.com/crongate/crongate/internal/duration"
-	"github.com/crongate/crongate/internal/httppost"
 )
 
 // hcTimeout bounds one ping.
@@ -190,7 +191,7 @@ func (p *hcPinger) ping(suffix, body string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hcTimeout)
 	defer cancel()
-	resp, err := httppost.Post(ctx, target, "text/plain; charset=utf-8", []byte(body), nil)
+	resp, err := Post(ctx, target, "text/plain; charset=utf-8", []byte(body), nil)
 	if err != nil {
 		return err
 	}

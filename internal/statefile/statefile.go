@@ -1,7 +1,8 @@
 //go:build linux
 
-// Package statefile writes small state files so that nothing is lost and
-// nothing is left behind:
+// Package statefile opens cron-gate's state dir (OpenDir, dir.go) and
+// writes the small state files in it so that nothing is lost and nothing
+// is left behind:
 //   - Write replaces a file atomically: the new content is written to an
 //     unnamed file in the same directory (O_TMPFILE), fsynced, given a
 //     temporary name (linkat through /proc/self/fd) and renamed over the

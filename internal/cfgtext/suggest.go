@@ -1,6 +1,7 @@
-// Package suggest finds what a mistyped name was meant to be: the "did
-// you mean" of an unknown config key or gate name.
-package suggest
+package cfgtext
+
+// This file finds what a mistyped name was meant to be: the "did you
+// mean" of an unknown config key or gate name.
 
 import "strings"
 

@@ -1,6 +1,6 @@
 //go:build linux
 
-package statedir
+package statefile
 
 import (
 	"os"
@@ -19,16 +19,16 @@ func inode(t *testing.T, fd int) uint64 {
 	return st.Ino
 }
 
-// TestShareWalksOnce: while Share is in effect, Open and OpenToRead hand
+// TestShareWalksOnce: while ShareDir is in effect, OpenDir and OpenDirToRead hand
 // out the directory the first walk reached, even after the path has been
 // pointed elsewhere; after release, a walk sees the new directory.
 func TestShareWalksOnce(t *testing.T) {
 	base := t.TempDir()
 	path := filepath.Join(base, "state")
-	release := Share(path)
-	first, err := OpenToRead(path) // creates it, as the run's journal would
+	release := ShareDir(path)
+	first, err := OpenDirToRead(path) // creates it, as the run's journal would
 	if err != nil {
-		t.Fatalf("OpenToRead under Share: %v", err)
+		t.Fatalf("OpenDirToRead under ShareDir: %v", err)
 	}
 	defer first.Close()
 	want := inode(t, first.Fd())
@@ -39,20 +39,20 @@ func TestShareWalksOnce(t *testing.T) {
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	second, err := Open(path)
+	second, err := OpenDir(path)
 	if err != nil {
-		t.Fatalf("Open under Share: %v", err)
+		t.Fatalf("OpenDir under ShareDir: %v", err)
 	}
 	if got := inode(t, second.Fd()); got != want {
-		t.Errorf("Open under Share walked again: inode %d, want the first walk's %d", got, want)
+		t.Errorf("OpenDir under ShareDir walked again: inode %d, want the first walk's %d", got, want)
 	}
 	second.Close()
-	third, err := OpenToRead(path)
+	third, err := OpenDirToRead(path)
 	if err != nil {
-		t.Fatalf("OpenToRead under Share: %v", err)
+		t.Fatalf("OpenDirToRead under ShareDir: %v", err)
 	}
 	if got := inode(t, third.Fd()); got != want {
-		t.Errorf("OpenToRead under Share walked again: inode %d, want %d", got, want)
+		t.Errorf("OpenDirToRead under ShareDir walked again: inode %d, want %d", got, want)
 	}
 	third.Close()
 	if first.Fd() == third.Fd() {
@@ -60,25 +60,25 @@ func TestShareWalksOnce(t *testing.T) {
 	}
 
 	release()
-	fresh, err := Open(path)
+	fresh, err := OpenDir(path)
 	if err != nil {
-		t.Fatalf("Open after release: %v", err)
+		t.Fatalf("OpenDir after release: %v", err)
 	}
 	defer fresh.Close()
 	if got := inode(t, fresh.Fd()); got == want {
-		t.Errorf("Open after release reused the shared walk (inode %d)", got)
+		t.Errorf("OpenDir after release reused the shared walk (inode %d)", got)
 	}
 }
 
-// TestShareOtherPathWalks: Share of one path leaves every other path's
-// Open as it was.
+// TestShareOtherPathWalks: ShareDir of one path leaves every other path's
+// OpenDir as it was.
 func TestShareOtherPathWalks(t *testing.T) {
 	base := t.TempDir()
-	defer Share(filepath.Join(base, "a"))()
+	defer ShareDir(filepath.Join(base, "a"))()
 	b := filepath.Join(base, "b")
-	d, err := Open(b)
+	d, err := OpenDir(b)
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		t.Fatalf("OpenDir: %v", err)
 	}
 	want := inode(t, d.Fd())
 	d.Close()
@@ -88,12 +88,12 @@ func TestShareOtherPathWalks(t *testing.T) {
 	if err := os.Mkdir(b, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	d, err = Open(b)
+	d, err = OpenDir(b)
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		t.Fatalf("OpenDir: %v", err)
 	}
 	defer d.Close()
 	if inode(t, d.Fd()) == want {
-		t.Errorf("Open of a path not shared returned the old directory")
+		t.Errorf("OpenDir of a path not shared returned the old directory")
 	}
 }

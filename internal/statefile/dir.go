@@ -1,13 +1,14 @@
 //go:build linux
 
-// Package statedir opens cron-gate's state dir (gate.StateDirFor), the
+package statefile
+
+// This file opens cron-gate's state dir (gate.StateDirFor), the
 // directory every state file lives in: the journals (package journal),
 // the pauses (package pauses), the watchdog's state (package watch) and
 // the short locks beside them. It may sit in world-writable /tmp or
 // /var/tmp, so it is reached as a lock dir is (package safeopen): a
 // directory opened to be written is the caller's or root's, and every
 // file below it is opened through its descriptor.
-package statedir
 
 import (
 	"errors"
@@ -20,35 +21,35 @@ import (
 	"github.com/crongate/crongate/internal/safeopen"
 )
 
-// Mode is the state dir's and its gate dirs' mode when created: readable
+// DirMode is the state dir's and its gate dirs' mode when created: readable
 // by all, so that a status view running as another user can read them.
-const Mode = 0o755
+const DirMode = 0o755
 
-// Options is how a state dir and the directories under it are opened:
-// create makes missing ones (Mode); read is for read-only views, which
+// DirOptions is how a state dir and the directories under it are opened:
+// create makes missing ones (DirMode); read is for read-only views, which
 // may be of another user's state (status, the dashboard) and so accept
 // any owner (safeopen.TrustAny).
-func Options(create, read bool) safeopen.DirOptions {
-	o := safeopen.DirOptions{What: "state dir", Create: create, Mode: Mode}
+func DirOptions(create, read bool) safeopen.DirOptions {
+	o := safeopen.DirOptions{What: "state dir", Create: create, Mode: DirMode}
 	if read {
 		o.Trust = safeopen.TrustAny
 	}
 	return o
 }
 
-// Open opens the state dir to write in it, creating it if it is missing.
+// OpenDir opens the state dir to write in it, creating it if it is missing.
 // Its errors wrap safeopen.ErrUnsafe when it, or a directory or symlink
-// above it, is another user's. While Share(path) is in effect, the walk
-// is made once and every Open gets its own handle on the directory it
+// above it, is another user's. While ShareDir(path) is in effect, the walk
+// is made once and every OpenDir gets its own handle on the directory it
 // reached.
-func Open(path string) (*safeopen.Dir, error) {
+func OpenDir(path string) (*safeopen.Dir, error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.path != path || path == "" {
-		return open(path)
+		return openStateDir(path)
 	}
 	if shared.dir == nil {
-		d, err := open(path)
+		d, err := openStateDir(path)
 		if err != nil {
 			return nil, err
 		}
@@ -57,10 +58,10 @@ func Open(path string) (*safeopen.Dir, error) {
 	return shared.dir.Dup()
 }
 
-func open(path string) (*safeopen.Dir, error) {
-	sd, err := safeopen.OpenDir(path, Options(false, false))
+func openStateDir(path string) (*safeopen.Dir, error) {
+	sd, err := safeopen.OpenDir(path, DirOptions(false, false))
 	if errors.Is(err, fs.ErrNotExist) {
-		sd, err = safeopen.OpenDir(path, Options(true, false))
+		sd, err = safeopen.OpenDir(path, DirOptions(true, false))
 	}
 	if err != nil {
 		return nil, err
@@ -91,14 +92,14 @@ func checkOneUser(sd *safeopen.Dir) error {
 	return nil
 }
 
-// shared is the state dir Share keeps open.
+// shared is the state dir ShareDir keeps open.
 var shared struct {
 	mu   sync.Mutex
 	path string
-	dir  *safeopen.Dir // nil until the first Open
+	dir  *safeopen.Dir // nil until the first OpenDir
 }
 
-// Share makes Open(path) walk path once until release is called: one
+// ShareDir makes OpenDir(path) walk path once until release is called: one
 // cron-gate run reads the pauses and writes the journal in the same state
 // dir, and walking it component by component twice would cost the run
 // twice. The directory reached first is the one used (never re-resolved:
@@ -106,7 +107,7 @@ var shared struct {
 // caller only (one run); a long-lived one (the dashboard, the watchdog)
 // opens the state dir afresh each time, so that a state dir moved or
 // replaced is seen.
-func Share(path string) (release func()) {
+func ShareDir(path string) (release func()) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.dir != nil {
@@ -125,17 +126,17 @@ func Share(path string) (release func()) {
 	}
 }
 
-// OpenToRead opens the state dir to read it, whoever owns it; it creates
+// OpenDirToRead opens the state dir to read it, whoever owns it; it creates
 // nothing (errors.Is(err, fs.ErrNotExist) when it is missing). While
-// Share(path) is in effect it gets a handle on the directory Open reaches
+// ShareDir(path) is in effect it gets a handle on the directory OpenDir reaches
 // (walked once, created if missing, as the run's journal would create it
-// right after), or, when Open refuses it (another user's), walks as
+// right after), or, when OpenDir refuses it (another user's), walks as
 // before.
-func OpenToRead(path string) (*safeopen.Dir, error) {
+func OpenDirToRead(path string) (*safeopen.Dir, error) {
 	shared.mu.Lock()
 	if shared.path == path && path != "" {
 		if shared.dir == nil {
-			if d, err := open(path); err == nil {
+			if d, err := openStateDir(path); err == nil {
 				shared.dir = d
 			}
 		}
@@ -145,7 +146,7 @@ func OpenToRead(path string) (*safeopen.Dir, error) {
 		}
 	}
 	shared.mu.Unlock()
-	return safeopen.OpenDir(path, Options(false, true))
+	return safeopen.OpenDir(path, DirOptions(false, true))
 }
 
 // FileErr words an error about the state file at path, "WHAT PATH: cause"

@@ -1,4 +1,6 @@
-// Package httppost sends one HTTP POST and reads its status: what the
+package hcping
+
+// This file sends one HTTP POST and reads its status: what the
 // watchdog's webhook notifier and the healthchecks pings need. It is
 // net/http's client, set up for them:
 //
@@ -21,10 +23,9 @@
 //     healthchecks UUID, a token in the query); callers name the target
 //     themselves, redacted.
 //
-// Only cron-gate-full and cron-gate-etcd link this package (and so
+// Only cron-gate-full and cron-gate-etcd link this code (and so
 // net/http, which also serves their dashboard); the lean cron-gate, which
 // cron runs on every tick, does not (tests/deps_test.go).
-package httppost
 
 import (
 	"bytes"

@@ -1,6 +1,7 @@
-// Package blogworkers holds the blog-workers demo (run.py and the Python
-// workers next to this file); its only Go code is this test, which plays the
-// demo over a short simulated day and checks what the README claims.
+// Package blogworkers tests the blog-workers demo (examples/blog-workers:
+// run.py and its Python workers): it plays the demo over a short simulated
+// day and checks what the demo's README claims. The test lives here, not
+// beside the demo, so that examples/ holds no Go package.
 package blogworkers
 
 import (
@@ -82,6 +83,7 @@ func TestDemo(t *testing.T) {
 	start := time.Now()
 	run := exec.CommandContext(ctx, "python3", "run.py", "--bin", bin, "--hours", "5",
 		"--workdir", filepath.Join(work, "runs"), "--json", out)
+	run.Dir = filepath.Join(root, "examples", "blog-workers")
 	text, err := run.CombinedOutput()
 	t.Logf("run.py (%v):\n%s", time.Since(start).Round(time.Second), text)
 	if err != nil {

@@ -1,4 +1,4 @@
-package httppost
+package hcping
 
 import (
 	"bufio"

@@ -1,0 +1,53 @@
+//go:build linux
+
+package clidoc
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/crongate/crongate/internal/buildinfo"
+)
+
+// The build writes the generated man pages and shell completions with
+// this test binary rather than a command of its own (make doc):
+//
+//	go test ./internal/clidoc -run '^TestWriteFiles$' -count=1 -args \
+//		-write /abs/build/doc -version 0.1.0 -date 2026-12-01
+//
+// DIR/man/man1/withlock.1, DIR/man/man1/cron-gate.1,
+// DIR/man/man5/cron-gate.toml.5, DIR/completions/{bash,zsh,fish}/....
+// Nothing it writes is committed.
+var (
+	writeDir     = flag.String("write", "", "write every generated file under this absolute directory (make doc)")
+	writeVersion = flag.String("version", buildinfo.VersionString(), "with -write: the version the pages name")
+	writeDate    = flag.String("date", "", "with -write: the pages' date, YYYY-MM-DD (the commit's, for reproducible builds)")
+)
+
+// TestWriteFiles writes Files under -write; without -write it does
+// nothing (the other tests check what Files returns).
+func TestWriteFiles(t *testing.T) {
+	if *writeDir == "" {
+		t.Skip("no -write DIR: nothing to write")
+	}
+	if !filepath.IsAbs(*writeDir) || *writeDate == "" {
+		t.Fatal("-write takes an absolute directory and -date YYYY-MM-DD is required")
+	}
+	files, err := Files(Options{Version: *writeVersion, Date: *writeDate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		p := filepath.Join(*writeDir, f.Path)
+		// A build tool writing into the build tree it was given (make
+		// doc), never a shared dir: no safe walk needed.
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
