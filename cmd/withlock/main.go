@@ -4,19 +4,19 @@
 // are byte-compatible with the example blog's Python workers, plus
 // concurrency slots, all or nothing. See docs/withlock.md for the contract.
 //
-// This is the binary cron runs on every tick: it links no CLI library and
-// no backend but the local one, and parses the common command lines
-// itself; anything else (help, errors, rare forms) is handed to
-// withlock-full, which parses with kong, and a line for another backend
-// (--backend etcd) to the program that serves it (withlock.Main).
+// This one file does every local feature: it parses the common command
+// lines with a fast parser and anything else (help, errors, rare forms,
+// withlock who) with kong, in the same process. It links no backend but
+// the local one: a line for another backend (--backend etcd) is handed
+// to the program that serves it, withlock-etcd (kongparse.Main).
 package main
 
 import (
 	"os"
 
-	"github.com/crongate/crongate/internal/withlock"
+	"github.com/crongate/crongate/internal/withlock/kongparse"
 )
 
 func main() {
-	os.Exit(withlock.Main(os.Args[1:]))
+	os.Exit(kongparse.Main(os.Args[1:]))
 }

@@ -118,7 +118,7 @@ type Conn interface {
 }
 
 // Local is the driver of the local flock backend (lockset.Local), which
-// withlock and withlock-full serve.
+// withlock serves.
 var Local Driver = localDriver{}
 
 type localDriver struct{}
@@ -323,7 +323,7 @@ func chosenBackend(args []string) (v string, fromEnv bool) {
 	return v, false
 }
 
-// dispatch hands a command line whose backend another program serves to
+// Dispatch hands a command line whose backend another program serves to
 // that program, by exec, and returns only on failure (done, with the exit
 // code); for the local backend it returns done == false and withlock goes
 // on. An unknown $WITHLOCK_BACKEND is refused here (an unknown --backend
@@ -336,7 +336,7 @@ func chosenBackend(args []string) (v string, fromEnv bool) {
 // exec kills withlock, as it would any program that execs (env, nice), and
 // so does QUIT, which has the kernel's default action until Notify
 // (internal/earlyquit), not the runtime's goroutine dump.
-func dispatch(args []string) (code int, done bool) {
+func Dispatch(args []string) (code int, done bool) {
 	name, fromEnv := chosenBackend(args)
 	if name == "" || name == backends[0].Name {
 		return 0, false // the local path: nothing more to pay
@@ -346,7 +346,7 @@ func dispatch(args []string) (code int, done bool) {
 	case ok && b.Binary != backends[0].Binary:
 		err := sibling.Exec(b.Binary, b.Binary, args)
 		return handOverFailed(err, fmt.Sprintf("--backend %s needs %s", b.Name, b.Binary),
-			"install the six binaries together: make install, or the .deb (docs/install.md)"), true
+			"install "+b.Binary+" next to withlock: make install, or the .deb (docs/install.md)"), true
 	case !ok && fromEnv:
 		out := &tui.Printer{Prog: "withlock"}
 		out.Errorf("WITHLOCK_BACKEND=%q: use %s", name, backendNames())

@@ -39,7 +39,7 @@ func TestChosenBackend(t *testing.T) {
 func BenchmarkDispatchLocal(b *testing.B) {
 	args := []string{"--slots", "6", "--slot-file", "/tmp/dependency-classifier-slot-{i}.lock", "--paths", "/srv/blog/ko/a.md,/srv/blog/en/a.md", "--", "python3", "dependency_classifier.py"}
 	for b.Loop() {
-		if _, done := dispatch(args); done {
+		if _, done := Dispatch(args); done {
 			b.Fatal("dispatched")
 		}
 	}
@@ -47,16 +47,16 @@ func BenchmarkDispatchLocal(b *testing.B) {
 
 func TestDispatchRefusesUnknownEnv(t *testing.T) {
 	t.Setenv("WITHLOCK_BACKEND", "bogus")
-	if code, done := dispatch([]string{"--paths", "a", "--", "true"}); !done || code != runner.ExitFailure {
+	if code, done := Dispatch([]string{"--paths", "a", "--", "true"}); !done || code != runner.ExitFailure {
 		t.Errorf("WITHLOCK_BACKEND=bogus: %d %v, want 125", code, done)
 	}
 	// A flag wins over the environment (an unknown flag value is the
 	// parser's to refuse).
-	if _, done := dispatch([]string{"--backend", "local", "--", "true"}); done {
+	if _, done := Dispatch([]string{"--backend", "local", "--", "true"}); done {
 		t.Error("--backend local under WITHLOCK_BACKEND=bogus was not left to withlock")
 	}
 	t.Setenv("WITHLOCK_BACKEND", "local")
-	if _, done := dispatch([]string{"--paths", "a", "--", "true"}); done {
+	if _, done := Dispatch([]string{"--paths", "a", "--", "true"}); done {
 		t.Error("WITHLOCK_BACKEND=local was not left to withlock")
 	}
 }

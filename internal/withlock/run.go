@@ -1,15 +1,16 @@
 //go:build linux
 
-// Package withlockcmd is the withlock command: its options, the fast
-// parser, the registry of backends, and Run, the one run loop of every
-// backend. Three binaries share it: withlock, the one cron runs on every
-// tick, which parses the common command lines itself and links no CLI
-// library and no backend but the local one; withlock-full, which parses
-// with kong (help, errors, every other form); and withlock-etcd, the etcd
-// backend's program, which parses with kong too and brings its Driver.
-// withlock hands a line it does not parse to withlock-full, and a line
-// whose backend another program serves to that program, unchanged (by
-// exec); see docs/benchmarks.md, "Start-up cost".
+// Package withlock is the withlock command: its options (one kong struct,
+// CLI), the fast parser that reads its table from that struct, the
+// registry of backends, and Run, the one run loop of every backend. It
+// links no CLI library: kong's parser for every other form of the line is
+// in kongparse, so that the lean cron-gate, which reads withlock lines
+// (LineTargets), does not link it. Two binaries serve it: withlock, which
+// runs every local command line alone and links no backend but the local
+// one, and withlock-etcd, the etcd backend's program, which brings its
+// Driver. withlock hands a line whose backend another program serves to
+// that program, unchanged (by exec: Dispatch); see docs/design.md, "One
+// withlock binary".
 package withlock
 
 import (
@@ -27,57 +28,8 @@ import (
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
-	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/internal/tui"
 )
-
-// FullBinary is the name of the binary with the full parser.
-const FullBinary = "withlock-full"
-
-// Main is withlock's main: a command line whose backend another program
-// serves goes to that program (the registry says which), a common one to
-// the fast parser, any other to withlock-full.
-func Main(args []string) int {
-	// A line for another backend's program is exec'd before anything
-	// else: until that exec a signal takes its default action (it kills
-	// withlock, which a shell reports as 128+N), and this process pays
-	// nothing for signal handling it would only undo (dispatch).
-	if code, done := dispatch(args); done {
-		return code
-	}
-	// Signals next: until the command starts, one ends withlock with
-	// 128+N (runner.Notify); a hand-off to withlock-full keeps one caught
-	// before the exec (runner.HandOff).
-	sigs := runner.Notify()
-	flagArgs, command, found := runner.SplitCommand(args)
-	var o Options
-	if !FastParse(flagArgs, &o.CLI) {
-		if code, stop := runner.HandOff(sigs); stop {
-			return code
-		}
-		return execFull(args)
-	}
-	o.Command = command
-	if err := o.Check(found, Local); err != nil {
-		out := &tui.Printer{Prog: "withlock"}
-		out.Errorf("%v", err)
-		out.Hintf("%s", SeeHelp(Local))
-		return runner.ExitFailure
-	}
-	return Run(&o, sigs, Local)
-}
-
-// execFull replaces this process with withlock-full, found next to this
-// executable or on PATH, with the same arguments.
-func execFull(args []string) int {
-	err := sibling.Exec(FullBinary, "withlock", args)
-	if errors.Is(err, sibling.ErrNotFound) && len(args) == 1 && args[0] == "--version" {
-		fmt.Println("withlock", buildinfo.String())
-		return 0
-	}
-	return handOverFailed(err, "this command line needs "+FullBinary+", the full parser (help, errors, rare forms)",
-		"install the six binaries together: make install, or the .deb (docs/install.md)")
-}
 
 // Run runs withlock with options Check has accepted for d, on d's backend.
 // It is the one run loop of every backend: what differs between them comes

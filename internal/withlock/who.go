@@ -29,7 +29,7 @@ type Target struct {
 // paths, --paths-from read again) and returns the lock files it takes:
 // its paths' locks (canonical, deduplicated, at most max of them: more
 // says how many more) and every slot of its pools. It returns nothing
-// when argv[0] is not withlock or withlock-full, when the line names
+// when argv[0] is not withlock, when the line names
 // another backend, or when the fast parser declines it (a rare form):
 // cron-gate records a busy skip's locks from it (gate.Invocation.Locks),
 // best-effort, so that status can name who holds them.
@@ -37,7 +37,7 @@ func LineTargets(argv []string, max int) (ts []Target, more int) {
 	if len(argv) == 0 {
 		return nil, 0
 	}
-	if b := filepath.Base(argv[0]); b != "withlock" && b != FullBinary {
+	if b := filepath.Base(argv[0]); b != "withlock" {
 		return nil, 0
 	}
 	if v := os.Getenv("WITHLOCK_BACKEND"); v != "" && v != backends[0].Name {

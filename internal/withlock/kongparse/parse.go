@@ -1,9 +1,11 @@
 //go:build linux
 
-// Package withlockkong parses withlock's command line with kong: help,
-// error messages and every form of the line. withlock-full and
-// withlock-etcd use it (Main); the per-tick withlock binary does not link
-// it (docs/benchmarks.md, "Start-up cost").
+// Package kongparse is withlock's command line as the binaries serve it:
+// the fast parser (withlock.FastParse) for the common lines, kong for
+// every other form (help, errors, `withlock who`), in one process. withlock
+// (Main) and withlock-etcd (Serve) use it. It is a package of its own so
+// that the lean cron-gate, which reads withlock lines (withlock.LineTargets),
+// does not link kong.
 package kongparse
 
 import (
@@ -23,11 +25,24 @@ import (
 	wc "github.com/crongate/crongate/internal/withlock"
 )
 
-// Main is the main of a program that parses with kong and serves d's
-// backend: withlock-full (withlock.Local) and withlock-etcd. It parses
-// args, checks them for d (Options.Check) and runs withlock.Run; a line
-// that starts with "who" is `withlock who` (Who).
-func Main(p Program, d wc.Driver, args []string) int {
+// Main is withlock's main: a command line whose backend another program
+// serves goes to that program (withlock.Dispatch); withlock serves every
+// other line itself (Serve).
+func Main(args []string) int {
+	// A line for another backend's program is exec'd before anything
+	// else, signals included (withlock.Dispatch says why).
+	if code, done := wc.Dispatch(args); done {
+		return code
+	}
+	return Serve(Withlock, wc.Local, args)
+}
+
+// Serve is the main of a program that serves d's backend: withlock
+// (withlock.Local, through Main) and withlock-etcd. It parses args
+// (withlock.FastParse, else kong), checks them for d (Options.Check) and
+// runs withlock.Run; a line that starts with "who" is `withlock who`
+// (Who).
+func Serve(p Program, d wc.Driver, args []string) int {
 	if len(args) > 0 && args[0] == "who" {
 		// withlock who: a question, not a run (who.go).
 		return Who(p, d, args[1:], os.Stdout)
@@ -37,9 +52,9 @@ func Main(p Program, d wc.Driver, args []string) int {
 	sigs := runner.Notify()
 	var o wc.Options
 	var err error
-	// The common, well-formed lines skip kong's reflective set-up (part
-	// of every withlock-etcd call's cost: docs/etcd.md, "Cost per call");
-	// kong parses the rest, with its help and messages.
+	// The common, well-formed lines skip kong's reflective set-up (about
+	// 0.4 ms a call: docs/design.md, "One withlock binary"); kong parses
+	// the rest, with its help and messages.
 	if flagArgs, command, found := runner.SplitCommand(args); wc.FastParse(flagArgs, &o.CLI) {
 		o.Command = command
 		err = o.Check(found, d)
@@ -56,7 +71,7 @@ func Main(p Program, d wc.Driver, args []string) int {
 	return wc.Run(&o, sigs, d)
 }
 
-// Withlock is withlock's program: withlock-full's name, texts and model.
+// Withlock is withlock's program: its name, texts and model.
 var Withlock = Program{
 	Name:        "withlock",
 	Description: wc.Description,
