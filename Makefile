@@ -1,6 +1,6 @@
 # Build, install and uninstall withlock and cron-gate (docs/install.md).
 #
-#   make                                  # build/bin: the six binaries; build/doc: man pages, completions
+#   make                                  # build/bin: the binaries; build/doc: man pages, completions
 #   sudo make install                     # into PREFIX=/usr/local: binaries, man pages, completions
 #   sudo make install PREFIX=/usr DESTDIR=/tmp/stage
 #   sudo make uninstall                   # removes exactly the files install put (same PREFIX)
@@ -10,7 +10,7 @@
 # the version (internal/buildinfo/VERSION) and the commit: from git in a
 # checkout, else from the COMMIT file that `git archive` fills in, so a
 # source tarball without git builds the same --version. The man pages and
-# completions are generated from the code (go run ./internal/clidoc/gen).
+# completions are generated from the code (make doc: internal/clidoc's TestWriteFiles).
 
 PREFIX      ?= /usr/local
 DESTDIR     ?=
@@ -44,10 +44,10 @@ endif
 TAGS    :=
 LDFLAGS := -s -w -X $(MODULE)/internal/buildinfo.Version=$(VERSION) -X $(MODULE)/internal/buildinfo.Commit=$(COMMIT)
 
-BINS      := withlock withlock-full withlock-etcd cron-gate cron-gate-full cron-gate-etcd
+BINS      := withlock withlock-etcd cron-gate cron-gate-full cron-gate-etcd
 MAN1      := withlock.1 cron-gate.1
 # The companions' pages are links to their program's.
-MAN1LINKS := withlock-full.1:withlock.1 withlock-etcd.1:withlock.1 cron-gate-full.1:cron-gate.1 cron-gate-etcd.1:cron-gate.1
+MAN1LINKS := withlock-etcd.1:withlock.1 cron-gate-full.1:cron-gate.1 cron-gate-etcd.1:cron-gate.1
 MAN5      := cron-gate.toml.5
 PROGS     := withlock cron-gate
 
@@ -67,7 +67,8 @@ bin:
 # The generator runs on the build machine, whatever GOARCH the binaries are for.
 doc:
 	rm -rf $(BUILD)/doc
-	GOOS= GOARCH= GOARM= CGO_ENABLED=0 $(GO) run ./internal/clidoc/gen -o $(BUILD)/doc -version $(VERSION) -date $(DATE)
+	GOOS= GOARCH= GOARM= CGO_ENABLED=0 $(GO) test ./internal/clidoc -run '^TestWriteFiles$$' -count=1 \
+		-args -write $(abspath $(BUILD))/doc -version $(VERSION) -date $(DATE)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: gofmt, go vet, the unit, end-to-end, interop, stress,
+# The full tier (docs/tests.md): `go test ./...` alone is the fast tier;
+# this runs every test: gofmt, go vet, the unit, end-to-end, interop, stress,
 # fault and hostile-input tests under the race detector, the etcd backend's
 # suite against a real 3-member cluster (.ci/etcd.sh), the packages, their
 # install and the ARM builds under emulation (.ci/pkg.sh), and a short run
@@ -16,7 +17,9 @@
 # set, a missing tool or any skipped test or subtest (every testscript
 # `skip` is one) fails the run: every test is required there (python3,
 # setpriv and root for the second-user tests, chromium for the browser
-# tests, etcd for the etcd suite).
+# tests, etcd for the etcd suite). It ends with the list of the stages
+# it ran, skipped and failed, and, after a failure, those it never
+# reached.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v go >/dev/null || export PATH=$PATH:/usr/local/go/bin
@@ -36,7 +39,6 @@ need HARD python3 python3
 need SOFT flock util-linux
 need SOFT setpriv util-linux
 need SOFT /usr/bin/chromium chromium
-need SOFT /usr/bin/chromedriver chromium-driver
 need SOFT etcd etcd-server
 need SOFT etcdctl etcd-client
 need SOFT /usr/sbin/cron cron
@@ -65,23 +67,77 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 	echo "the tests that need ${missing_soft[*]} will be skipped (listed below)"
 fi
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# The full tier: the tests that testbin.Full skips in `go test ./...`
+# (stress, fault, the browser, Debian's cron, systemd, ...) run here.
+export CRONGATE_TESTS=full
 
-# stage TITLE: a stage's header, with the seconds since the start (CI has
-# a time budget; docs/tests.md).
+# The stages, in order, and what became of each: the list is printed at
+# the end whatever happens (EXIT trap), so a failure says which stages
+# never ran. stage NAME TITLE starts one (the header carries the seconds
+# since the start: CI has a time budget, docs/tests.md); skip NAME WHY
+# passes one over; done_stage NAME ends one that ran.
+stages=(gofmt vet test etcd pkg fuzz mutants)
+declare -A outcome=()
+current=
 t0=$(date +%s)
-stage() { echo "== [$(($(date +%s) - t0))s] $*"; }
+stage() {
+	[ -z "$current" ] || outcome[$current]=ran
+	current=$1
+	shift
+	echo "== [$(($(date +%s) - t0))s] $*"
+}
+skip() { outcome[$1]="skipped ($2)"; }
+done_stage() {
+	outcome[$1]=ran
+	[ "$current" != "$1" ] || current=
+}
+ledger() {
+	local rc=$1 name ran=() skipped=() failed=() never=()
+	# The stage under way when the script exits non-zero failed; pkg runs
+	# beside the fuzzing, so it may still be under way, and is stopped.
+	if [ "$rc" != 0 ]; then
+		[ -z "$current" ] || outcome[$current]=failed
+		[ -z "${pkgpid:-}" ] || outcome[pkg]=stopped
+	elif [ -n "$current" ]; then
+		outcome[$current]=ran
+	fi
+	for name in "${stages[@]}"; do
+		case "${outcome[$name]:-}" in
+		ran) ran+=("$name") ;;
+		skipped*) skipped+=("$name ${outcome[$name]#skipped }") ;;
+		failed*) failed+=("$name${outcome[$name]#failed}") ;;
+		stopped) never+=("$name (stopped unfinished)") ;;
+		*) never+=("$name") ;;
+		esac
+	done
+	join() { local IFS=,; echo "${*:-none}" | sed 's/,/, /g'; }
+	echo "== stages ($(($(date +%s) - t0))s)"
+	echo "ran:       $(join "${ran[@]}")"
+	echo "skipped:   $(join "${skipped[@]}")"
+	echo "failed:    $(join "${failed[@]}")"
+	[ "$rc" = 0 ] || echo "never ran: $(join "${never[@]}")"
+}
 
-stage "gofmt"
+log=$(mktemp)
+pkglog=$(mktemp)
+cleanup() {
+	local rc=$?
+	rm -f "$log" "$pkglog"
+	[ -z "${pkgpid:-}" ] || kill -- -"$pkgpid" 2>/dev/null || true
+	ledger "$rc"
+	exit "$rc"
+}
+trap cleanup EXIT
+
+stage gofmt "gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then
 	echo "gofmt would change:"; echo "$bad"; exit 1
 fi
-stage "go vet"
+stage vet "go vet"
 go vet ./...
 
-stage "go test -race"
+stage test "go test -race (the full tier: CRONGATE_TESTS=full)"
 status=0
 go test -race -count=1 -timeout 15m -json ./... >"$log" || status=$?
 
@@ -149,11 +205,13 @@ if skipped and os.environ.get("CI"):
 EOF
 [ "$status" -eq 0 ] || { echo "go test failed"; exit 1; }
 
-stage "etcd backend (tests/etcd, on its own: a starved cluster makes lease timing flaky)"
 if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
+	stage etcd "etcd backend (tests/etcd, on its own: a starved cluster makes lease timing flaky)"
 	bash .ci/etcd.sh
+	done_stage etcd
 else
 	echo "--- SKIP: the etcd suite: etcd is not installed (apt-get install -y etcd-server etcd-client)"
+	skip etcd "etcd is not installed"
 fi
 
 # The package tests build every architecture, install a .deb and run the
@@ -162,15 +220,16 @@ fi
 # output is printed once both are done. The "ARM per call" ratios it
 # prints are measured beside the fuzzing, so they are noisier there than
 # in `bash .ci/pkg.sh` alone; nothing is asserted on them.
-stage "packages, install, ARM under emulation (tests/pkg: .ci/pkg.sh, beside the fuzzing; its output follows it)"
-pkglog=$(mktemp)
-trap 'rm -f "$log" "$pkglog"; [ -z "${pkgpid:-}" ] || kill -- -"$pkgpid" 2>/dev/null || true' EXIT
+stage pkg "packages, install, ARM under emulation (tests/pkg: .ci/pkg.sh, beside the fuzzing; its output follows it)"
 setsid bash .ci/pkg.sh >"$pkglog" 2>&1 & # a process group of its own, for the trap
 pkgpid=$!
+current= # it goes on beside the fuzzing; its outcome is known at the wait
 
 fuzztime=${FUZZTIME:-5s}
-if [ "$fuzztime" != 0 ]; then
-	stage "fuzz ($fuzztime per target)"
+if [ "$fuzztime" = 0 ]; then
+	skip fuzz "FUZZTIME=0"
+else
+	stage fuzz "fuzz ($fuzztime per target)"
 	# -fuzzminimizetime 1s: the fuzzer minimizes every new interesting
 	# input for up to 60 s by default, executing nothing new meanwhile; for
 	# a slow target (FuzzFastParse builds a kong parser per input) that
@@ -198,15 +257,24 @@ if [ "$fuzztime" != 0 ]; then
 			fi
 		done
 	done
+	done_stage fuzz
 fi
-stage "packages, install, ARM under emulation: .ci/pkg.sh's output"
+echo "== [$(($(date +%s) - t0))s] packages, install, ARM under emulation: .ci/pkg.sh's output"
 pkgstatus=0
 wait "$pkgpid" || pkgstatus=$?
 pkgpid=
 cat "$pkglog"
-[ "$pkgstatus" -eq 0 ] || { echo "the package tests failed (.ci/pkg.sh exit $pkgstatus)"; exit 1; }
+if [ "$pkgstatus" -ne 0 ]; then
+	outcome[pkg]="failed (.ci/pkg.sh exit $pkgstatus)"
+	echo "the package tests failed (.ci/pkg.sh exit $pkgstatus)"
+	exit 1
+fi
+outcome[pkg]=ran
 if [ -n "${MUTANTS:-}" ]; then
-	stage "mutation check (go run ./tests/mutants)"
+	stage mutants "mutation check (go run ./tests/mutants)"
 	go run ./tests/mutants
+	done_stage mutants
+else
+	skip mutants "MUTANTS unset"
 fi
 echo "all tests passed in $(($(date +%s) - t0))s"

@@ -5,7 +5,7 @@
 #   bash dist/deb/build.sh amd64|arm64|armhf [OUTDIR]     # default OUTDIR: build/
 #
 # It writes OUTDIR/cron-gate_VERSION_ARCH.deb and prints its path. The
-# package holds the six static binaries in /usr/bin, the man pages and
+# package holds the static binaries in /usr/bin, the man pages and
 # completions generated from the code (make install PREFIX=/usr), the
 # example /etc/cron-gate/config.toml (a conffile), every file of
 # dist/systemd/ in /lib/systemd/system and its subdirectories (examples)

@@ -144,7 +144,7 @@ func smoke(t *testing.T, qemu, tarball, name string) {
 		t.Errorf("%s: a busy lock: %q", name, out)
 	}
 	if out := sh(0, "withlock --help"); !strings.Contains(out, "Usage: withlock") {
-		t.Errorf("%s: withlock --help (through withlock-full): %q", name, out)
+		t.Errorf("%s: withlock --help (kong, in withlock itself): %q", name, out)
 	}
 	for _, b := range binaries {
 		prog := "withlock"

@@ -59,12 +59,17 @@ func asNobody(home string, argv ...string) []string {
 // man finds every page; bash-completion, zsh and fish load the
 // completions; the demo and crontab-style calls (run, lock, skip 75,
 // pause, journal, status) work as a user whose crontab has no PATH line;
-// dpkg -r leaves only the conffile, dpkg -P nothing. The machine is left
-// as it was found: the test refuses to run where the package or any of
-// its files is already installed, and purges on the way out.
+// dpkg -r leaves only the conffile, dpkg -P nothing. It runs only in the
+// private mount namespace (private_test.go), where /usr, /etc and /var
+// are overlays: the host is neither changed nor read for what is
+// installed there (a cron-gate package on the host is purged inside the
+// overlay first).
 func TestDebInstall(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("installing a package needs root")
+	}
+	if !inPrivate() {
+		t.Skip("no private mount namespace (unshare, util-linux): the test would install into the host")
 	}
 	for _, p := range [][2]string{{"dpkg", "dpkg"}, {"man", "man-db"}, {"setpriv", "util-linux"}, {"python3", "python3"},
 		{"flock", "util-linux"}, {"zsh", "zsh"}, {"fish", "fish"}} {
@@ -76,12 +81,14 @@ func TestDebInstall(t *testing.T) {
 	dir := release(t)
 	deb := filepath.Join(dir, "cron-gate_"+version(t)+"_amd64.deb")
 	files := debFiles(t, deb)
+	// What the host has installed is gone from the overlay, so that the
+	// checks below see only this package's doing.
 	if s := pkgStatus(); s != "" && !strings.HasPrefix(s, "un") {
-		t.Skipf("cron-gate is installed on this machine (%q): the test would replace it", s)
+		dpkg(t, "--purge", "cron-gate")
 	}
 	for _, f := range append(files, "/etc/cron-gate", rootCache) {
-		if _, err := os.Lstat(f); err == nil {
-			t.Skipf("%s exists on this machine: the test would overwrite or remove it", f)
+		if err := os.RemoveAll(f); err != nil {
+			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
@@ -120,7 +127,7 @@ func TestDebInstall(t *testing.T) {
 			"withlock": "/usr/share/man/man1/withlock.1.gz", "cron-gate": "/usr/share/man/man1/cron-gate.1.gz",
 			// The companions' pages are links; man-db's -w prints the
 			// page they lead to.
-			"withlock-full": "/usr/share/man/man1/withlock.1.gz", "cron-gate-etcd": "/usr/share/man/man1/cron-gate.1.gz",
+			"withlock-etcd": "/usr/share/man/man1/withlock.1.gz", "cron-gate-etcd": "/usr/share/man/man1/cron-gate.1.gz",
 			"cron-gate.toml": "/usr/share/man/man5/cron-gate.toml.5.gz",
 		} {
 			if got := strings.TrimSpace(run(t, "", nil, "man", "-w", page)); got != want {
@@ -130,7 +137,7 @@ func TestDebInstall(t *testing.T) {
 		env := append(os.Environ(), "MANWIDTH=80", "MANPAGER=cat", "PAGER=cat", "LANG=C.UTF-8")
 		for page, want := range map[string]string{
 			"withlock":       "withlock - run a command while holding per-path flock locks",
-			"withlock-full":  "--paths-from",
+			"withlock-etcd":  "--paths-from",
 			"cron-gate":      "cron-gate [options] pause NAME",
 			"cron-gate.toml": "log_max_bytes (integer, 4096 to 1073741824)",
 		} {
@@ -327,7 +334,7 @@ func codeBlocks(s string) []string {
 	return out
 }
 
-// The README's one install command puts the six binaries where its
+// The README's one install command puts the binaries where its
 // crontab's PATH line finds them, and every line of its "Crontab
 // examples" runs there under cron's conditions (sh -c, a bare
 // environment with the crontab's variables): silently and with exit 0,

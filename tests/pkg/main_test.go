@@ -8,7 +8,9 @@
 // of the ARM builds under qemu-user.
 //
 // It builds every architecture (minutes) and installs a package as root,
-// so it has the build tag pkg and runs on its own: .ci/pkg.sh, which
+// in a mount namespace of its own where /usr, /etc and /var are overlays
+// on a tmpfs (private_test.go): nothing reaches the host. It has the
+// build tag pkg and runs on its own: .ci/pkg.sh, which
 // tests/all.sh calls. Tools it needs and does not find (dpkg-deb,
 // lintian, qemu-*-static, man, bash-completion, ...) make a test skip,
 // which fails the run under CI.
@@ -43,6 +45,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Geteuid() == 0 && !inPrivate() {
+		// private_test.go: every test runs in a mount namespace of its
+		// own, where the host's /usr, /etc and /var are overlays.
+		if code := rerunPrivate(); code >= 0 {
+			os.Exit(code)
+		}
+	}
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
@@ -56,6 +65,16 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if inPrivate() {
+		layers := filepath.Join(work, "layers")
+		if err := os.Mkdir(layers, 0o700); err == nil {
+			err = overlayHost(layers)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pkg: the private overlays:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(work)

@@ -13,9 +13,9 @@ import (
 	"testing"
 )
 
-// binaries are the six programs, in /usr/bin of the package and bin/ of
+// binaries are the five programs, in /usr/bin of the package and bin/ of
 // a tarball.
-var binaries = []string{"withlock", "withlock-full", "withlock-etcd", "cron-gate", "cron-gate-full", "cron-gate-etcd"}
+var binaries = []string{"withlock", "withlock-etcd", "cron-gate", "cron-gate-full", "cron-gate-etcd"}
 
 // checkELF checks that every binary in dir is a static executable for
 // the architecture, built with its GOARM.
@@ -38,15 +38,14 @@ func checkELF(t *testing.T, dir string, machine elf.Machine, class elf.Class, go
 		}
 		f.Close()
 		if strings.HasSuffix(b, "-etcd") {
-			// The etcd binaries speak gRPC through their own small
-			// client (internal/etcdv3): neither gRPC nor the protobuf
-			// runtime nor etcd's client is linked, whose start-up cost
-			// every call several milliseconds (docs/etcd.md).
+			// The etcd binaries speak to etcd through etcd's own
+			// client (docs/design.md), and link no etcd server.
 			out, err := exec.Command("go", "version", "-m", p).Output()
-			for _, mod := range []string{"google.golang.org/grpc", "go.etcd.io/etcd", "google.golang.org/genproto"} {
-				if err != nil || strings.Contains(string(out), "\tdep\t"+mod) {
-					t.Errorf("%s links %s: %v\n%s", p, mod, err, out)
-				}
+			if err != nil || !strings.Contains(string(out), "\tdep\tgo.etcd.io/etcd/client/v3\t") {
+				t.Errorf("%s does not link go.etcd.io/etcd/client/v3: %v\n%s", p, err, out)
+			}
+			if strings.Contains(string(out), "\tdep\tgo.etcd.io/etcd/server/") {
+				t.Errorf("%s links etcd's server:\n%s", p, out)
 			}
 		}
 		if goarm != "" {
