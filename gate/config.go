@@ -22,6 +22,18 @@ import (
 // DefaultConfigPath is the configuration file read when none is named.
 const DefaultConfigPath = "/etc/cron-gate/config.toml"
 
+// ConfigPath is the config a cron-gate given --config flag (or
+// $CRON_GATE_CONFIG; "" when neither is set) reads: flag, else
+// DefaultConfigPath. missingOK is true for the default alone: a missing
+// default file is an empty config, a missing file named explicitly is an
+// error.
+func ConfigPath(flag string) (path string, missingOK bool) {
+	if flag == "" {
+		return DefaultConfigPath, true
+	}
+	return flag, false
+}
+
 // DefaultStateDir is the state directory for root when neither the config
 // nor $CRON_GATE_STATE_DIR sets one (StateDirFor has the whole rule).
 const DefaultStateDir = "/var/lib/cron-gate"

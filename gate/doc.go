@@ -14,7 +14,7 @@
 //	gate/pauses        command-line pauses: Pause, the Store interface, pauses.json (File)
 //	internal/legacy    the legacy lock and pidfile probes, with a typed answer
 //	internal/pausectl  pause and resume, for the CLI and the dashboard (the config editor passed in)
-//	internal/statedir  opening the state dir, safely, to write or to read
+//	internal/statefile opening the state dir safely, and writing its files whole
 //	internal/procstat  /proc/PID/stat and the boot time
 //
 // The pause stores are passed in (Pauses: this host's pauses.json and,

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/etcdendpoint"
 )
 
 // checkAbs returns why s is not an acceptable absolute path, or "".
@@ -41,6 +42,14 @@ func checkURL(s string) string {
 		return cfgtext.ShortQuote(s) + " has no host"
 	case u.Fragment != "" || strings.Contains(s, "#"):
 		return cfgtext.ShortQuote(s) + " has a #fragment; remove it"
+	}
+	return ""
+}
+
+// checkEndpoint returns why s is not an etcd endpoint (etcdendpoint), or "".
+func checkEndpoint(s string) string {
+	if _, err := etcdendpoint.Check(s, "user", "password_file"); err != nil {
+		return err.Error()
 	}
 	return ""
 }

@@ -27,7 +27,7 @@ import (
 
 	"github.com/crongate/crongate/internal/cfgtext"
 	dur "github.com/crongate/crongate/internal/duration"
-	"github.com/crongate/crongate/internal/suggest"
+	"github.com/crongate/crongate/internal/etcdendpoint"
 )
 
 // Kind is the type of a key's value in the file, and what the decoder
@@ -45,7 +45,7 @@ const (
 	KindPaths                   // an array of absolute paths
 	KindArgv                    // an array of strings: a command and its arguments (checkArgv; EmptyOK: [] is allowed)
 	KindURL                     // an http or https URL (checkURL)
-	KindURLs                    // a non-empty array of http or https URLs
+	KindURLs                    // a non-empty array of etcd endpoints (etcdendpoint: etcdctl's forms)
 	KindUnit                    // a systemd unit name with its type (checkUnit)
 	KindEnum                    // a string, one of Values (the key's Check checks it)
 	KindTable                   // a [table]
@@ -142,7 +142,7 @@ func (s *Spec) Problems(v Value) []Problem {
 // checkElem checks an element of a KindPaths or KindURLs value.
 func (s *Spec) checkElem(e string) string {
 	if s.Kind == KindURLs {
-		return checkURL(e)
+		return checkEndpoint(e)
 	}
 	return checkAbs(e)
 }
@@ -201,7 +201,7 @@ func (tb *Table[T]) Names() []string {
 // list of known names. full is the key as written in messages.
 func (tb *Table[T]) Unknown(full, k string) string {
 	msg := "unknown key " + full
-	if s := suggest.Closest(k, tb.Names()); s != "" {
+	if s := cfgtext.Closest(k, tb.Names()); s != "" {
 		return msg + "; did you mean " + s + "?"
 	}
 	return msg + "; the keys allowed here are " + strings.Join(tb.Names(), ", ")
@@ -714,7 +714,7 @@ func splitPort(hostport string) (port string, ok bool) {
 var EtcdTable = Table[EtcdConfig]{
 	Name: "etcd",
 	Keys: []Key[EtcdConfig]{
-		{Spec: Spec{Name: "endpoints", Kind: KindURLs, Example: `["http://etcd1:2379"]`, Doc: "client URLs of every member"},
+		{Spec: Spec{Name: "endpoints", Kind: KindURLs, Example: `["http://etcd1:2379"]`, Doc: "every member's client endpoint, in etcdctl's forms: `http://HOST:PORT`, `https://HOST:PORT`, `HOST:PORT`, `unix:///PATH`"},
 			Get: func(e *EtcdConfig) (Value, bool) { return Value{L: e.Endpoints}, len(e.Endpoints) > 0 },
 			Set: func(e *EtcdConfig, v Value) { e.Endpoints = v.L }},
 		{Spec: Spec{Name: "prefix", Kind: KindString, Check: prefixCheck, Example: `"` + DefaultEtcdPrefix + `"`,
@@ -735,7 +735,7 @@ var EtcdTable = Table[EtcdConfig]{
 			},
 			Set: func(e *EtcdConfig, v Value) { e.RunOnDown = v.S == "run" }},
 		{Spec: Spec{Name: "ca_file", Kind: KindPath, Example: `"/etc/etcd/ca.pem"`, DefaultNote: "the system's roots",
-			Doc: "PEM certificates that sign the members' certificates (https:// endpoints)"},
+			Doc: "PEM certificates that sign the members' certificates (`https://`, `unixs://` or `HOST:PORT` endpoints)"},
 			Get: func(e *EtcdConfig) (Value, bool) { return Value{S: e.CAFile}, e.CAFile != "" },
 			Set: func(e *EtcdConfig, v Value) { e.CAFile = v.S }},
 		{Spec: Spec{Name: "cert_file", Kind: KindPath, Example: `"/etc/etcd/client.pem"`,
@@ -770,8 +770,9 @@ var EtcdTable = Table[EtcdConfig]{
 		}
 		if e.CAFile != "" || e.CertFile != "" || e.KeyFile != "" || e.ServerName != "" {
 			for _, ep := range e.Endpoints {
-				if !strings.HasPrefix(ep, "https://") {
-					return []Problem{{"endpoints", cfgtext.ShortQuote(ep) + " is not https://, which ca_file, cert_file, key_file and server_name need"}}
+				sc, _ := etcdendpoint.Scheme(ep)
+				if err := etcdendpoint.CheckTLS(ep, sc, "ca_file, cert_file, key_file and server_name"); err != nil {
+					return []Problem{{"endpoints", err.Error()}}
 				}
 			}
 		}
@@ -791,8 +792,8 @@ func etcdUserCheck(s *Spec, v Value) string {
 const DefaultEtcdPrefix = "/cron-gate"
 
 func prefixCheck(s *Spec, v Value) string {
-	if !strings.HasPrefix(v.S, "/") || strings.HasSuffix(v.S, "/") || strings.ContainsAny(v.S, "\x00\n") {
-		return cfgtext.ShortQuote(v.S) + " must start with / and not end with / (e.g. " + s.Example + ")"
+	if err := etcdendpoint.CheckPrefix(v.S); err != nil {
+		return err.Error() + " (e.g. " + s.Example + ")"
 	}
 	return ""
 }
@@ -873,7 +874,7 @@ func (s *Spec) typeText() string {
 	case KindURL:
 		return "http(s) URL"
 	case KindURLs:
-		return "array of http(s) URLs"
+		return "array of etcd endpoints"
 	case KindUnit:
 		return "systemd unit name"
 	case KindEnum:

@@ -18,7 +18,7 @@ import (
 	"github.com/crongate/crongate/internal/legacy"
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/statedir"
+	"github.com/crongate/crongate/internal/statefile"
 )
 
 // Invocation is one `cron-gate NAME -- COMMAND` call.
@@ -126,7 +126,7 @@ func Run(inv Invocation) int {
 	if inv.ConfigErr != nil {
 		return r.refuseConfig()
 	}
-	defer statedir.Share(StateDirFor(r.cfg))()
+	defer statefile.ShareDir(StateDirFor(r.cfg))()
 	r.openState()
 	if r.j != nil {
 		defer r.j.Close()
@@ -265,10 +265,12 @@ func (r *run) forcedPast(pause string) {
 	r.note = strings.TrimPrefix(r.note+"; forced past the pause: "+pause, "; ")
 }
 
-// legacyReasons are the journal's reasons for what legacy.Check finds.
-var legacyReasons = map[legacy.Kind]string{
-	legacy.Lock:    journal.ReasonLegacyLock,
-	legacy.Pidfile: journal.ReasonLegacyPidfile,
+// legacyReason is the journal's reason for what legacy.Check finds.
+func legacyReason(k legacy.Kind) string {
+	if k == legacy.Pidfile {
+		return journal.ReasonLegacyPidfile
+	}
+	return journal.ReasonLegacyLock
 }
 
 // decideLegacy skips the run while a legacy lock or pidfile says an old
@@ -281,7 +283,7 @@ func (r *run) decideLegacy() (code int, decided bool) {
 	if found != nil {
 		// The journal is world-readable: a holder's command line goes
 		// in only where /proc shows it to everyone (Found.Recorded).
-		return r.skipSaying(legacyReasons[found.Kind], found.Recorded(), found.String()), true
+		return r.skipSaying(legacyReason(found.Kind), found.Recorded(), found.String()), true
 	}
 	return 0, false
 }

@@ -33,6 +33,7 @@ import (
 // succeeds in a directory of root's own (0). The attacker is tests/symflip. FLIP_TRIES (default 100) is the number of tries per
 // kind of directory.
 func TestSymlinkFlipRace(t *testing.T) {
+	testbin.Full(t, "a race run for 90 s under -race (about 30 s without)")
 	needSecondUser(t)
 	tries := 100
 	if s := os.Getenv("FLIP_TRIES"); s != "" {

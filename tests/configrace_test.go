@@ -37,9 +37,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 func TestConfigInPlaceWriter(t *testing.T) {
+	testbin.Full(t, "a writer race over 12 saves: about 20 s")
 	const (
 		saves   = 12
 		resumed = 10

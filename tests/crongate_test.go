@@ -13,6 +13,7 @@ import (
 // TestMain. Each script is one feature; see the comments in the scripts for
 // what each phase proves.
 func TestCronGate(t *testing.T) {
+	t.Parallel() // the three script suites share one pool of -parallel slots
 	testscript.Run(t, testscript.Params{
 		Dir:       "testdata/crongate",
 		Setup:     setupCronGateScript,

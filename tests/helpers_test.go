@@ -31,10 +31,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -89,6 +91,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	testbin.CatchHangup()
+	scriptParallel()
 	os.Exit(mainWithBinaries(m))
 }
 
@@ -896,3 +899,18 @@ def main():
 
 main()
 `
+
+// scriptParallel raises -test.parallel in the fast tier, unless it was
+// given, to four per CPU: a testscript mostly waits (for processes, locks, signals), so on 2
+// cores the default of 2 left the CPU two-thirds idle and made this
+// package the fast tier's critical path (docs/tests.md).
+func scriptParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	// The full tier keeps the default: its stress and fault packages
+	// load both cores beside this one.
+	if !given && !testbin.FullTier() {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+	}
+}

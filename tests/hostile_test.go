@@ -19,6 +19,7 @@ import (
 // huge --paths-from lists; an environment without HOME or PATH.
 // docs/reliability.md lists what each script proves.
 func TestHostile(t *testing.T) {
+	t.Parallel() // the three script suites share one pool of -parallel slots
 	testscript.Run(t, testscript.Params{
 		Dir:       "testdata/hostile",
 		Setup:     setupHostileScript,

@@ -63,6 +63,7 @@ func needSystemdAnalyze(t *testing.T) string {
 // binaries are those built from this tree, and man pages are not looked
 // for (--man=no: they come with the package).
 func TestSystemdUnitsVerify(t *testing.T) {
+	testbin.Full(t, "systemd-analyze (Debian's systemd)")
 	analyze := needSystemdAnalyze(t)
 	dir := t.TempDir()
 	var files []string
@@ -92,6 +93,7 @@ func TestSystemdUnitsVerify(t *testing.T) {
 // success, and sends TERM to cron-gate only (KillMode=mixed), which
 // forwards it and records the run's end; the watchdog's unit takes 143.
 func TestSystemdUnitsExitStatus(t *testing.T) {
+	testbin.Full(t, "systemd-analyze (Debian's systemd)")
 	units := systemdUnits(t)
 	for name, want := range map[string][]string{
 		"blog-translate.service":  {"SuccessExitStatus=75 143", "KillMode=mixed", "Type=oneshot", "ExecStart=/usr/bin/cron-gate translate -- "},
@@ -110,6 +112,7 @@ func TestSystemdUnitsExitStatus(t *testing.T) {
 // by systemd's own reckoning (systemd-analyze calendar) against
 // cronexpr's (Debian's cron): the next 12 times in UTC.
 func TestSystemdTimersAsCron(t *testing.T) {
+	testbin.Full(t, "systemd-analyze (Debian's systemd)")
 	analyze := needSystemdAnalyze(t)
 	units := systemdUnits(t)
 	for timer, cron := range map[string]string{

@@ -43,10 +43,10 @@ func run(args []string) int {
 	switch {
 	case errors.Is(err, sibling.ErrNotFound) && to == crongate.EtcdBinary:
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", to)
-		out.Hintf("install the six binaries together: make install, or the .deb (docs/install.md)")
+		out.Hintf("install the five binaries together: make install, or the .deb (docs/install.md)")
 	case errors.Is(err, sibling.ErrNotFound):
 		out.Errorf("this command line needs %s (subcommands, help, errors, a config not decoded before), which is not installed next to cron-gate or on PATH", to)
-		out.Hintf("install the six binaries together: make install, or the .deb (docs/install.md)")
+		out.Hintf("install the five binaries together: make install, or the .deb (docs/install.md)")
 	default:
 		out.Errorf("%v", err)
 	}
@@ -71,10 +71,7 @@ func cachedRun(args []string) (inv gate.Invocation, to string) {
 	if !ok || ra.Check(command) != "" {
 		return inv, crongate.FullBinary
 	}
-	path, missingOK := ra.Config, ra.Config == ""
-	if path == "" {
-		path = gate.DefaultConfigPath
-	}
+	path, missingOK := gate.ConfigPath(ra.Config)
 	cfg, miss, err := gate.LookupGate(path, missingOK, ra.Name)
 	switch {
 	case miss != nil || (cfg != nil && cfg.Gate(ra.Name).HealthchecksURL != ""):

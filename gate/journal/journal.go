@@ -35,7 +35,6 @@ import (
 
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/safeopen"
-	"github.com/crongate/crongate/internal/statedir"
 	"github.com/crongate/crongate/internal/statefile"
 )
 
@@ -325,7 +324,7 @@ const (
 // or symlink above it, is another user's: a journal is never written
 // there.
 func Open(stateDir, gate string, history int) (*Journal, error) {
-	sd, err := statedir.Open(stateDir)
+	sd, err := statefile.OpenDir(stateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +338,7 @@ func openIn(sd *safeopen.Dir, gate string, history int) (*Journal, error) {
 	if err := checkName(gate); err != nil {
 		return nil, err
 	}
-	o := statedir.Options(true, false)
+	o := statefile.DirOptions(true, false)
 	o.NoFollowLast = true
 	dir, err := sd.OpenDir(filepath.Join("gates", gate), o)
 	if err != nil {
@@ -366,7 +365,7 @@ func readIn(sd *safeopen.Dir, gate string) (*Journal, error) {
 	if checkName(gate) != nil {
 		return nil, nil
 	}
-	o := statedir.Options(false, true)
+	o := statefile.DirOptions(false, true)
 	o.NoFollowLast = true
 	dir, err := sd.OpenDir(filepath.Join("gates", gate), o)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -389,7 +388,7 @@ type Reader struct {
 // (a status view may run as another user). errors.Is(err,
 // fs.ErrNotExist) when there is no state dir.
 func NewReader(stateDir string) (*Reader, error) {
-	sd, err := statedir.OpenToRead(stateDir)
+	sd, err := statefile.OpenDirToRead(stateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +405,7 @@ func (r *Reader) Journal(gate string) (*Journal, error) { return readIn(r.sd, ga
 // Gates returns the names of the directories in gates/, in no particular
 // order; the caller checks that each is a gate name. No gates/ is none.
 func (r *Reader) Gates() ([]string, error) {
-	gd, err := r.sd.OpenDir("gates", statedir.Options(false, true))
+	gd, err := r.sd.OpenDir("gates", statefile.DirOptions(false, true))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -427,7 +426,7 @@ func (r *Reader) Gates() ([]string, error) {
 // readAt opens the gate's journal under stateDir to read it, as another
 // user may: nil and no error when there is none.
 func readAt(stateDir, gate string) (*Journal, error) {
-	sd, err := statedir.OpenToRead(stateDir)
+	sd, err := statefile.OpenDirToRead(stateDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -629,7 +628,7 @@ func (j *Journal) readSummary() (*Summary, error) {
 }
 
 // journalErr words an error opening a journal file.
-func journalErr(p string, err error) error { return statedir.FileErr("journal", p, err) }
+func journalErr(p string, err error) error { return statefile.FileErr("journal", p, err) }
 
 // replay folds the records of file (in the gate's directory) from offset
 // on into s.

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/internal/safeopen"
-	"github.com/crongate/crongate/internal/statedir"
 	"github.com/crongate/crongate/internal/statefile"
 )
 
@@ -85,7 +84,7 @@ func (e *untrustedError) Unwrap() []error { return []error{ErrUntrusted, e.err} 
 // dir that is this user's but cannot be written (read-only) is still
 // read. The pause returned may have ended (Pause.Active).
 func (f *File) Get(_ context.Context, gate string) (*Pause, error) {
-	sd, err := statedir.Open(f.dir)
+	sd, err := statefile.OpenDir(f.dir)
 	var d *doc
 	switch {
 	case err == nil:
@@ -168,7 +167,7 @@ func (f *File) NoteResumed(gate string, t time.Time) error {
 
 // read reads pauses.json for a view, whoever owns the state dir.
 func (f *File) read() (*doc, error) {
-	sd, err := statedir.OpenToRead(f.dir)
+	sd, err := statefile.OpenDirToRead(f.dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
 			// No state dir at all (or a state_dir that is a file):
@@ -191,7 +190,7 @@ func readIn(sd *safeopen.Dir) (*doc, error) {
 		return newDoc(), nil
 	}
 	if err != nil {
-		return nil, statedir.FileErr("pause state", p, err)
+		return nil, statefile.FileErr("pause state", p, err)
 	}
 	d := &doc{}
 	if err := json.Unmarshal(data, d); err != nil || d.V != 1 {
@@ -206,7 +205,7 @@ func readIn(sd *safeopen.Dir) (*doc, error) {
 // update re-reads pauses.json under its lock, lets fn change it (false:
 // no change to write), and writes it back atomically.
 func (f *File) update(ctx context.Context, fn func(*doc) bool) error {
-	dir, err := statedir.Open(f.dir)
+	dir, err := statefile.OpenDir(f.dir)
 	if err != nil {
 		return err
 	}

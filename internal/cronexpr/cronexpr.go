@@ -96,16 +96,23 @@ type Schedule struct {
 	minStar, hourStar bool
 }
 
-// nicknames are the @ words of entry.c, compared with strcmp (so
-// case-sensitive), and the fields each stands for. @reboot has none.
-var nicknames = map[string]string{
-	"yearly":   "0 0 1 1 *",
-	"annually": "0 0 1 1 *",
-	"monthly":  "0 0 1 * *",
-	"weekly":   "0 0 * * 0",
-	"daily":    "0 0 * * *",
-	"midnight": "0 0 * * *",
-	"hourly":   "0 * * * *",
+// nickname returns the fields an @ word of entry.c stands for, compared
+// with strcmp (so case-sensitive). @reboot has none. A switch, not a map:
+// a map literal at package level is built at every start-up.
+func nickname(word string) (fields string, ok bool) {
+	switch word {
+	case "yearly", "annually":
+		return "0 0 1 1 *", true
+	case "monthly":
+		return "0 0 1 * *", true
+	case "weekly":
+		return "0 0 * * 0", true
+	case "daily", "midnight":
+		return "0 0 * * *", true
+	case "hourly":
+		return "0 * * * *", true
+	}
+	return "", false
 }
 
 // Error is why cron does not read a schedule: Word is what Debian's cron
@@ -163,7 +170,7 @@ func ParseEntry(line string) (s *Schedule, rest string, err error) {
 			s.reboot = true
 			return s, after, nil
 		}
-		sub, ok := nicknames[word]
+		sub, ok := nickname(word)
 		if !ok {
 			return nil, "", &Error{"bad time specifier", fmt.Sprintf("@%s is not one of @reboot, @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly (lower case)", word)}
 		}

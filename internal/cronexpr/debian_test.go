@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crongate/crongate/tests/debiancron"
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 // debianCorpus are schedules whose reading differs between cron
@@ -35,6 +36,7 @@ var debianCorpus = []string{
 // does for any user. Without Debian's crontab the test skips, except
 // under CI, where .ci/run installs Debian's cron.
 func TestDebianCrontabAgrees(t *testing.T) {
+	testbin.Full(t, "Debian's cron (crontab -n) on 656 schedules, in a mount namespace")
 	if !debiancron.Available() {
 		if os.Getenv("CI") != "" {
 			t.Fatal("Debian's crontab (package cron) is not installed; CI needs it for this test")

@@ -1,4 +1,4 @@
-// Package crongatecli is what cron-gate's two binaries share of the
+// Package crongate is what cron-gate's two binaries share of the
 // command line, beyond the split at "--" that both wrappers share
 // (runner.SplitCommand): the fast parser of the run forms found in
 // crontabs. cron-gate (cmd/cron-gate, run on every cron tick)
@@ -17,7 +17,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/runner"
 )
 
 // FullBinary is the binary with kong's parser, the TOML decoder and every
@@ -35,9 +37,6 @@ const EtcdBinary = "cron-gate-etcd"
 // cron-gate-full.
 const TriggerEnv = "CRON_GATE_TRIGGER"
 
-// DefaultKillAfter is --kill-after's default.
-const DefaultKillAfter = 10 * time.Second
-
 // RunArgs are the flags of `cron-gate [FLAGS] NAME -- COMMAND`.
 type RunArgs struct {
 	Config    string // --config, else $CRON_GATE_CONFIG, else ""
@@ -46,20 +45,16 @@ type RunArgs struct {
 	Name      string
 	Timeout   time.Duration
 	KillAfter time.Duration
-	OncePer   string        // --once-per: "" or one of OncePers
+	OncePer   string        // --once-per: "" or one of gate.OncePers
 	Jitter    time.Duration // --jitter: 0, or the gate's jitter for this line
 }
-
-// OncePers are --once-per's values (gate.OncePers, which TestOncePersAgree
-// holds equal; this package does not import gate).
-var OncePers = []string{"1h", "1d", "1w", "slot"}
 
 // FastParse parses the run forms found in crontabs — `NAME`, with
 // --config, --timeout, --kill-after, --once-per, --jitter, -q, -v — without kong, whose set-up
 // costs more than the rest of a call. It declines (ok false) anything else,
 // which is then left to kong.
 func FastParse(args []string) (c RunArgs, ok bool) {
-	c.KillAfter = DefaultKillAfter
+	c.KillAfter = runner.DefaultKillAfter
 	if v, ok := os.LookupEnv("CRON_GATE_CONFIG"); ok {
 		c.Config = v
 	}
@@ -112,7 +107,7 @@ func FastParse(args []string) (c RunArgs, ok bool) {
 		case "jitter":
 			c.Jitter, err = duration.Parse(val)
 		case "once-per":
-			if !slices.Contains(OncePers, val) {
+			if !slices.Contains(gate.OncePers, val) {
 				return c, false
 			}
 			c.OncePer = val
@@ -134,8 +129,8 @@ func (c *RunArgs) Check(command []string) string {
 	if c.Timeout < 0 || c.KillAfter < 0 || c.Jitter < 0 {
 		return "--timeout, --kill-after and --jitter must not be negative"
 	}
-	if c.OncePer != "" && !slices.Contains(OncePers, c.OncePer) {
-		return "--once-per " + strconv.Quote(c.OncePer) + ` is not "` + strings.Join(OncePers[:len(OncePers)-1], `", "`) + `" or "` + OncePers[len(OncePers)-1] + `"`
+	if c.OncePer != "" && !slices.Contains(gate.OncePers, c.OncePer) {
+		return "--once-per " + strconv.Quote(c.OncePer) + ` is not "` + strings.Join(gate.OncePers[:len(gate.OncePers)-1], `", "`) + `" or "` + gate.OncePers[len(gate.OncePers)-1] + `"`
 	}
 	return ""
 }

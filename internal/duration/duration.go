@@ -1,9 +1,11 @@
 // Package duration reads every duration both binaries take — their flags
-// (--timeout, --kill-after, --wait, --ttl, pause --for), the config's
-// duration keys and the dashboard's pause form — with one rule, so that
-// "3d" means the same everywhere: Go's durations (90m, 2h30m, 1.5h, 300ms)
-// and days, "d", 24 hours each (3d, 1d12h, 1.5d). It links nothing but
-// the standard library's time and strconv: the per-tick binaries use it.
+// (--timeout, --kill-after, --wait, --ttl, --lock-delay, pause --for), the
+// config's duration keys and the dashboard's pause form — with one rule, so
+// that "3d" means the same everywhere: Go's durations (90m, 2h30m, 1.5h,
+// 300ms) and days, "d", 24 hours each (3d, 1d12h, 1.5d). It writes them
+// back the same way (Format) and, rounded, for people (Short). It links
+// nothing but the standard library's time and strconv: the per-tick
+// binaries use it.
 package duration
 
 import (
@@ -106,13 +108,37 @@ func Format(d time.Duration) string {
 		s = strconv.FormatInt(int64(days), 10) + "d"
 	}
 	if rest > 0 {
-		r := rest.String()
-		for _, suf := range []string{"m0s", "h0m"} {
-			if len(r) > len(suf) && r[len(r)-len(suf):] == suf {
-				r = r[:len(r)-len(suf)+1]
-			}
-		}
-		s += r
+		s += trimZeroUnits(rest.String())
 	}
 	return sign + s
+}
+
+// Short writes d for people, rounded to what a reader of a message uses:
+// to the minute from an hour up (2h30m), to the second from a minute up
+// (1m30s, 45m), to a tenth of a second from a second up (1.2s), to the
+// millisecond below (350ms); hours are not made days. It loses precision:
+// it is for messages, never for a value read back (Format is).
+func Short(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		d = d.Round(time.Minute)
+	case d >= time.Minute:
+		d = d.Round(time.Second)
+	case d >= time.Second:
+		d = d.Round(100 * time.Millisecond)
+	default:
+		d = d.Round(time.Millisecond)
+	}
+	return trimZeroUnits(d.String())
+}
+
+// trimZeroUnits drops time.Duration.String's trailing zero units:
+// "2h0m0s" is "2h", "5m0s" is "5m".
+func trimZeroUnits(r string) string {
+	for _, suf := range []string{"m0s", "h0m"} {
+		if len(r) > len(suf) && r[len(r)-len(suf):] == suf {
+			r = r[:len(r)-len(suf)+1]
+		}
+	}
+	return r
 }

@@ -45,6 +45,18 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestShort(t *testing.T) {
+	for in, want := range map[time.Duration]string{
+		150*time.Minute + 20*time.Second: "2h30m", 2 * time.Hour: "2h", 72 * time.Hour: "72h",
+		45*time.Minute + 200*time.Millisecond: "45m", 90*time.Second + 400*time.Millisecond: "1m30s",
+		1234 * time.Millisecond: "1.2s", 350*time.Millisecond + 400*time.Microsecond: "350ms", 0: "0s",
+	} {
+		if got := Short(in); got != want {
+			t.Errorf("Short(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestFormat(t *testing.T) {
 	for _, c := range []struct {
 		in   time.Duration

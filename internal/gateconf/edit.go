@@ -791,22 +791,35 @@ func (s *editLexer) basicString() (string, *editScanErr) {
 	}
 }
 
-// TOML's escape sequences (1.1 adds \e and \xHH): the simple ones, and the
-// number of hex digits of the others.
-var (
-	editSimpleEscapes = map[byte]string{'b': "\b", 't': "\t", 'n': "\n", 'f': "\f", 'r': "\r", 'e': "\x1b", '"': "\"", '\\': "\\"}
-	editHexEscapes    = map[byte]int{'x': 2, 'u': 4, 'U': 8}
-)
+// editEscape returns what a TOML simple escape sequence (1.1 adds \e and
+// \xHH) stands for, or for the others the number of hex digits that
+// follow. Strings and a switch, not maps: a map literal at package level
+// is built at every start-up of a binary that links the editor.
+func editEscape(c byte) (simple string, hexDigits int) {
+	switch c {
+	case 'x':
+		return "", 2
+	case 'u':
+		return "", 4
+	case 'U':
+		return "", 8
+	}
+	const from, to = "btnfre\"\\", "\b\t\n\f\r\x1b\"\\"
+	if i := strings.IndexByte(from, c); i >= 0 {
+		return to[i : i+1], 0
+	}
+	return "", 0
+}
 
 // escape decodes the escape sequence at pos (a backslash).
 func (s *editLexer) escape() (string, *editScanErr) {
 	s.pos++
 	c := s.peek(0)
 	s.pos++
-	if r, ok := editSimpleEscapes[c]; ok {
+	r, n := editEscape(c)
+	if r != "" {
 		return r, nil
 	}
-	n := editHexEscapes[c]
 	if n == 0 || s.pos+n > len(s.data) {
 		return "", s.errf("an escape sequence it does not know")
 	}

@@ -578,7 +578,7 @@ func TestConfigCheckErrors(t *testing.T) {
 		{"[serve]\ntoken = \"x\"\n", P + " line 2: unknown key serve.token; the keys allowed here are listen, time_zone, token_file"},
 		{"[etcd]\nprefix = \"/x\"\n", P + ` line 1: etcd: endpoints is missing; name every member, e.g. endpoints = ["http://etcd1:2379"]`},
 		{"[etcd]\nendpoints = \"http://e:2379\"\n", P + ` line 2: etcd.endpoints: must be an array of URLs like ["http://etcd1:2379"], not a string ("http://e:2379")`},
-		{"[etcd]\nendpoints = [\"e:2379\"]\n", P + ` line 2: etcd.endpoints[0]: "e:2379" is not an http:// or https:// URL`},
+		{"[etcd]\nendpoints = [\"e\"]\n", P + ` line 2: etcd.endpoints[0]: "e" is not an endpoint like http://HOST:2379, https://HOST:2379, HOST:2379 or unix:///PATH`},
 		{"[etcd]\nendpoints = [\"http://e:2379\"]\nprefix = \"x/\"\n", P + ` line 3: etcd.prefix: "x/" must start with / and not end with / (e.g. "/cron-gate")`},
 		{"[etcd]\nendpoints = [\"http://e:2379\"]\ntimeout = \"0s\"\n", P + ` line 3: etcd.timeout: "0s" is not positive; use a duration like "5s", or remove the key`},
 		{"[etcd]\nendpoints = [\"http://e:2379\"]\non_coordinator_down = \"panic\"\n", P + ` line 3: etcd.on_coordinator_down: "panic" is not "skip" or "run"`},
@@ -725,7 +725,7 @@ func TestConfigValidateAgreesWithParse(t *testing.T) {
 		{"[serve]\nlisten = \"8371\"\n", func(c *gate.Config) { c.Serve.Listen = "8371" }},
 		{"[serve]\ntime_zone = \"Mars/Olympus\"\n", func(c *gate.Config) { c.Serve.TimeZone = "Mars/Olympus" }},
 		{"[serve]\ntoken_file = \"rel\"\n", func(c *gate.Config) { c.Serve.TokenFile = "rel" }},
-		{"[etcd]\nendpoints = [\"e:2379\"]\n", func(c *gate.Config) { c.Etcd.Endpoints = []string{"e:2379"} }},
+		{"[etcd]\nendpoints = [\"e\"]\n", func(c *gate.Config) { c.Etcd.Endpoints = []string{"e"} }},
 		{"[etcd]\nprefix = \"/x\"\n", func(c *gate.Config) { c.Etcd.Prefix = "/x" }},
 		{"[etcd]\non_coordinator_down = \"run\"\n", func(c *gate.Config) { c.Etcd.RunOnDown = true }},
 		{"[etcd]\nendpoints = [\"http://e:2379\"]\nprefix = \"x/\"\n", func(c *gate.Config) {

@@ -1,5 +1,5 @@
 // Package sibling hands a command line over to a companion binary by exec:
-// withlock to withlock-full (full parser) and withlock-etcd (etcd backend),
+// withlock to withlock-etcd (etcd backend),
 // cron-gate to cron-gate-full (every form but the cached run path). Exec
 // keeps the PID, the process group and the signals a supervisor sends those
 // of the process it started.

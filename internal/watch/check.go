@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/statedir"
 	"github.com/crongate/crongate/internal/statefile"
 )
 
@@ -98,7 +97,7 @@ func (c *Checker) Run(ctx context.Context) (*Result, error) {
 		res, _, err := c.check(ctx, path, data)
 		return res, err
 	}
-	dir, err := statedir.Open(stateDir)
+	dir, err := statefile.OpenDir(stateDir)
 	if err != nil {
 		return nil, err
 	}

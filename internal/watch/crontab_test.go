@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/crongate/crongate/tests/debiancron"
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 func TestReadCrontabGates(t *testing.T) {
@@ -117,6 +118,7 @@ func TestReadCrontabRejects(t *testing.T) {
 // (crontab -n, package debiancron) on whole crontabs in a user's format:
 // cron reads the file, or both ignore it for the same first bad line.
 func TestReadCrontabDebianAgrees(t *testing.T) {
+	testbin.Full(t, "Debian's cron (crontab -n), in a mount namespace")
 	if !debiancron.Available() {
 		if os.Getenv("CI") != "" {
 			t.Fatal("Debian's crontab (package cron, with -n) is not installed; CI needs it for this test")

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crongate/crongate/gate"
@@ -61,88 +62,93 @@ func lastTime(name, help string, pick func(g *gate.GateStatus) *journal.Event) g
 	}}
 }
 
-var gateSeries = []gateMetric{
-	lastTime("cron_gate_last_start_timestamp_seconds", "Time the gate's last run started.",
-		func(g *gate.GateStatus) *journal.Event { return g.LastStart }),
-	lastTime("cron_gate_last_success_timestamp_seconds", "Time the gate's last successful run ended.",
-		func(g *gate.GateStatus) *journal.Event { return g.LastSuccess }),
-	lastTime("cron_gate_last_failure_timestamp_seconds", "Time the gate's last failed run ended (failure, timeout, signal, start error, vanished).",
-		func(g *gate.GateStatus) *journal.Event { return g.LastFailure }),
-	lastTime("cron_gate_last_skip_timestamp_seconds", "Time the gate last skipped a run.",
-		func(g *gate.GateStatus) *journal.Event { return g.LastSkip }),
-	{"cron_gate_last_duration_seconds", "gauge", "Duration of the gate's last finished run.",
-		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			if g.LastEnd != nil && !g.LastEnd.Started.IsZero() {
-				emit(nil, float64(g.LastEnd.DurationMS)/1000)
-			}
-		}},
-	{"cron_gate_last_exit_code", "gauge", "Exit code of the gate's last finished run.",
-		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			if g.LastEnd != nil && g.LastEnd.Exit != nil {
-				emit(nil, float64(*g.LastEnd.Exit))
-			}
-		}},
-	{"cron_gate_runs_total", "counter", "Runs of the gate by outcome (success or failure), as the journal's summary counts them.",
-		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			emit([]string{"outcome", "success"}, float64(g.Successes))
-			emit([]string{"outcome", "failure"}, float64(g.Failures))
-		}},
-	{"cron_gate_skips_total", "counter", "Runs of the gate skipped or refused, by reason (every reason cron-gate writes, from 0).",
-		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			for _, r := range journal.Reasons {
-				emit([]string{"reason", r}, float64(g.Skips[r]))
-			}
-			for _, r := range sortedKeys(g.Skips) {
-				if !slices.Contains(journal.Reasons, r) {
-					emit([]string{"reason", r}, float64(g.Skips[r])) // written by hand, or by a later version
+// gateSeries is built on first use: its lastTime entries are closures
+// made by a call, which at package level would run in every cron-gate
+// start-up, the per-tick run's too.
+var gateSeries = sync.OnceValue(func() []gateMetric {
+	return []gateMetric{
+		lastTime("cron_gate_last_start_timestamp_seconds", "Time the gate's last run started.",
+			func(g *gate.GateStatus) *journal.Event { return g.LastStart }),
+		lastTime("cron_gate_last_success_timestamp_seconds", "Time the gate's last successful run ended.",
+			func(g *gate.GateStatus) *journal.Event { return g.LastSuccess }),
+		lastTime("cron_gate_last_failure_timestamp_seconds", "Time the gate's last failed run ended (failure, timeout, signal, start error, vanished).",
+			func(g *gate.GateStatus) *journal.Event { return g.LastFailure }),
+		lastTime("cron_gate_last_skip_timestamp_seconds", "Time the gate last skipped a run.",
+			func(g *gate.GateStatus) *journal.Event { return g.LastSkip }),
+		{"cron_gate_last_duration_seconds", "gauge", "Duration of the gate's last finished run.",
+			func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				if g.LastEnd != nil && !g.LastEnd.Started.IsZero() {
+					emit(nil, float64(g.LastEnd.DurationMS)/1000)
 				}
-			}
-		}},
-	{"cron_gate_consecutive_failures", "gauge", "Failed runs of the gate since its last success.",
-		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			emit(nil, float64(g.ConsecutiveFailures))
-		}},
-	{"cron_gate_running", "gauge", "Runs of the gate in progress.",
-		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			emit(nil, float64(len(g.Running)))
-		}},
-	{"cron_gate_paused", "gauge", "1 if the gate is paused (config or command line).",
-		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			emit(nil, b2f(g.Pause != nil))
-		}},
-	{"cron_gate_state", "gauge", "1 for the gate's state as cron-gate status names it, 0 for the others.",
-		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			for _, s := range allStates {
-				emit([]string{"state", s}, b2f(g.State == s))
-			}
-		}},
-	{"cron_gate_interval_seconds", "gauge", "The gate's configured interval.",
-		func(in *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			if iv := in.cfg.Gate(g.Name).Interval; iv > 0 {
-				emit(nil, iv.Seconds())
-			}
-		}},
-	{"cron_gate_journal_error", "gauge", "1 if the gate's journal has unreadable records.",
-		func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			emit(nil, b2f(g.JournalError != ""))
-		}},
-	{"cron_gate_condition", "gauge", "1 if the watchdog's last check found the condition bad (stale, failed, unscheduled, skipping, overrun), 0 if not (or no check yet); one sample per condition watched for the gate.",
-		func(in *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			for _, c := range Watched(in.cfg, g) {
-				e := in.cond(g, c)
-				emit([]string{"condition", c}, b2f(e != nil && e.Bad))
-			}
-		}},
-	{"cron_gate_alert", "gauge", "The condition's alert state: 1 for the current one of ok, pending (bad, not alerted yet), alerted, muted (known at install: bad since before the first check, not alerted until remind_after), recovering (recovery not delivered yet).",
-		func(in *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
-			for _, c := range Watched(in.cfg, g) {
-				cur := AlertState(in.cond(g, c))
-				for _, s := range alertStates {
-					emit([]string{"condition", c, "state", s}, b2f(cur == s))
+			}},
+		{"cron_gate_last_exit_code", "gauge", "Exit code of the gate's last finished run.",
+			func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				if g.LastEnd != nil && g.LastEnd.Exit != nil {
+					emit(nil, float64(*g.LastEnd.Exit))
 				}
-			}
-		}},
-}
+			}},
+		{"cron_gate_runs_total", "counter", "Runs of the gate by outcome (success or failure), as the journal's summary counts them.",
+			func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				emit([]string{"outcome", "success"}, float64(g.Successes))
+				emit([]string{"outcome", "failure"}, float64(g.Failures))
+			}},
+		{"cron_gate_skips_total", "counter", "Runs of the gate skipped or refused, by reason (every reason cron-gate writes, from 0).",
+			func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				for _, r := range journal.Reasons {
+					emit([]string{"reason", r}, float64(g.Skips[r]))
+				}
+				for _, r := range sortedKeys(g.Skips) {
+					if !slices.Contains(journal.Reasons, r) {
+						emit([]string{"reason", r}, float64(g.Skips[r])) // written by hand, or by a later version
+					}
+				}
+			}},
+		{"cron_gate_consecutive_failures", "gauge", "Failed runs of the gate since its last success.",
+			func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				emit(nil, float64(g.ConsecutiveFailures))
+			}},
+		{"cron_gate_running", "gauge", "Runs of the gate in progress.",
+			func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				emit(nil, float64(len(g.Running)))
+			}},
+		{"cron_gate_paused", "gauge", "1 if the gate is paused (config or command line).",
+			func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				emit(nil, b2f(g.Pause != nil))
+			}},
+		{"cron_gate_state", "gauge", "1 for the gate's state as cron-gate status names it, 0 for the others.",
+			func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				for _, s := range allStates {
+					emit([]string{"state", s}, b2f(g.State == s))
+				}
+			}},
+		{"cron_gate_interval_seconds", "gauge", "The gate's configured interval.",
+			func(in *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				if iv := in.cfg.Gate(g.Name).Interval; iv > 0 {
+					emit(nil, iv.Seconds())
+				}
+			}},
+		{"cron_gate_journal_error", "gauge", "1 if the gate's journal has unreadable records.",
+			func(_ *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				emit(nil, b2f(g.JournalError != ""))
+			}},
+		{"cron_gate_condition", "gauge", "1 if the watchdog's last check found the condition bad (stale, failed, unscheduled, skipping, overrun), 0 if not (or no check yet); one sample per condition watched for the gate.",
+			func(in *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				for _, c := range Watched(in.cfg, g) {
+					e := in.cond(g, c)
+					emit([]string{"condition", c}, b2f(e != nil && e.Bad))
+				}
+			}},
+		{"cron_gate_alert", "gauge", "The condition's alert state: 1 for the current one of ok, pending (bad, not alerted yet), alerted, muted (known at install: bad since before the first check, not alerted until remind_after), recovering (recovery not delivered yet).",
+			func(in *metricsInput, g *gate.GateStatus, emit func([]string, float64)) {
+				for _, c := range Watched(in.cfg, g) {
+					cur := AlertState(in.cond(g, c))
+					for _, s := range alertStates {
+						emit([]string{"condition", c, "state", s}, b2f(cur == s))
+					}
+				}
+			}},
+	}
+})
 
 // checkMetric is one family of the watchdog's own, one sample, written
 // once a check has run.
@@ -179,7 +185,7 @@ func WriteMetrics(w io.Writer, cfg *gate.Config, rep *gate.Report, st *State) er
 		bw.WriteString("# HELP " + name + " " + escapeHelp(help) + "\n")
 		bw.WriteString("# TYPE " + name + " " + typ + "\n")
 	}
-	for _, m := range slices.Concat(gateSeries, blockedSeries) {
+	for _, m := range slices.Concat(gateSeries(), blockedSeries) {
 		written := false
 		for i := range rep.Gates {
 			g := &rep.Gates[i]

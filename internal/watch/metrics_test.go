@@ -15,6 +15,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 func TestEscapeLabel(t *testing.T) {
@@ -173,6 +174,7 @@ func needTool(t *testing.T, name, pkg string) string {
 // TestMetricsPromtool: Prometheus's own checker (promtool check metrics,
 // its text parser and its linter) finds nothing to say of the exposition.
 func TestMetricsPromtool(t *testing.T) {
+	testbin.Full(t, "Debian's prometheus and prometheus-node-exporter")
 	promtool := needTool(t, "promtool", "prometheus")
 	text, _ := metricsOf(t)
 	cmd := exec.Command(promtool, "check", "metrics")
@@ -204,6 +206,7 @@ func samples(text, prefix string) int {
 // before with the same name and label values"), which the unlabelled
 // series used to give.
 func TestMetricsTwoWatchdogs(t *testing.T) {
+	testbin.Full(t, "Debian's prometheus and prometheus-node-exporter")
 	exporter := needTool(t, "prometheus-node-exporter", "prometheus-node-exporter")
 	a, ea := metricsOf(t)
 	b, eb := metricsOf(t)

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/httppost"
+	"github.com/crongate/crongate/internal/hcping"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -190,7 +190,7 @@ func (c *CommandNotifier) once(ctx context.Context, argv []string, m Message) er
 
 // WebhookNotifier POSTs the Message as JSON (Content-Type
 // application/json) to URL, through the proxy the environment names
-// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY; package httppost). A 2xx answer is
+// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY; hcping.Post). A 2xx answer is
 // delivered. A connection error, a timeout, 408, 429 or 5xx is tried
 // again, Retries times, after Backoff, 2×Backoff...; any other answer is
 // final, a redirect (3xx) too: it is not followed, and the error names
@@ -243,7 +243,7 @@ func (w *WebhookNotifier) Notify(ctx context.Context, m Message) error {
 func (w *WebhookNotifier) once(ctx context.Context, body []byte) (retry bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout())
 	defer cancel()
-	resp, err := httppost.Post(ctx, w.URL, "application/json", body, nil)
+	resp, err := hcping.Post(ctx, w.URL, "application/json", body, nil)
 	if err != nil {
 		return true, fmt.Errorf("webhook %s: %v", redact(w.URL), err)
 	}

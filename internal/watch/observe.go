@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
+	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -226,7 +228,7 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 			return Held, fmt.Sprintf("resumed at %s; stale is held until %s", stamp(resumed), stamp(until)), none
 		}
 	}
-	rule := fmt.Sprintf("interval %s, stale after %s", short(iv), short(limit))
+	rule := fmt.Sprintf("interval %s, stale after %s", duration.Short(iv), duration.Short(limit))
 	if gc.Interval == 0 {
 		per := gc.OncePer
 		if per == "" {
@@ -235,7 +237,7 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 		if per == "" {
 			per = "--once-per of its crontab line"
 		}
-		rule = fmt.Sprintf("once_per %s, stale after %s", per, short(limit))
+		rule = fmt.Sprintf("once_per %s, stale after %s", per, duration.Short(limit))
 	}
 	if gs.PeriodDone {
 		// The period's run succeeded: nothing is due before it ends.
@@ -252,9 +254,9 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 			return OK, fmt.Sprintf("last success at %s, in the future (was the clock stepped back?)", stamp(gs.LastSuccess.Time)), none
 		}
 		if age > limit {
-			return Bad, fmt.Sprintf("no successful run for %s (last success %s; %s)%s", short(age), stamp(gs.LastSuccess.Time), rule, running), gs.LastSuccess.Time.Add(limit)
+			return Bad, fmt.Sprintf("no successful run for %s (last success %s; %s)%s", duration.Short(age), stamp(gs.LastSuccess.Time), rule, running), gs.LastSuccess.Time.Add(limit)
 		}
-		return OK, fmt.Sprintf("last success %s ago", short(age)), none
+		return OK, fmt.Sprintf("last success %s ago", duration.Short(age)), none
 	}
 	if watched := o.now.Sub(gst.FirstSeen); watched > limit {
 		return Bad, fmt.Sprintf("missing: no successful run since the watchdog began watching it at %s (%s)%s", stamp(gst.FirstSeen), rule, running), gst.FirstSeen.Add(limit)
@@ -334,13 +336,13 @@ func (o *observer) skipping(gs *gate.GateStatus, gc *gate.GateConfig) (string, s
 	blocked := o.now.Sub(k.Since)
 	rule := ""
 	if limit > 0 {
-		rule = ", alert after " + short(limit)
+		rule = ", alert after " + duration.Short(limit)
 	}
 	if !gc.CountsAsSkipping(k, o.now) {
-		return OK, fmt.Sprintf("blocked for %s (%s)%s", short(blocked), k.Reason, rule)
+		return OK, fmt.Sprintf("blocked for %s (%s)%s", duration.Short(blocked), k.Reason, rule)
 	}
 	return Bad, fmt.Sprintf("blocked for %s: skipped %d times in a row since %s (%s)%s; now: %s",
-		short(blocked), k.Skips, stamp(k.Since), k.Reason, rule, k.Words())
+		duration.Short(blocked), k.Skips, stamp(k.Since), k.Reason, rule, k.Words())
 }
 
 // overrun: a run in progress has run longer than max_runtime (the
@@ -348,7 +350,7 @@ func (o *observer) skipping(gs *gate.GateStatus, gc *gate.GateConfig) (string, s
 func (o *observer) overrun(gs *gate.GateStatus, gc *gate.GateConfig) (string, string) {
 	if !gs.Overrun {
 		if len(gs.Running) > 0 {
-			return OK, fmt.Sprintf("running for %s, max_runtime %s", short(o.now.Sub(gs.Running[0].Since)), gs.MaxRuntime)
+			return OK, fmt.Sprintf("running for %s, max_runtime %s", duration.Short(o.now.Sub(gs.Running[0].Since)), gs.MaxRuntime)
 		}
 		return OK, ""
 	}
@@ -358,7 +360,7 @@ func (o *observer) overrun(gs *gate.GateStatus, gc *gate.GateConfig) (string, st
 		pid = r.Pid
 	}
 	return Bad, fmt.Sprintf("run %s (pid %d) has been running for %s since %s, longer than max_runtime %s",
-		r.Run, pid, short(o.now.Sub(r.Since)), stamp(r.Since), gs.MaxRuntime)
+		r.Run, pid, duration.Short(o.now.Sub(r.Since)), stamp(r.Since), gs.MaxRuntime)
 }
 
 // Bounds of a failure alert's output.
@@ -388,7 +390,7 @@ func (o *observer) output(gs *gate.GateStatus, gc *gate.GateConfig) string {
 		if strings.HasPrefix(l, "=== cron-gate run ") {
 			continue // the log's own markers
 		}
-		l = safetext.Cut(ansiRE.ReplaceAllString(l, ""), 200)
+		l = safetext.Cut(ansiRE().ReplaceAllString(l, ""), 200)
 		if size+len(l)+3 > alertOutputBytes {
 			break
 		}
@@ -404,7 +406,9 @@ func (o *observer) output(gs *gate.GateStatus, gc *gate.GateConfig) string {
 // ansiRE matches the terminal escape sequences a command's output holds
 // (CSI such as colours, OSC such as titles, and two-byte escapes): an
 // alert shows the text, not the codes. What is left unsafe is escaped.
-var ansiRE = regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\\\-_]")
+var ansiRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\\\-_]")
+})
 
 // DescribeEnd is a finished run for people, as alerts and cron-gate why
 // say it: "the last run ended: failure, exit 3 at 2026-11-29 09:10 KST
@@ -419,7 +423,7 @@ func DescribeEnd(e *journal.Event) string {
 	}
 	s += " at " + stamp(e.Time)
 	if e.DurationMS > 0 {
-		s += " after " + short(time.Duration(e.DurationMS)*time.Millisecond)
+		s += " after " + duration.Short(time.Duration(e.DurationMS)*time.Millisecond)
 	}
 	if e.Detail != "" {
 		s += ": " + e.Detail
@@ -464,23 +468,4 @@ func (o *observer) unscheduled(gs *gate.GateStatus, gc *gate.GateConfig) (verdic
 		return Bad, fmt.Sprintf("cron does not run its line %s: %s", ignored[0].Where(), ignored[0].Rejected), true
 	}
 	return Bad, fmt.Sprintf("no cron-gate %s line in %s", gs.Name, o.cron.Where), true
-}
-
-// short prints a duration for people: 2h30m, 45m, 90s.
-func short(d time.Duration) string {
-	switch {
-	case d >= time.Hour:
-		d = d.Round(time.Minute)
-	case d >= time.Minute:
-		d = d.Round(time.Second)
-	default:
-		d = d.Round(time.Millisecond)
-	}
-	s := d.String()
-	for _, suf := range []string{"m0s", "h0m"} {
-		if strings.HasSuffix(s, suf) {
-			s = s[:len(s)-len(suf)+1]
-		}
-	}
-	return s
 }

@@ -20,6 +20,10 @@ trap 'rm -rf "$d"' EXIT
 mkdir "$d/base"
 git archive "$base" | tar -x -C "$d/base"
 cp internal/dashboard/bench_test.go "$d/base/internal/dashboard/bench_test.go"
+# The state it reads is written by tests/bench/dashstate (in
+# internal/dashboard/benchstate before 565dcde): the work tree's, in both.
+mkdir -p "$d/base/tests/bench"
+cp -r tests/bench/dashstate "$d/base/tests/bench/"
 (cd "$d/base" && go test -c -o "$d/before.test" ./internal/dashboard)
 go test -c -o "$d/after.test" ./internal/dashboard
 for i in $(seq "$rounds"); do

@@ -60,6 +60,7 @@ func runAt(t *testing.T, cfg *gate.Config, name string, at time.Time, argv ...st
 // stepped back (NTP) and the next run succeeds. The last attempt
 // succeeded, so the gate is "ok", whatever the timestamps say.
 func TestClockJumpErrorThenSuccess(t *testing.T) {
+	full(t)
 	root, cfg := clockGate(t)
 	state := filepath.Join(root, "state")
 	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
@@ -91,6 +92,7 @@ func TestClockJumpErrorThenSuccess(t *testing.T) {
 // (duration_ms is end minus start of the injected readings; with the real
 // clock it is monotonic.)
 func TestClockJumpDuringRun(t *testing.T) {
+	full(t)
 	_, cfg := clockGate(t)
 	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	var out bytes.Buffer
@@ -131,6 +133,7 @@ func TestClockJumpDuringRun(t *testing.T) {
 // judgement uses process start times, not the clock), and no negative
 // duration is printed.
 func TestClockJumpJournalTimestamps(t *testing.T) {
+	full(t)
 	root := realTempDir(t)
 	state := filepath.Join(root, "state")
 	os.WriteFile(filepath.Join(root, "config.toml"), []byte(fmt.Sprintf("state_dir = %q\n", state)), 0o644)
@@ -238,6 +241,7 @@ func TestClockJumpJournalTimestamps(t *testing.T) {
 // timestamp is larger. (The watchdog is new; on a build without
 // "cron-gate check" this test only logs that.)
 func TestClockJumpWatchdog(t *testing.T) {
+	full(t)
 	root := realTempDir(t)
 	env := append(gateEnv(root), "FAULT_RUN="+root)
 	if res, _, _ := run(t, env, bin("cron-gate"), "check", "--help"); res != (result{}) {

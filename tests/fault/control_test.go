@@ -18,6 +18,7 @@ import (
 // critical section) is not; a slot index at or over the cap is reported;
 // so is a WITHLOCK_PATHS that is not the posts' real paths.
 func TestFaultworkerControl(t *testing.T) {
+	full(t)
 	root := realTempDir(t)
 	post := filepath.Join(root, "posts", "post.md")
 	alias := filepath.Join(root, "alias", "post.md")

@@ -38,6 +38,7 @@ import (
 // FAULT_ITERATIONS (default 120) and FAULT_SEED (default: the clock; the
 // seed is logged) control it.
 func TestKillRandom(t *testing.T) {
+	full(t)
 	iters := envInt(t, "FAULT_ITERATIONS", 120)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("FAULT_SEED"); s != "" {

@@ -26,6 +26,7 @@ import (
 //     as soon as the old holder releases it;
 //   - once everything has exited, every lock is free.
 func TestLockDirRemoved(t *testing.T) {
+	full(t)
 	root, env := chainRoot(t)
 	lockDir := filepath.Join(root, "locks")
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")

@@ -39,6 +39,9 @@ var (
 
 func TestMain(m *testing.M) {
 	testbin.CatchHangup()
+	if !testbin.FullTier() {
+		os.Exit(m.Run()) // every test skips (full): nothing to build
+	}
 	code := func() int {
 		defer testbin.Cleanup()
 		dir, err := testbin.Dir()
@@ -300,4 +303,11 @@ func gateEnv(root string) []string {
 		"CRON_GATE_STATE_DIR=" + filepath.Join(root, "state"),
 		"CRON_GATE_CACHE_DIR=" + filepath.Join(root, "cache"),
 	}
+}
+
+// full skips a test of this package outside the full tier: fault
+// injection kills processes at random moments over many rounds.
+func full(t *testing.T) {
+	t.Helper()
+	testbin.Full(t, "fault injection (tests/fault) runs many rounds of kills and signals")
 }

@@ -80,6 +80,7 @@ func lastRecord(t *testing.T, root, gate string) map[string]any {
 // wrappers and into the journal. Afterwards the lock is free and no process
 // is left.
 func TestSignalChain(t *testing.T) {
+	full(t)
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
 		name := strings.TrimPrefix(sigName(sig), "SIG")
 		t.Run(name, func(t *testing.T) {

@@ -137,6 +137,7 @@ func accountFor(t *testing.T, state, gate string, before []string, stderr string
 // journals and says what is known, and pauses.json (replaced atomically) is
 // never torn.
 func TestStateDirFull(t *testing.T) {
+	full(t)
 	state := mountSmallTmpfs(t)
 	root := filepath.Dir(state)
 	cfg := fmt.Sprintf("state_dir = %q\n\n[gates.logged]\nlog_output = true\n", state)

@@ -23,6 +23,7 @@ import (
 // for ever. FAULT_TEMPS_ITERATIONS (default 240) sets the number of kills;
 // FAULT_SEED as for TestKillRandom.
 func TestTempsAfterKill(t *testing.T) {
+	full(t)
 	iters := envInt(t, "FAULT_TEMPS_ITERATIONS", 240)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("FAULT_SEED"); s != "" {

@@ -52,8 +52,8 @@ func need(t *testing.T) {
 	t.Helper()
 	why := ""
 	switch {
-	case testing.Short():
-		t.Skip("-short: the real cron test takes 3 to 4 minutes")
+	case !testbin.FullTier():
+		testbin.Full(t, "the real cron test takes 3 to 4 minutes")
 	case os.Geteuid() != 0:
 		why = "it needs root: cron runs jobs as users, and the mount namespace needs CAP_SYS_ADMIN"
 	default:

@@ -37,6 +37,7 @@ import (
 //
 // STRESS_SECONDS sets the duration (default 15).
 func TestStressChains(t *testing.T) {
+	full(t)
 	needPython(t)
 	bin, err := testbin.Dir()
 	if err != nil {

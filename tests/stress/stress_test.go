@@ -49,6 +49,7 @@ func needPython(t *testing.T) {
 // says), and a WITHLOCK_PATHS that is not the posts' real paths is
 // reported too.
 func TestCheckerDetectsOverlap(t *testing.T) {
+	full(t)
 	bin, err := testbin.Dir()
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +94,7 @@ func TestCheckerDetectsOverlap(t *testing.T) {
 }
 
 func TestStressExclusion(t *testing.T) {
+	full(t)
 	needPython(t)
 	bin, err := testbin.Dir()
 	if err != nil {
@@ -221,4 +223,11 @@ func TestStressExclusion(t *testing.T) {
 	if out, err := all.CombinedOutput(); err != nil {
 		t.Fatalf("locks not all free after the run: %v %s", err, out)
 	}
+}
+
+// full skips a test of this package outside the full tier: the stress
+// runs last 15 s each (STRESS_SECONDS).
+func full(t *testing.T) {
+	t.Helper()
+	testbin.Full(t, "stress (tests/stress) runs for STRESS_SECONDS each")
 }

@@ -64,7 +64,7 @@ type ServeCmd struct {
 // RunCmd is `cron-gate NAME -- COMMAND`.
 type RunCmd struct {
 	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL to its process group) if it runs longer (90m, 2h, 1d); exit 124."`
-	KillAfter time.Duration `default:"10s" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout (default 10s)."`
+	KillAfter time.Duration `default:"${killafter}" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout (default ${killafter})."`
 	OncePer   string        `placeholder:"1h|1d|1w|slot" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
 	Jitter    time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter); at most ${max_jitter}."`
 	Name      string        `arg:"" help:"Gate name."`
@@ -193,7 +193,7 @@ func newKong(c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
 	return kong.New(c,
 		kong.Name("cron-gate"),
 		kong.Description(description),
-		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String(), "max_jitter": maxJitter},
+		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String(), "max_jitter": maxJitter(), "killafter": killAfter()},
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
@@ -227,8 +227,13 @@ func (c *PauseCmd) check([]string) error {
 	return nil
 }
 
-// maxJitter is --jitter's bound in its help (gate.MaxJitter).
-var maxJitter = duration.Format(gate.MaxJitter)
+// maxJitter is --jitter's bound in its help (gate.MaxJitter). A func, not
+// a package-level value: it is formatted when kong is set up, not at every
+// start-up.
+func maxJitter() string { return duration.Format(gate.MaxJitter) }
+
+// killAfter is ${killafter}: --kill-after's default, runner's.
+func killAfter() string { return duration.Format(runner.DefaultKillAfter) }
 
 // fastParse is crongate.FastParse into the kong CLI struct, so that a
 // line parses to the same CLI either way (FuzzFastParse).

@@ -10,15 +10,13 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/duration/kongduration"
 )
 
 func kongRun(t testing.TB, args []string) (CLI, bool) {
 	var c CLI
 	k, err := kong.New(&c, kong.Name("cron-gate"),
-		kong.Vars{"config": "/etc/cron-gate/config.toml", "version": "test", "max_jitter": maxJitter},
+		kong.Vars{"config": "/etc/cron-gate/config.toml", "version": "test", "max_jitter": maxJitter(), "killafter": killAfter()},
 		kong.Writers(io.Discard, io.Discard),
 		kong.Exit(func(int) { panic("kong exit") }),
 		kongduration.Option()) // as the program's parser: days in durations
@@ -133,7 +131,7 @@ func FuzzParseUntil(f *testing.F) {
 // without would fail only when someone types it.
 func TestEveryCommandRuns(t *testing.T) {
 	var c CLI
-	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars{"config": "/c.toml", "version": "test", "max_jitter": maxJitter})
+	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars{"config": "/c.toml", "version": "test", "max_jitter": maxJitter(), "killafter": killAfter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,13 +142,6 @@ func TestEveryCommandRuns(t *testing.T) {
 		if _, ok := n.Target.Addr().Interface().(interface{ Run(*env) error }); !ok {
 			t.Errorf("command %s has no Run(*env) error method", n.Name)
 		}
-	}
-}
-
-// The lean parser's list of --once-per values is gate's.
-func TestOncePersAgree(t *testing.T) {
-	if !reflect.DeepEqual(crongate.OncePers, gate.OncePers) {
-		t.Fatalf("crongate.OncePers %q, gate.OncePers %q", crongate.OncePers, gate.OncePers)
 	}
 }
 

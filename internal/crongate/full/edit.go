@@ -26,7 +26,7 @@ import (
 	"github.com/crongate/crongate/internal/gateconf"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
-	"github.com/crongate/crongate/internal/statedir"
+	"github.com/crongate/crongate/internal/statefile"
 	"github.com/crongate/crongate/internal/tui"
 )
 
@@ -83,9 +83,7 @@ func editConfig(path string, out *tui.Printer, sigs chan os.Signal) int {
 
 // run edits the config at path (see editConfig).
 func (s *editSession) run(path string) int {
-	if path == "" {
-		path = gate.DefaultConfigPath
-	}
+	path, _ = gate.ConfigPath(path)
 	// The lock lives in the state dir, as SetPaused's does: that of the
 	// config when it loads, else the default one (a broken config is
 	// edited to be fixed, and nothing else can edit it meanwhile: every
@@ -96,10 +94,10 @@ func (s *editSession) run(path string) int {
 	} else {
 		stateDir = gate.StateDirFor(nil)
 	}
-	// Created by the safe walk (statedir.Open: from directory
+	// Created by the safe walk (statefile.OpenDir: from directory
 	// descriptors, never through another user's directory or symlink),
 	// as a run creates it; BeginEdit then walks it again to its lock.
-	sd, err := statedir.Open(stateDir)
+	sd, err := statefile.OpenDir(stateDir)
 	if err != nil {
 		s.out.Errorf("%s", cfgtext.OneLine(err.Error()))
 		return runner.ExitFailure

@@ -1,6 +1,6 @@
 //go:build linux
 
-// Package crongatefull is cron-gate with every subcommand, kong's parser
+// Package full is cron-gate with every subcommand, kong's parser
 // and the TOML decoder: the binaries cron-gate-full, and cron-gate-etcd
 // (the same with the etcd client, for configs with shared pauses).
 // cron-gate (cmd/cron-gate) execs cron-gate-full for every line but a run
@@ -46,7 +46,7 @@ func Main(args []string, open OpenShared) int {
 	err := sibling.Exec(crongate.EtcdBinary, "cron-gate", args)
 	if errors.Is(err, sibling.ErrNotFound) {
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", crongate.EtcdBinary)
-		out.Hintf("install the six binaries together: make install, or the .deb (docs/install.md)")
+		out.Hintf("install the five binaries together: make install, or the .deb (docs/install.md)")
 	} else {
 		out.Errorf("%v", err)
 	}
@@ -100,10 +100,7 @@ func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) 
 // config. With a gate name (the run path) it loads through the cache and
 // returns only that gate.
 func loadConfig(path, gateName string) (*gate.Config, error) {
-	missingOK := path == ""
-	if path == "" {
-		path = gate.DefaultConfigPath
-	}
+	path, missingOK := gate.ConfigPath(path)
 	if gateName != "" {
 		return gateconf.LoadGate(path, missingOK, gateName)
 	}

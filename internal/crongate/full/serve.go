@@ -49,10 +49,7 @@ func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *t
 	if warn != "" {
 		out.Warnf("serve: %s", warn)
 	}
-	path, missingOK := cfgFlag, cfgFlag == ""
-	if path == "" {
-		path = gate.DefaultConfigPath
-	}
+	path, missingOK := gate.ConfigPath(cfgFlag)
 	// The shared store, if any, was opened for the config's [etcd] as it
 	// was at the start; a config re-read since must name the same.
 	var opened *gate.EtcdConfig

@@ -128,7 +128,7 @@ func trigger(cfg *gate.Config, e *env, c *TriggerCmd) int {
 		// Through the gate here; the command as its owner under cron.
 		e.out.ReportSkips = true // asked by a person: say why it did not run (-q silences)
 		return gate.Run(gate.Invocation{
-			Gate: c.Name, Argv: job.argv, Config: cfg, Pauses: e.ps, KillAfter: crongate.DefaultKillAfter,
+			Gate: c.Name, Argv: job.argv, Config: cfg, Pauses: e.ps, KillAfter: runner.DefaultKillAfter,
 			Out: e.out, Sigs: e.sigs, Observer: hcping.New, Locks: crongate.BusyLocks,
 			ManualBy: by, Force: c.Force,
 			Environ: environ, Dir: home, Credential: cred,
@@ -157,9 +157,7 @@ func trigger(cfg *gate.Config, e *env, c *TriggerCmd) int {
 // configPathOf is the config a cron-gate given --config flag (or
 // CRON_GATE_CONFIG) reads, absolute.
 func configPathOf(flag string) string {
-	if flag == "" {
-		flag = gate.DefaultConfigPath
-	}
+	flag, _ = gate.ConfigPath(flag)
 	if abs, err := filepath.Abs(flag); err == nil {
 		return abs
 	}
@@ -227,9 +225,7 @@ func lineConfig(j watch.CrontabJob, owner *user.User) string {
 	if c == "" {
 		c = envValue(j.Env, "CRON_GATE_CONFIG")
 	}
-	if c == "" {
-		c = gate.DefaultConfigPath
-	}
+	c, _ = gate.ConfigPath(c)
 	if !filepath.IsAbs(c) {
 		home := envValue(j.Env, "HOME")
 		if home == "" {

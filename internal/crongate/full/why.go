@@ -20,6 +20,7 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/cronexpr"
+	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/pausectl"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/tui"
@@ -355,9 +356,9 @@ func (r *WhyReport) print(w io.Writer, now time.Time) {
 	case n.Time.IsZero():
 		line("next try: never by cron (%s:%d: %s)", n.Where, n.Line, n.Expr)
 	default:
-		s := fmt.Sprintf("next try: %s (in %s), %s:%d: %s", stampIn(n.Time.In(r.zone)), short(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
+		s := fmt.Sprintf("next try: %s (in %s), %s:%d: %s", stampIn(n.Time.In(r.zone)), duration.Short(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
 		if n.JitterMS > 0 {
-			s += fmt.Sprintf(", after a jitter of %s", short(time.Duration(n.JitterMS)*time.Millisecond))
+			s += fmt.Sprintf(", after a jitter of %s", duration.Short(time.Duration(n.JitterMS)*time.Millisecond))
 		}
 		if len(r.Blockers) > 0 {
 			s += "; it will be skipped unless that changes"
@@ -375,7 +376,7 @@ func (r *WhyReport) print(w io.Writer, now time.Time) {
 				s += fmt.Sprintf("  exit %d", *a.Exit)
 			}
 			if a.DurationMS > 0 {
-				s += "  " + short(time.Duration(a.DurationMS)*time.Millisecond)
+				s += "  " + duration.Short(time.Duration(a.DurationMS)*time.Millisecond)
 			}
 			line("%s", s)
 		}
@@ -385,23 +386,4 @@ func (r *WhyReport) print(w io.Writer, now time.Time) {
 	} else {
 		line("last success: never")
 	}
-}
-
-// short prints a duration for people: 2h30m, 45m, 90s, 1.2s.
-func short(d time.Duration) string {
-	switch {
-	case d >= time.Hour:
-		d = d.Round(time.Minute)
-	case d >= time.Minute:
-		d = d.Round(time.Second)
-	case d >= time.Second:
-		d = d.Round(100 * time.Millisecond)
-	}
-	s := d.String()
-	for _, suf := range []string{"m0s", "h0m"} {
-		if strings.HasSuffix(s, suf) {
-			s = s[:len(s)-len(suf)+1]
-		}
-	}
-	return s
 }
