@@ -102,7 +102,7 @@ var Mutants = []Mutant{
 		Name:   "etcd-dequeue-in-txn",
 		Breaks: "on etcd the lock transaction deletes a pool waiter's queue key even when a pool in it is full: it loses its place",
 		Edits: []Edit{
-			{"internal/etcdlock/etcdlock.go", "		t.Then(c.chain(&pools[i], cands[i], 0))\n\t}\n", "		t.Then(c.chain(&pools[i], cands[i], 0))\n\t}\n\tif c.queued() {\n\t\tt.Then(etcdclient.Delete(c.qkey))\n\t}\n"},
+			{"internal/etcdlock/txn.go", "		t.Then(c.chain(&pools[i], cands[i], 0))\n\t}\n", "		t.Then(c.chain(&pools[i], cands[i], 0))\n\t}\n\tif c.queued() {\n\t\tt.Then(etcdclient.Delete(c.qkey))\n\t}\n"},
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestPoolQueueReservesEveryFullPool", Tags: "etcd",
 	},
@@ -110,7 +110,7 @@ var Mutants = []Mutant{
 		Name:   "etcd-pool-waiter-writes-per-poll",
 		Breaks: "on etcd a waiter for a full pool sends its lock transaction at every poll (a write; two with paths) instead of reading the pool",
 		Edits: []Edit{
-			{"internal/etcdlock/etcdlock.go", "	if c.busyPrefix {\n\t\treturn c.stillFull()\n\t}", "	if c.busyPrefix {\n\t\treturn false\n\t}"},
+			{"internal/etcdlock/wait.go", "	if c.busyPrefix {\n\t\treturn c.stillFull()\n\t}", "	if c.busyPrefix {\n\t\treturn false\n\t}"},
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestPoolWaiterIdleWritesNothing", Tags: "etcd",
 	},
@@ -283,7 +283,7 @@ var Mutants = []Mutant{
 		Name:   "etcd-path-compare",
 		Breaks: "a path key is put whether or not someone holds it (CreateRevision == 0 compare gone)",
 		Edits: []Edit{
-			{"internal/etcdlock/etcdlock.go", `t.If(etcdclient.CreateIs(k.key, 0)).Then(`, `t.Then(`},
+			{"internal/etcdlock/txn.go", `t.If(etcdclient.CreateIs(k.key, 0)).Then(`, `t.Then(`},
 		},
 		// The read before the transaction (precheck) finds a held key
 		// first in small sets: only a key beyond it meets the compare.
@@ -293,7 +293,7 @@ var Mutants = []Mutant{
 		Name:   "etcd-slot-compare",
 		Breaks: "a slot key is put whether or not someone holds it",
 		Edits: []Edit{
-			{"internal/etcdlock/etcdlock.go", `new(etcdclient.Txn).If(etcdclient.CreateIs(k, 0)).Then(`, `new(etcdclient.Txn).Then(`},
+			{"internal/etcdlock/txn.go", `new(etcdclient.Txn).If(etcdclient.CreateIs(k, 0)).Then(`, `new(etcdclient.Txn).Then(`},
 		},
 		Pkgs: []string{"./tests/etcd"}, Run: "TestSlotTemplateTwice$", Tags: "etcd",
 	},
