@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -47,5 +48,57 @@ func TestPackageCommentsNameTheirPackage(t *testing.T) {
 	}
 	if n < 20 {
 		t.Fatalf("only %d package comments found: the walk is wrong", n)
+	}
+}
+
+// TestHouseSizes: no Go file of the product or its tools is over 800
+// lines, and a function over 100 lines says why at its top, in a comment
+// starting "Long:" as the first line of its body (issue 34). Test files
+// are held to neither: a test reads as its scenario.
+func TestHouseSizes(t *testing.T) {
+	const maxFile, maxFunc = 800, 100
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if n := fset.Position(f.FileEnd).Line; n > maxFile {
+			t.Errorf("%s: %d lines, over %d: split it by what it does", path, n, maxFile)
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			start := fset.Position(fd.Pos()).Line
+			n := fset.Position(fd.End()).Line - start + 1
+			if n <= maxFunc {
+				continue
+			}
+			why := false
+			for _, cg := range f.Comments {
+				if fset.Position(cg.Pos()).Line == fset.Position(fd.Body.Lbrace).Line+1 {
+					why = strings.HasPrefix(cg.List[0].Text, "// Long: ")
+					break
+				}
+			}
+			if !why {
+				t.Errorf("%s:%d: %s is %d lines, over %d, without a \"// Long: why\" line at its top", path, start, fd.Name.Name, n, maxFunc)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -145,6 +145,7 @@ const generated = "generated from its command line by internal/clidoc (make doc)
 // through bash-completion's _command_offset when it is loaded. It needs
 // nothing but bash; bash-completion (2.x) loads it by the program's name.
 func Bash(c *Command, gates bool) string {
+	// Long: it writes the bash script top to bottom, so this reads in the script's own order.
 	fn := funcName(c.Name)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# bash completion for %s: %s.\n\n", c.Name, generated)
@@ -349,6 +350,7 @@ func zshSpec(f Flag, gates bool, fn string) string {
 // Zsh returns c's zsh completion (an autoloaded function for compinit's
 // fpath: install it as _NAME).
 func Zsh(c *Command, gates bool) string {
+	// Long: it writes the zsh function top to bottom, so this reads in the script's own order.
 	fn := funcName(c.Name)
 	var b strings.Builder
 	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s: %s.\n\n", c.Name, c.Name, generated)
@@ -466,6 +468,7 @@ func fishApart(apart []string) string {
 
 // Fish returns c's fish completion (for vendor_completions.d/NAME.fish).
 func Fish(c *Command, gates bool) string {
+	// Long: it writes the fish script top to bottom, so this reads in the script's own order.
 	fn := strings.TrimPrefix(funcName(c.Name), "_")
 	fn = "__" + fn
 	var b strings.Builder

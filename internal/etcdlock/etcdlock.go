@@ -514,6 +514,7 @@ func (c *claim) TryAcquire() (lockset.Held, error) {
 }
 
 func (c *claim) tryAcquire() (lockset.Held, error) {
+	// Long: one retry loop whose cases (lease expired, resend, redeal) share its deadline and flags.
 	if c.held != nil && !c.held.released {
 		return nil, errors.New("etcdlock: claim already held")
 	}

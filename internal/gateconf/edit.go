@@ -156,6 +156,7 @@ func setPausedLocked(path, name string, paused bool, lock *configLock) error {
 // editPaused returns data with gate's paused set (see SetPaused); cfg is
 // data parsed, and the gate's current state differs from paused.
 func editPaused(path string, data []byte, cfg *gate.Config, name string, paused bool) ([]byte, error) {
+	// Long: SetPaused's three edits and each refusal, in the order its comment lists them.
 	sc, err := editScan(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cron-gate cannot follow this line well enough to edit the file safely (%s); edit it by hand",

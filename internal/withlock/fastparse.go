@@ -22,6 +22,7 @@ import (
 // with kong's help and error messages. FuzzFastParse checks that whenever it
 // accepts, kong accepts too and fills in exactly the same values.
 func FastParse(args []string, c *CLI) bool {
+	// Long: one pass over argv with a case per flag, the shape FuzzFastParse holds to kong.
 	*c = CLI{SkipCode: runner.ExitSkip, KillAfter: runner.DefaultKillAfter, LockDir: DefaultLockDir}
 	if v, ok := os.LookupEnv("WITHLOCK_LOCK_DIR"); ok {
 		c.LockDir = v

@@ -102,6 +102,7 @@ type Browser struct {
 // children, its crash handler keeps its database under it) must be gone
 // within a deadline: one still there is killed and fails the test.
 func Start(t testing.TB, width, height int, extra ...string) *Browser {
+	// Long: the browser's start and the cleanup registered at each step, which must stay in order.
 	t.Helper()
 	Need(t)
 	tmp := t.TempDir()

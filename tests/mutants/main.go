@@ -64,6 +64,7 @@ func main() {
 }
 
 func run() int {
+	// Long: the mutation check's one sequence: flags, copy of the tree, each mutant, report.
 	var (
 		pattern  = flag.String("run", "", "run only the mutants whose name matches this regular expression")
 		list     = flag.Bool("list", false, "print the mutants and their tests, run nothing")

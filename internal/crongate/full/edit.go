@@ -83,6 +83,7 @@ func editConfig(path string, out *tui.Printer, sigs chan os.Signal) int {
 
 // run edits the config at path (see editConfig).
 func (s *editSession) run(path string) int {
+	// Long: an edit session's steps in their order: lock, private copy, editor, check, replace.
 	path, _ = gate.ConfigPath(path)
 	// The lock lives in the state dir, as SetPaused's does: that of the
 	// config when it loads, else the default one (a broken config is

@@ -84,6 +84,7 @@ func newWhoKong(p Program, c *whoCLI, stdout io.Writer, exit func(int)) (*kong.K
 // is taken as it is: its run-only flags are ignored, and what follows
 // "--" is its command, not looked at.
 func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
+	// Long: parse, resolve and print for both output forms, as one subcommand's file.
 	out := &tui.Printer{Prog: p.Name}
 	var c whoCLI
 	args, command, found := runner.SplitCommand(args)

@@ -62,6 +62,7 @@ var (
 )
 
 func main() {
+	// Long: the benchmark's cases in the order they run and print.
 	flag.Parse()
 	var cb, pb int
 	fmt.Sscanf(*ports, "%d,%d", &cb, &pb)
