@@ -13,7 +13,6 @@
 //	gate/journal       the per-gate run journal, its summary and the output log
 //	gate/pauses        command-line pauses: Pause, the Store interface, pauses.json (File)
 //	internal/legacy    the legacy lock and pidfile probes, with a typed answer
-//	internal/pausectl  pause and resume, for the CLI and the dashboard (the config editor passed in)
 //	internal/statefile opening the state dir safely, and writing its files whole
 //	internal/procstat  /proc/PID/stat and the boot time
 //

@@ -443,9 +443,9 @@ var Mutants = []Mutant{
 		Name:   "pause-typo-accepted",
 		Breaks: "pausing a name nobody knows succeeds silently while the real gate runs on (item 11)",
 		Edits: []Edit{
-			{"internal/pausectl/pausectl.go", "	if !force {\n", "	if false {\n"},
+			{"internal/crongate/full/pause.go", "	if !force {\n", "	if false {\n"},
 		},
-		Pkgs: []string{"./internal/pausectl"}, Run: "TestPauseUnknownGate",
+		Pkgs: []string{"./internal/crongate/full"}, Run: "TestPauseUnknownGate",
 	},
 	{
 		Name:   "etcd-slot-template-twice",

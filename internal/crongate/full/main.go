@@ -20,7 +20,6 @@ import (
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/gateconf"
-	"github.com/crongate/crongate/internal/pausectl"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/internal/tui"
@@ -129,9 +128,9 @@ func pause(cfg *gate.Config, ps gate.Pauses, c *PauseCmd, out *tui.Printer) int 
 		}
 		pz.Until = t
 	}
-	if err := pausectl.Pause(cfg, ps, c.Name, pz, c.Force); err != nil {
+	if err := Pause(cfg, ps, c.Name, pz, c.Force); err != nil {
 		out.Errorf("%v", err)
-		if _, ok := errors.AsType[*pausectl.UnknownGateError](err); ok {
+		if _, ok := errors.AsType[*UnknownGateError](err); ok {
 			out.Hintf("check the name; to pause gate %s ahead of its first run, add --force", c.Name)
 		}
 		return runner.ExitFailure
@@ -146,10 +145,10 @@ func pause(cfg *gate.Config, ps gate.Pauses, c *PauseCmd, out *tui.Printer) int 
 
 // resume is force-resume: it also lifts a pause set in the config.
 func resume(cfg *gate.Config, ps gate.Pauses, name string, out *tui.Printer) int {
-	r, err := pausectl.Resume(cfg, ps, gateconf.SetPaused, name, true)
+	r, err := Resume(cfg, ps, gateconf.SetPaused, name, true)
 	if err != nil {
 		out.Errorf("%v", err)
-		if ee, ok := errors.AsType[*pausectl.EditError](err); ok {
+		if ee, ok := errors.AsType[*EditError](err); ok {
 			out.Hintf("%s", ee.Hint())
 		}
 		return runner.ExitFailure

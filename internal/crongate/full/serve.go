@@ -17,7 +17,6 @@ import (
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/dashboard"
 	"github.com/crongate/crongate/internal/gateconf"
-	"github.com/crongate/crongate/internal/pausectl"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/tui"
@@ -81,10 +80,10 @@ func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *t
 		// The typo rule applies here too (one implementation); the page's
 		// buttons only name gates it lists, which are all known ones.
 		Pause: func(cfg *gate.Config, name string, p pauses.Pause) error {
-			return pausectl.Pause(cfg, ps, name, p, false)
+			return Pause(cfg, ps, name, p, false)
 		},
 		Resume: func(cfg *gate.Config, name string, force bool) (string, error) {
-			r, err := pausectl.Resume(cfg, ps, gateconf.SetPaused, name, force)
+			r, err := Resume(cfg, ps, gateconf.SetPaused, name, force)
 			if r.Warning != "" {
 				out.Warnf("%s", r.Warning)
 			}

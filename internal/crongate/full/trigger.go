@@ -39,7 +39,6 @@ import (
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/hcping"
-	"github.com/crongate/crongate/internal/pausectl"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/watch"
@@ -99,8 +98,8 @@ func trigger(cfg *gate.Config, e *env, c *TriggerCmd) int {
 		e.out.Errorf("%v", err)
 		return runner.ExitFailure
 	}
-	if err := pausectl.CheckKnown(cfg, e.ps, c.Name); err != nil {
-		if u, ok := errors.AsType[*pausectl.UnknownGateError](err); ok {
+	if err := CheckKnown(cfg, e.ps, c.Name); err != nil {
+		if u, ok := errors.AsType[*UnknownGateError](err); ok {
 			e.out.Errorf("trigger %s: %s", c.Name, u.What())
 			return runner.ExitFailure
 		}

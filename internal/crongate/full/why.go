@@ -21,7 +21,6 @@ import (
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/cronexpr"
 	"github.com/crongate/crongate/internal/duration"
-	"github.com/crongate/crongate/internal/pausectl"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/tui"
 	"github.com/crongate/crongate/internal/watch"
@@ -93,8 +92,8 @@ func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *tui.Prin
 		out.Errorf("%v", err)
 		return runner.ExitFailure
 	}
-	if err := pausectl.CheckKnown(cfg, ps, c.Name); err != nil {
-		if u, ok := errors.AsType[*pausectl.UnknownGateError](err); ok {
+	if err := CheckKnown(cfg, ps, c.Name); err != nil {
+		if u, ok := errors.AsType[*UnknownGateError](err); ok {
 			out.Errorf("why %s: %s", c.Name, u.What())
 			return runner.ExitFailure
 		}

@@ -1,10 +1,9 @@
-package pausectl
+package full
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -140,19 +139,5 @@ func TestResumeConfigPauseEdits(t *testing.T) {
 	_, err = Resume(cfg, gate.Pauses{}, failing, "g", true)
 	if ee, ok := errors.AsType[*EditError](err); !ok || ee.Hint() != "set paused = false under [gates.g] by hand" {
 		t.Fatalf("failed edit: %v", err)
-	}
-}
-
-// Pause control links no TOML library (nor package gateconf): the config
-// editor is passed in.
-func TestLinksNoTOML(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Skipf("go list: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		if strings.Contains(dep, "toml") || strings.HasSuffix(dep, "/gateconf") {
-			t.Errorf("pausectl depends on %s", dep)
-		}
 	}
 }

@@ -1,15 +1,16 @@
 //go:build linux
 
-// Package pausectl pauses and resumes gates: the one implementation shared
-// by `cron-gate pause/resume` and the dashboard's buttons. Both are safe
+package full
+
+// Pausing and resuming gates: the one implementation shared by `cron-gate
+// pause/resume` and the dashboard's buttons. Both are safe
 // to call concurrently from any number of processes: the pauses file is
 // re-read and merged under a lock (pauses.File), a shared store's writes
 // are transactions (package etcdpause), and the config is edited in place
 // under its own lock, keeping its comments and layout. The config editor
-// is passed in (Editor; gateconf.SetPaused in the binaries), so pause
-// control links no TOML library, and the pause stores are passed in
-// (gate.Pauses), never taken from the config.
-package pausectl
+// is passed in (Editor; gateconf.SetPaused here, one that fails in the
+// tests), and the pause stores are passed in (gate.Pauses), never taken
+// from the config.
 
 import (
 	"context"

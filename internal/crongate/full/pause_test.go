@@ -1,4 +1,4 @@
-package pausectl
+package full
 
 import (
 	"context"
