@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // TestClaimDiesWithCronGateHelper is the cron-gate of
@@ -31,7 +31,7 @@ func TestClaimDiesWithCronGateHelper(t *testing.T) {
 	var errb bytes.Buffer
 	Run(Invocation{Gate: "g", Config: cfg, Pauses: Pauses{Claims: &fakeClaims{keys: map[string]string{}}},
 		Argv: []string{"sh", "-c", `echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; exec sleep 300`, "sh", filepath.Join(dir, "pid")},
-		Out:  &tui.Printer{Prog: "cron-gate", W: &errb}, Sigs: make(chan os.Signal)})
+		Out:  &safetext.Printer{Prog: "cron-gate", W: &errb}, Sigs: make(chan os.Signal)})
 }
 
 // TestClaimDiesWithCronGate: a command run under a period's claim across

@@ -12,7 +12,7 @@ import (
 
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // fakeClaims is a cluster of one period key per gate and period.
@@ -70,7 +70,7 @@ func TestClaimsAcrossHosts(t *testing.T) {
 	run := func(argv ...string) (int, string) {
 		var errb bytes.Buffer
 		code := Run(Invocation{Gate: "g", Argv: argv, Config: e.cfg, Pauses: Pauses{Claims: f},
-			Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
+			Out: &safetext.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
 			Now: func() time.Time { return t0 }})
 		return code, errb.String()
 	}
@@ -97,7 +97,7 @@ func TestClaimsAcrossHosts(t *testing.T) {
 	var errb bytes.Buffer
 	code = Run(Invocation{Gate: "g", Argv: []string{"sh", "-c", "trap '' TERM; touch " + marker2 + "; while :; do sleep 0.05; done"},
 		Config: e.cfg, Pauses: Pauses{Claims: f}, KillAfter: 200 * time.Millisecond,
-		Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
+		Out: &safetext.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
 		Now: func() time.Time { return t0 }})
 	if code != runner.ExitLost || len(f.keys) != 0 {
 		t.Fatalf("lease lost, TERM ignored: exit %d, keys %v: %s", code, f.keys, errb.String())
@@ -114,7 +114,7 @@ func TestClaimsAcrossHosts(t *testing.T) {
 	go func() {
 		ended <- Run(Invocation{Gate: "g", Argv: []string{"sh", "-c", "trap '' TERM; touch " + marker3 + "; while :; do sleep 0.05; done"},
 			Config: e.cfg, Pauses: Pauses{Claims: f}, KillAfter: time.Hour,
-			Out: &tui.Printer{Prog: "cron-gate", W: io.Discard, ReportSkips: true}, Sigs: make(chan os.Signal),
+			Out: &safetext.Printer{Prog: "cron-gate", W: io.Discard, ReportSkips: true}, Sigs: make(chan os.Signal),
 			Now: func() time.Time { return t0 }})
 	}()
 	select {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // A gate runs a command, records the run in its journal, and skips the
@@ -22,7 +22,7 @@ func ExampleRun() {
 	cfg.StateDir = stateDir
 	// A skip is said only on a terminal unless Verbose (-v) or the
 	// config's report_skips: under cron, and here, it would be silent.
-	out := &tui.Printer{Prog: "example", W: os.Stdout, Verbose: true}
+	out := &safetext.Printer{Prog: "example", W: os.Stdout, Verbose: true}
 
 	code := gate.Run(gate.Invocation{Gate: "backup", Argv: []string{"true"}, Config: cfg, Out: out})
 	fmt.Println("ran:", code)

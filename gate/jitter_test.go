@@ -13,7 +13,7 @@ import (
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // The offset is stable (the same for the same gate, host and jitter), in
@@ -64,7 +64,7 @@ func TestJitterWaitsHoldingNothing(t *testing.T) {
 		var errb bytes.Buffer
 		clock := t0
 		code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: e.cfg, Jitter: flag,
-			Out: &tui.Printer{Prog: "cron-gate", W: &errb, Verbose: true, ReportSkips: true}, Sigs: make(chan os.Signal),
+			Out: &safetext.Printer{Prog: "cron-gate", W: &errb, Verbose: true, ReportSkips: true}, Sigs: make(chan os.Signal),
 			Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock },
 			Wait: func(d time.Duration) {
 				waited = append(waited, d)
@@ -157,7 +157,7 @@ func TestJitterSignalEndsWait(t *testing.T) {
 	done := make(chan int)
 	go func() {
 		done <- Run(Invocation{Gate: "g", Argv: []string{"touch", t.TempDir() + "/ran"}, Config: e.cfg,
-			Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: sigs})
+			Out: &safetext.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: sigs})
 	}()
 	select {
 	case code := <-done:
@@ -185,7 +185,7 @@ func TestJitterOfFlag(t *testing.T) {
 	}
 	var errb bytes.Buffer
 	code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: e.cfg, Jitter: time.Hour,
-		Out: &tui.Printer{Prog: "cron-gate", W: &errb}, Sigs: make(chan os.Signal),
+		Out: &safetext.Printer{Prog: "cron-gate", W: &errb}, Sigs: make(chan os.Signal),
 		Now: func() time.Time { return t0 }, Wait: func(time.Duration) {}})
 	if code != 0 {
 		t.Fatalf("run with --jitter 1h: exit %d: %s", code, errb.String())
@@ -221,7 +221,7 @@ func TestJitterPauseDuringWait(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	clock := t0
 	code := Run(Invocation{Gate: name, Argv: []string{"touch", ran}, Config: e.cfg,
-		Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
+		Out: &safetext.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
 		Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock },
 		Wait: func(time.Duration) {
 			if err := pauses.NewFile(e.cfg.StateDir).Set(context.Background(), name, pauses.Pause{Reason: "during the wait", Since: t0}); err != nil {

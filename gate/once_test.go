@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // onceEnv runs gate "g" in-process with an injected clock.
@@ -32,7 +32,7 @@ func (e *onceEnv) run(at time.Time, flagPer string, argv ...string) (int, string
 	var errb bytes.Buffer
 	clock := at
 	code := Run(Invocation{Gate: "g", Argv: argv, Config: e.cfg, OncePer: flagPer,
-		Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
+		Out: &safetext.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
 		Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock }})
 	return code, errb.String()
 }
@@ -117,7 +117,7 @@ func TestOncePerPeriodIsTheCall(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 59, 0, time.UTC)
 	var errb bytes.Buffer
 	readings := 0
-	code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: e.cfg, Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true},
+	code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: e.cfg, Out: &safetext.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true},
 		Sigs: make(chan os.Signal), Now: func() time.Time {
 			readings++
 			if readings == 1 {
@@ -307,7 +307,7 @@ func TestManualRun(t *testing.T) {
 	run := func(by string, force bool) int {
 		var errb bytes.Buffer
 		return Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: e.cfg, ManualBy: by, Force: force,
-			Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal), Now: func() time.Time { return t0 }})
+			Out: &safetext.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal), Now: func() time.Time { return t0 }})
 	}
 	if code := run("", true); code != DefaultSkipCode {
 		t.Fatalf("Force without a manual run: exit %d, want the skip", code)

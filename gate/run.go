@@ -29,7 +29,7 @@ type Invocation struct {
 	ConfigErr error
 	Timeout   time.Duration
 	KillAfter time.Duration
-	Out       Printer // messages for people (stderr); *tui.Printer in the binaries
+	Out       Printer // messages for people (stderr); *safetext.Printer in the binaries
 	Sigs      <-chan os.Signal
 	Now       func() time.Time // nil: time.Now
 	// Pauses are where the gate's command-line pauses live (Pauses.For):
@@ -72,8 +72,8 @@ type Invocation struct {
 }
 
 // Printer takes Run's messages for people: one line each, prefixed with
-// the program's name, the way package tui's Printer writes them (the
-// binaries pass a *tui.Printer). Errorf and Warnf are never silenced;
+// the program's name, the way safetext.Printer writes them (the
+// binaries pass a *safetext.Printer). Errorf and Warnf are never silenced;
 // Skipf says why a command did not run and may be silenced (-q, or no
 // terminal under cron); Hintf follows an error with what to do; Infof
 // says what the run does, with -v only.

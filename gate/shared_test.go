@@ -12,7 +12,7 @@ import (
 
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // fakeShared is a shared pauses.Store in memory; err, when set, is every call's.
@@ -64,7 +64,7 @@ func sharedRun(t *testing.T, cfg *Config, shared pauses.Store) (int, string) {
 	t.Helper()
 	var errb bytes.Buffer
 	code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: cfg, Pauses: Pauses{Shared: shared},
-		Out: &tui.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}})
+		Out: &safetext.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}})
 	return code, errb.String()
 }
 

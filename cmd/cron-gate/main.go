@@ -20,8 +20,8 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/sibling"
-	"github.com/crongate/crongate/internal/tui"
 )
 
 func main() {
@@ -38,7 +38,7 @@ func run(args []string) int {
 	if code, stop := runner.HandOff(sigs); stop {
 		return code
 	}
-	out := &tui.Printer{Prog: "cron-gate"}
+	out := &safetext.Printer{Prog: "cron-gate"}
 	err := sibling.Exec(to, "cron-gate", args)
 	switch {
 	case errors.Is(err, sibling.ErrNotFound) && to == crongate.EtcdBinary:
@@ -82,7 +82,7 @@ func cachedRun(args []string) (inv gate.Invocation, to string) {
 	return gate.Invocation{
 		Gate: ra.Name, Argv: command, Config: cfg, ConfigErr: err,
 		Timeout: ra.Timeout, KillAfter: ra.KillAfter, OncePer: ra.OncePer, Jitter: ra.Jitter,
-		Out:   &tui.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose, ReportSkips: cfg != nil && cfg.ReportSkips},
+		Out:   &safetext.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose, ReportSkips: cfg != nil && cfg.ReportSkips},
 		Locks: crongate.BusyLocks,
 	}, ""
 }

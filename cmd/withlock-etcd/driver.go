@@ -15,7 +15,7 @@ import (
 	"github.com/crongate/crongate/internal/etcdlock"
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 	wc "github.com/crongate/crongate/internal/withlock"
 )
 
@@ -150,7 +150,7 @@ func (driver) Open(o *wc.Options) (wc.Conn, error) {
 	if delay == 0 {
 		delay = -1 // none, as etcdlock.Config says it
 	}
-	out := &tui.Printer{Prog: "withlock-etcd", Verbose: o.Verbose, Quiet: o.Quiet}
+	out := &safetext.Printer{Prog: "withlock-etcd", Verbose: o.Verbose, Quiet: o.Quiet}
 	b, err := etcdlock.New(etcdlock.Config{
 		Endpoints:  o.Endpoints,
 		Security:   configured,
@@ -177,7 +177,7 @@ func (driver) Open(o *wc.Options) (wc.Conn, error) {
 // conn is an etcdlock.Backend as withlock.Run uses it.
 type conn struct {
 	*etcdlock.Backend
-	out *tui.Printer
+	out *safetext.Printer
 }
 
 func (c conn) Hint(err error) string {

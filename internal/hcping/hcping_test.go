@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // hcServer records the paths pinged; paths in hang never answer.
@@ -68,7 +68,7 @@ func runHC(t *testing.T, url string, argv ...string) (int, string) {
 	cfg.StateDir = dir
 	cfg.Gates["hc"] = &gate.GateConfig{Name: "hc", HealthchecksURL: url}
 	var errb bytes.Buffer
-	code := gate.Run(gate.Invocation{Gate: "hc", Argv: argv, Config: cfg, Observer: New, Out: &tui.Printer{Prog: "cron-gate", W: &errb}})
+	code := gate.Run(gate.Invocation{Gate: "hc", Argv: argv, Config: cfg, Observer: New, Out: &safetext.Printer{Prog: "cron-gate", W: &errb}})
 	return code, errb.String()
 }
 
@@ -177,7 +177,7 @@ func hcGate(t *testing.T, cfg *gate.Config, now time.Time, argv ...string) int {
 	t.Helper()
 	var errb bytes.Buffer
 	code := gate.Run(gate.Invocation{Gate: "hc", Argv: argv, Config: cfg, Observer: New, Now: func() time.Time { return now },
-		Out: &tui.Printer{Prog: "cron-gate", W: &errb}})
+		Out: &safetext.Printer{Prog: "cron-gate", W: &errb}})
 	if strings.Contains(errb.String(), "healthchecks") {
 		t.Errorf("stderr %q", errb.String())
 	}

@@ -2,7 +2,9 @@
 // process, a user, the network, an etcd value — safe to print next to other
 // text, on a terminal, in a one-line message, in JSON that may be shown raw,
 // or in an alert. It is the one place where both binaries, the watchdog and
-// the dashboard decide which characters are never printed as they are.
+// the dashboard decide which characters are never printed as they are,
+// and (printer.go, Printer) where both binaries' messages go and when a
+// skip is said at all.
 //
 // Unsafe (Unsafe reports it) are the characters that can move, hide,
 // recolour or forge what is printed around them:

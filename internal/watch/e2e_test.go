@@ -16,7 +16,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/gateconf"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // End to end, in process: a config file with a real command notifier (a
@@ -94,7 +94,7 @@ interval = "30m"
 		t.Fatal(err)
 	}
 	run := func(name string, argv ...string) {
-		gate.Run(gate.Invocation{Gate: name, Argv: argv, Config: cfg, Out: &tui.Printer{Prog: "cron-gate", W: io.Discard}})
+		gate.Run(gate.Invocation{Gate: name, Argv: argv, Config: cfg, Out: &safetext.Printer{Prog: "cron-gate", W: io.Discard}})
 	}
 	check := func() *Result {
 		t.Helper()

@@ -16,7 +16,6 @@ import (
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/sibling"
-	"github.com/crongate/crongate/internal/tui"
 	"github.com/crongate/crongate/lockfile"
 )
 
@@ -348,7 +347,7 @@ func Dispatch(args []string) (code int, done bool) {
 		return handOverFailed(err, fmt.Sprintf("--backend %s needs %s", b.Name, b.Binary),
 			"install "+b.Binary+" next to withlock: make install, or the .deb (docs/install.md)"), true
 	case !ok && fromEnv:
-		out := &tui.Printer{Prog: "withlock"}
+		out := &safetext.Printer{Prog: "withlock"}
 		out.Errorf("WITHLOCK_BACKEND=%q: use %s", name, backendNames())
 		return runner.ExitFailure, true
 	}
@@ -359,7 +358,7 @@ func Dispatch(args []string) (code int, done bool) {
 // binary (sibling.Exec's error err): need says what needs it, hint how to
 // install it.
 func handOverFailed(err error, need, hint string) int {
-	out := &tui.Printer{Prog: "withlock"}
+	out := &safetext.Printer{Prog: "withlock"}
 	if errors.Is(err, sibling.ErrNotFound) {
 		out.Errorf("%s, which is not installed next to withlock or on PATH", need)
 		out.Hintf("%s", hint)

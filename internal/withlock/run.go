@@ -28,7 +28,7 @@ import (
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Run runs withlock with options Check has accepted for d, on d's backend.
@@ -48,7 +48,7 @@ func Run(o *Options, sigs chan os.Signal, d Driver) int { return runWith(o, sigs
 // runWith is Run with its messages written to w (nil: stderr).
 func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
 	b, _ := LookupBackend(d.Name())
-	r := &run{o: o, backend: b.Name, out: &tui.Printer{Prog: b.Binary, W: w, Quiet: o.Quiet, Verbose: o.Verbose}}
+	r := &run{o: o, backend: b.Name, out: &safetext.Printer{Prog: b.Binary, W: w, Quiet: o.Quiet, Verbose: o.Verbose}}
 	if o.Version {
 		fmt.Println("withlock", buildinfo.String())
 		return 0
@@ -162,7 +162,7 @@ func (h holding) String() string { return h.conn.Holding(h.held) }
 type run struct {
 	o       *Options
 	backend string // its name, for messages
-	out     *tui.Printer
+	out     *safetext.Printer
 	lost    bool // the lease was lost while the command ran
 }
 
@@ -191,7 +191,7 @@ func (r *run) fail(conn Conn, err error) int {
 
 // notHeld ends a run whose locks could not be taken: busy is the skip code
 // (saying who holds what to a person at a terminal, or with -v: see
-// tui.Printer), anything else a failure.
+// safetext.Printer), anything else a failure.
 func (r *run) notHeld(conn Conn, err error) int {
 	be, ok := errors.AsType[lockset.BusyError](err)
 	if !ok {

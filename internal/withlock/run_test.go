@@ -258,7 +258,7 @@ func TestRunUnavailable(t *testing.T) {
 
 // Busy, whatever the backend (lockset.BusyError): the skip code, the
 // holders looked up only for a message that is shown — with -v here,
-// where the messages go to a buffer, not a terminal (tui.Printer); never
+// where the messages go to a buffer, not a terminal (safetext.Printer); never
 // with -q.
 func TestRunBusy(t *testing.T) {
 	for _, c := range []struct{ quiet, verbose, said bool }{

@@ -18,7 +18,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/etcdpause"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // onceHost is one "host" of the once_per tests: its own state dir and
@@ -58,7 +58,7 @@ func (h *onceHost) run(t *testing.T, name string, at time.Time, dir string) int 
 echo "$3 $4" >> "$1/runs-$2"; sleep 0.05; rmdir "$1/running-$2"`
 	return gate.Run(gate.Invocation{
 		Gate: name, Argv: []string{"sh", "-c", script, "sh", dir, name, p.Start.UTC().Format("15:04"), h.name},
-		Config: h.cfg, Pauses: h.ps, Out: &tui.Printer{Prog: "cron-gate", W: &errb}, Sigs: make(chan os.Signal),
+		Config: h.cfg, Pauses: h.ps, Out: &safetext.Printer{Prog: "cron-gate", W: &errb}, Sigs: make(chan os.Signal),
 		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); clock = clock.Add(time.Millisecond); return clock },
 	})
 }

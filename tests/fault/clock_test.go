@@ -14,7 +14,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/gateconf"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // The wall clock cannot be moved safely on a test machine, so clock jumps
@@ -48,7 +48,7 @@ func runAt(t *testing.T, cfg *gate.Config, name string, at time.Time, argv ...st
 	var out bytes.Buffer
 	clock := at
 	code := gate.Run(gate.Invocation{
-		Gate: name, Argv: argv, Config: cfg, Out: &tui.Printer{Prog: "cron-gate", W: &out},
+		Gate: name, Argv: argv, Config: cfg, Out: &safetext.Printer{Prog: "cron-gate", W: &out},
 		Sigs: make(chan os.Signal),
 		Now:  func() time.Time { clock = clock.Add(time.Millisecond); return clock },
 	})
@@ -99,7 +99,7 @@ func TestClockJumpDuringRun(t *testing.T) {
 	readings := []time.Duration{0, 0, -3 * time.Hour, 5 * time.Hour, 0, 0}
 	i := 0
 	code := gate.Run(gate.Invocation{
-		Gate: "g", Argv: []string{"sh", "-c", "exit 4"}, Config: cfg, Out: &tui.Printer{Prog: "cron-gate", W: &out},
+		Gate: "g", Argv: []string{"sh", "-c", "exit 4"}, Config: cfg, Out: &safetext.Printer{Prog: "cron-gate", W: &out},
 		Sigs: make(chan os.Signal),
 		Now: func() time.Time {
 			d := readings[len(readings)-1]

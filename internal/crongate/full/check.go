@@ -14,7 +14,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/watch"
 )
 
@@ -23,7 +23,7 @@ import (
 // state says so, and the next check tries again); 125 could not check
 // (config, state dir, state file) or could not write the metrics file;
 // 128+N stopped by signal N (what was delivered until then is saved).
-func check(cfg *gate.Config, ps gate.Pauses, c *CheckCmd, out *tui.Printer, sigs <-chan os.Signal) int {
+func check(cfg *gate.Config, ps gate.Pauses, c *CheckCmd, out *safetext.Printer, sigs <-chan os.Signal) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got os.Signal

@@ -15,7 +15,7 @@ import (
 	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/hcping"
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Each command's Run method, called by kong's ctx.Run (or, for a run line
@@ -29,7 +29,7 @@ type env struct {
 	cli     *CLI
 	command []string // after "--", for the run command
 	open    OpenShared
-	out     *tui.Printer
+	out     *safetext.Printer
 	sigs    chan os.Signal
 	closers []func()
 	// ps is the pause stores for every command: this host's, and with

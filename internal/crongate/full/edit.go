@@ -26,8 +26,8 @@ import (
 	"github.com/crongate/crongate/internal/gateconf"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/statefile"
-	"github.com/crongate/crongate/internal/tui"
 )
 
 // EditCmd is `cron-gate edit`.
@@ -49,7 +49,7 @@ func editorCommand() string {
 // editSession is one `cron-gate edit`, with its terminal and signals
 // injectable for tests.
 type editSession struct {
-	out    *tui.Printer
+	out    *safetext.Printer
 	in     *bufio.Reader // the answers to the prompt (the terminal)
 	prompt io.Writer     // where the prompt goes (stderr)
 	sigs   chan os.Signal
@@ -60,7 +60,7 @@ type editSession struct {
 
 // editConfig is `cron-gate edit`: path is --config (or $CRON_GATE_CONFIG),
 // "" for the default.
-func editConfig(path string, out *tui.Printer, sigs chan os.Signal) int {
+func editConfig(path string, out *safetext.Printer, sigs chan os.Signal) int {
 	if _, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS); err != nil {
 		out.Errorf("edit runs an editor and needs a terminal on stdin; nothing was changed")
 		out.Hintf("from a script, write the new config to a file beside it and rename it over the old one (atomically)")

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 const editOrig = `# the config, with a comment that must survive
@@ -38,7 +38,7 @@ func newEditFixture(t *testing.T, answers string, editor func(f *editFixture, fi
 		t.Fatal(err)
 	}
 	f.s = &editSession{
-		out:    &tui.Printer{Prog: "cron-gate", W: &f.stderr},
+		out:    &safetext.Printer{Prog: "cron-gate", W: &f.stderr},
 		in:     bufio.NewReader(strings.NewReader(answers)),
 		prompt: &f.stderr,
 		sigs:   f.sigs,

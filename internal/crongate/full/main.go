@@ -21,8 +21,8 @@ import (
 	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/gateconf"
 	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/sibling"
-	"github.com/crongate/crongate/internal/tui"
 )
 
 // OpenShared opens the shared pause store of a config's [etcd] section; the
@@ -34,7 +34,7 @@ type OpenShared func(cfg *gate.Config) (pauses.Store, func(), error)
 // cron-gate-etcd by exec, with the same arguments.
 func Main(args []string, open OpenShared) int {
 	sigs := runner.Notify()
-	out := &tui.Printer{Prog: "cron-gate"}
+	out := &safetext.Printer{Prog: "cron-gate"}
 	code, done := run(args, open, sigs, out)
 	if done {
 		return code
@@ -67,7 +67,7 @@ func etcdUnchanged(cfg *gate.Config, opened *gate.EtcdConfig) bool {
 }
 
 // run returns done == false when the line must be handed to cron-gate-etcd.
-func run(args []string, open OpenShared, sigs chan os.Signal, out *tui.Printer) (code int, done bool) {
+func run(args []string, open OpenShared, sigs chan os.Signal, out *safetext.Printer) (code int, done bool) {
 	p, err := parse(args, os.Stdout, os.Exit)
 	if err != nil {
 		out.Errorf("%v", err)
@@ -106,7 +106,7 @@ func loadConfig(path, gateName string) (*gate.Config, error) {
 	return gateconf.Load(path, missingOK)
 }
 
-func pause(cfg *gate.Config, ps gate.Pauses, c *PauseCmd, out *tui.Printer) int {
+func pause(cfg *gate.Config, ps gate.Pauses, c *PauseCmd, out *safetext.Printer) int {
 	if err := gate.CheckName(c.Name); err != nil {
 		out.Errorf("%v", err)
 		return runner.ExitFailure
@@ -144,7 +144,7 @@ func pause(cfg *gate.Config, ps gate.Pauses, c *PauseCmd, out *tui.Printer) int 
 }
 
 // resume is force-resume: it also lifts a pause set in the config.
-func resume(cfg *gate.Config, ps gate.Pauses, name string, out *tui.Printer) int {
+func resume(cfg *gate.Config, ps gate.Pauses, name string, out *safetext.Printer) int {
 	r, err := Resume(cfg, ps, gateconf.SetPaused, name, true)
 	if err != nil {
 		out.Errorf("%v", err)
@@ -160,7 +160,7 @@ func resume(cfg *gate.Config, ps gate.Pauses, name string, out *tui.Printer) int
 	return 0
 }
 
-func status(cfg *gate.Config, ps gate.Pauses, c *StatusCmd, out *tui.Printer) int {
+func status(cfg *gate.Config, ps gate.Pauses, c *StatusCmd, out *safetext.Printer) int {
 	var names []string
 	if c.Name != "" {
 		if err := gate.CheckName(c.Name); err != nil {

@@ -8,14 +8,14 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/watch"
 )
 
 // metrics is `cron-gate metrics`: the Prometheus text exposition of every
 // gate's status and of the watchdog's last check, on stdout. It only
 // reads.
-func metrics(cfg *gate.Config, ps gate.Pauses, out *tui.Printer) int {
+func metrics(cfg *gate.Config, ps gate.Pauses, out *safetext.Printer) int {
 	rep, err := gate.Status(cfg, ps, time.Now())
 	if err != nil {
 		out.Errorf("%v", err)

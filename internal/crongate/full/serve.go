@@ -19,14 +19,14 @@ import (
 	"github.com/crongate/crongate/internal/gateconf"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/watch"
 )
 
 // serve is `cron-gate serve` (docs/dashboard.md, "cron-gate serve"). It runs until
 // SIGTERM or SIGINT, then stops gracefully and exits 0; 125 when it cannot
 // start (address in use, no token off loopback, bad config).
-func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *tui.Printer, sigs <-chan os.Signal) int {
+func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *safetext.Printer, sigs <-chan os.Signal) int {
 	listen := c.Listen
 	if listen == "" {
 		listen = cfg.Serve.Listen

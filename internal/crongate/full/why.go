@@ -22,7 +22,7 @@ import (
 	"github.com/crongate/crongate/internal/cronexpr"
 	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/watch"
 )
 
@@ -87,7 +87,7 @@ type NextTry struct {
 	JitterMS int64 `json:"jitter_ms,omitempty"`
 }
 
-func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *tui.Printer, now time.Time) int {
+func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *safetext.Printer, now time.Time) int {
 	if err := gate.CheckName(c.Name); err != nil {
 		out.Errorf("%v", err)
 		return runner.ExitFailure

@@ -21,7 +21,7 @@ import (
 	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/tui"
+	"github.com/crongate/crongate/internal/safetext"
 	wc "github.com/crongate/crongate/internal/withlock"
 )
 
@@ -63,7 +63,7 @@ func Serve(p Program, d wc.Driver, args []string) int {
 		err = Parse(p, args, &o, os.Stdout, os.Exit, func(found bool) error { return o.Check(found, d) })
 	}
 	if err != nil {
-		out := &tui.Printer{Prog: p.Name}
+		out := &safetext.Printer{Prog: p.Name}
 		out.Errorf("%v", err)
 		out.Hintf("%s", wc.SeeHelp(d))
 		return runner.ExitFailure

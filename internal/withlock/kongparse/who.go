@@ -18,7 +18,6 @@ import (
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
-	"github.com/crongate/crongate/internal/tui"
 	wc "github.com/crongate/crongate/internal/withlock"
 )
 
@@ -85,7 +84,7 @@ func newWhoKong(p Program, c *whoCLI, stdout io.Writer, exit func(int)) (*kong.K
 // "--" is its command, not looked at.
 func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 	// Long: parse, resolve and print for both output forms, as one subcommand's file.
-	out := &tui.Printer{Prog: p.Name}
+	out := &safetext.Printer{Prog: p.Name}
 	var c whoCLI
 	args, command, found := runner.SplitCommand(args)
 	err := func() error {

@@ -1,12 +1,13 @@
 //go:build linux
 
-// Package tui states the output rule of both binaries once: everything for
+package safetext
+
+// Printer states the output rule of both binaries once: everything for
 // humans goes to stderr, one line per message, prefixed with the program's
 // name, lower case, no trailing period; a "hint:" line where the fix is not
 // obvious. Stdout belongs to the command (and to status output). Every
-// message is neutralised (safetext.Line): no control or bidirectional
+// message is neutralised (Line): no control or bidirectional
 // character in a path, a reason or a command line reaches the terminal.
-package tui
 
 import (
 	"fmt"
@@ -14,8 +15,6 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Printer writes prefixed messages.
@@ -45,8 +44,8 @@ func (p *Printer) line(format string, args ...any) {
 	// One message, one line, and nothing in it that a terminal acts on: a
 	// path, command line, pause reason or holder with a newline, an escape
 	// sequence or a bidi override in it must not forge a second message,
-	// recolour or reorder the line (safetext.Line escapes them).
-	s := safetext.Line(fmt.Sprintf(format, args...))
+	// recolour or reorder the line (Line escapes them).
+	s := Line(fmt.Sprintf(format, args...))
 	fmt.Fprintf(p.out(), "%s: %s\n", p.Prog, s)
 }
 
