@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/crongate/crongate/internal/cfgtext"
 	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // DefaultConfigPath is the configuration file read when none is named.
@@ -327,7 +327,7 @@ func (c *Config) validateRun() error {
 		return c.bad("", key, msg)
 	}
 	if c.Gates == nil {
-		return fmt.Errorf("%s: Gates is nil; use an empty map", cfgtext.Where(c.Path, 0))
+		return fmt.Errorf("%s: Gates is nil; use an empty map", safetext.Where(c.Path, 0))
 	}
 	names := make([]string, 0, len(c.Gates))
 	for name := range c.Gates {
@@ -335,7 +335,7 @@ func (c *Config) validateRun() error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		g, k := c.Gates[name], cfgtext.Key("gates", name)
+		g, k := c.Gates[name], safetext.TOMLKey("gates", name)
 		switch err := CheckName(name); {
 		case err != nil:
 			return c.bad(k, "", err.Error())
@@ -362,7 +362,7 @@ func (c *Config) bad(table, key, msg string) error {
 		}
 		table += key
 	}
-	return fmt.Errorf("%s: %s: %s", cfgtext.Where(c.Path, 0), table, msg)
+	return fmt.Errorf("%s: %s: %s", safetext.Where(c.Path, 0), table, msg)
 }
 
 // Gate returns the configuration of the named gate: the declared one, or,

@@ -46,8 +46,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/crongate/crongate/internal/cfgtext"
 	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // The settling rule's constants; variables, with the clock, only so that
@@ -155,7 +155,7 @@ type configRead struct {
 }
 
 func readConfigStable(path string, missingOK bool, flags int, trusted FileVersion) ([]byte, FileVersion, error) {
-	where := cfgtext.Where(path, 0)
+	where := safetext.Where(path, 0)
 	deadline := configNow().Add(configSettleMax)
 	var prev *configRead
 	for {
@@ -296,13 +296,13 @@ func configOpenError(where string, err error, flags int) error {
 	case errors.As(err, &step) && step.step == "size":
 		return fmt.Errorf("%s: is larger than %d bytes; is this the right file?", where, MaxConfigBytes)
 	case errors.As(err, &step):
-		return fmt.Errorf("%s: cannot %s: %s", where, step.step, cfgtext.OneLine(step.err.Error()))
+		return fmt.Errorf("%s: cannot %s: %s", where, step.step, safetext.Line(step.err.Error()))
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%s: permission denied; run as a user who can read it, or fix its permissions", where)
 	case err == unix.ELOOP && flags&unix.O_NOFOLLOW != 0:
 		return fmt.Errorf("%s: became a symlink while cron-gate read it; try again", where)
 	}
-	return fmt.Errorf("%s: cannot open: %s", where, cfgtext.OneLine(err.Error()))
+	return fmt.Errorf("%s: cannot open: %s", where, safetext.Line(err.Error()))
 }
 
 func configMissing(where, path string, missingOK bool) error {
@@ -311,7 +311,7 @@ func configMissing(where, path string, missingOK bool) error {
 		buf := make([]byte, 4096)
 		n, _ := unix.Readlink(path, buf)
 		return fmt.Errorf("%s: is a symlink to %s, which does not exist; fix or remove the symlink",
-			where, cfgtext.QuotePath(string(buf[:max(n, 0)])))
+			where, safetext.QuotePath(string(buf[:max(n, 0)])))
 	}
 	if missingOK {
 		return nil

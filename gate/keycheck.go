@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crongate/crongate/internal/cfgtext"
 	"github.com/crongate/crongate/internal/etcdendpoint"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // checkAbs returns why s is not an acceptable absolute path, or "".
@@ -21,9 +21,9 @@ func checkAbs(s string) string {
 	case s == "":
 		return "is empty; write an absolute path starting with /"
 	case strings.IndexByte(s, 0) >= 0:
-		return cfgtext.ShortQuote(s) + " contains a NUL byte; write a real path"
+		return safetext.Quote(s) + " contains a NUL byte; write a real path"
 	case !filepath.IsAbs(s):
-		return cfgtext.ShortQuote(s) + " is not an absolute path; write the full path starting with /"
+		return safetext.Quote(s) + " is not an absolute path; write the full path starting with /"
 	}
 	return ""
 }
@@ -35,13 +35,13 @@ func checkURL(s string) string {
 	case s == "":
 		return "is empty; write a URL like \"https://hc-ping.com/UUID\""
 	case err != nil || strings.ContainsAny(s, " \t\r\n\x00"):
-		return cfgtext.ShortQuote(s) + " is not a URL"
+		return safetext.Quote(s) + " is not a URL"
 	case u.Scheme != "http" && u.Scheme != "https":
-		return cfgtext.ShortQuote(s) + " is not an http:// or https:// URL"
+		return safetext.Quote(s) + " is not an http:// or https:// URL"
 	case u.Host == "" || u.Hostname() == "":
-		return cfgtext.ShortQuote(s) + " has no host"
+		return safetext.Quote(s) + " has no host"
 	case u.Fragment != "" || strings.Contains(s, "#"):
-		return cfgtext.ShortQuote(s) + " has a #fragment; remove it"
+		return safetext.Quote(s) + " has a #fragment; remove it"
 	}
 	return ""
 }
@@ -60,19 +60,19 @@ func checkUnit(s string) string {
 		return "is empty; name a unit like \"blog-autopush.timer\""
 	}
 	if len(s) > 256 {
-		return cfgtext.ShortQuote(s) + " is too long for a unit name"
+		return safetext.Quote(s) + " is too long for a unit name"
 	}
 	if s[0] == '-' {
-		return cfgtext.ShortQuote(s) + " starts with '-'"
+		return safetext.Quote(s) + " starts with '-'"
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(":_.@-\\", c) >= 0) {
-			return cfgtext.ShortQuote(s) + " is not a systemd unit name"
+			return safetext.Quote(s) + " is not a systemd unit name"
 		}
 	}
 	if i := strings.LastIndexByte(s, '.'); i <= 0 || i == len(s)-1 {
-		return cfgtext.ShortQuote(s) + " has no unit type; write the full name, e.g. \"" + s + ".timer\""
+		return safetext.Quote(s) + " has no unit type; write the full name, e.g. \"" + s + ".timer\""
 	}
 	return ""
 }

@@ -25,8 +25,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crongate/crongate/internal/cfgtext"
 	dur "github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Kind is the type of a key's value in the file, and what the decoder
@@ -200,7 +200,7 @@ func (tb *Table[T]) Names() []string {
 // list of known names. full is the key as written in messages.
 func (tb *Table[T]) Unknown(full, k string) string {
 	msg := "unknown key " + full
-	if s := cfgtext.Closest(k, tb.Names()); s != "" {
+	if s := safetext.Closest(k, tb.Names()); s != "" {
 		return msg + "; did you mean " + s + "?"
 	}
 	return msg + "; the keys allowed here are " + strings.Join(tb.Names(), ", ")
@@ -337,10 +337,10 @@ func (s *Spec) text(v Value) string {
 		return strconv.FormatInt(v.N, 10)
 	case KindDuration:
 		if v.S == "" { // built in code: not written as text
-			return cfgtext.ShortQuote(v.D.String())
+			return safetext.Quote(v.D.String())
 		}
 	}
-	return cfgtext.ShortQuote(v.S)
+	return safetext.Quote(v.S)
 }
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
@@ -373,7 +373,7 @@ func eitherOr(list []string) string {
 // enum refuses a value that is not one of Values.
 func enum(s *Spec, v Value) string {
 	if !oneOf(v.S, s.Values) {
-		return cfgtext.ShortQuote(v.S) + " is not " + eitherOr(s.Values)
+		return safetext.Quote(v.S) + " is not " + eitherOr(s.Values)
 	}
 	return ""
 }

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crongate/crongate/internal/cfgtext"
 	"github.com/crongate/crongate/internal/etcdendpoint"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // TopTable is the top level of the config file. Its table-valued keys
@@ -283,7 +283,7 @@ var NotifyTable = Table[NotifyConfig]{
 
 func notifyTypeCheck(s *Spec, v Value) string {
 	if !oneOf(v.S, s.Values) {
-		return cfgtext.ShortQuote(v.S) + " is not a notifier type; use " + eitherOr(s.Values)
+		return safetext.Quote(v.S) + " is not a notifier type; use " + eitherOr(s.Values)
 	}
 	return ""
 }
@@ -311,14 +311,14 @@ const DefaultServeListen = "127.0.0.1:8371"
 
 func listenCheck(s *Spec, v Value) string {
 	if port, ok := splitPort(v.S); !ok || port == "" {
-		return cfgtext.ShortQuote(v.S) + " is not host:port (e.g. " + s.Example + ")"
+		return safetext.Quote(v.S) + " is not host:port (e.g. " + s.Example + ")"
 	}
 	return ""
 }
 
 func zoneCheck(s *Spec, v Value) string {
 	if _, err := time.LoadLocation(v.S); err != nil || v.S == "" {
-		return cfgtext.ShortQuote(v.S) + " is not a time zone name (e.g. " + s.Example + `, "UTC")`
+		return safetext.Quote(v.S) + " is not a time zone name (e.g. " + s.Example + `, "UTC")`
 	}
 	return ""
 }
@@ -420,7 +420,7 @@ var EtcdTable = Table[EtcdConfig]{
 // etcdUserCheck refuses a user name etcd cannot have.
 func etcdUserCheck(s *Spec, v Value) string {
 	if v.S == "" || strings.ContainsAny(v.S, ":\x00\n") {
-		return cfgtext.ShortQuote(v.S) + " is not an etcd user name (no colon, e.g. " + s.Example + ")"
+		return safetext.Quote(v.S) + " is not an etcd user name (no colon, e.g. " + s.Example + ")"
 	}
 	return ""
 }

@@ -4,7 +4,8 @@ package gate
 
 import (
 	"fmt"
-	"github.com/crongate/crongate/internal/cfgtext"
+
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // MaxNameLen is the longest gate name CheckName accepts, in bytes.
@@ -36,7 +37,7 @@ func CheckName(name string) error {
 		return fmt.Errorf("gate name is empty; give the gate a name like %q", "backup")
 	}
 	if len(name) > MaxNameLen {
-		return fmt.Errorf("gate name %s is %d bytes long; use at most %d", cfgtext.ShortQuote(name), len(name), MaxNameLen)
+		return fmt.Errorf("gate name %s is %d bytes long; use at most %d", safetext.Quote(name), len(name), MaxNameLen)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]

@@ -34,8 +34,8 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/cfgtext"
 	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/lockfile"
 
 	"golang.org/x/sys/unix"
@@ -96,7 +96,7 @@ import (
 // Errors are single lines that start with "config PATH" (or "lock file
 // PATH" for the lock) and say what to do.
 func SetPaused(path, name string, paused bool, lockPath string) error {
-	where := cfgtext.Where(path, 0)
+	where := safetext.Where(path, 0)
 	if err := gate.CheckName(name); err != nil {
 		return fmt.Errorf("%s: %s", where, err)
 	}
@@ -124,13 +124,13 @@ func SetPaused(path, name string, paused bool, lockPath string) error {
 var errEditRaced = errors.New("config changed during the edit")
 
 func setPausedLocked(path, name string, paused bool, lock *configLock) error {
-	where := cfgtext.Where(path, 0)
+	where := safetext.Where(path, 0)
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%s: file does not exist; create it (cron-gate only edits an existing config)", where)
 		}
-		return fmt.Errorf("%s: cannot resolve the path: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
+		return fmt.Errorf("%s: cannot resolve the path: %s", where, safetext.Line(safeopen.Cause(err).Error()))
 	}
 	data, st, err := gate.ReadConfigVersion(target, lock.trusted())
 	if err != nil {
@@ -160,12 +160,12 @@ func editPaused(path string, data []byte, cfg *gate.Config, name string, paused 
 	sc, err := editScan(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cron-gate cannot follow this line well enough to edit the file safely (%s); edit it by hand",
-			cfgtext.Where(path, err.line), err.msg)
+			safetext.Where(path, err.line), err.msg)
 	}
 	gateKey := []string{"gates", name}
 	byHand := func(line int, form string) error {
 		return fmt.Errorf("%s: the paused setting of gate %s is written as %s, which cron-gate cannot edit safely; edit it by hand, or write it as paused = true|false in a [%s] table",
-			cfgtext.Where(path, line), name, form, cfgtext.Key(gateKey...))
+			safetext.Where(path, line), name, form, safetext.TOMLKey(gateKey...))
 	}
 
 	if g := cfg.Gates[name]; g != nil && g.PausedLine > 0 {
@@ -179,7 +179,7 @@ func editPaused(path string, data []byte, cfg *gate.Config, name string, paused 
 		case !editKeyEq(full, append(slices0(gateKey), "paused")):
 			return nil, byHand(g.PausedLine, "an inline table")
 		case len(st.key) != 1:
-			return nil, byHand(g.PausedLine, "a dotted key ("+cfgtext.Key(st.key...)+")")
+			return nil, byHand(g.PausedLine, "a dotted key ("+safetext.TOMLKey(st.key...)+")")
 		case sc.headerOf(st) == nil || sc.headerOf(st).kind != stmtTable:
 			return nil, byHand(g.PausedLine, "part of an array of tables")
 		case !st.simpleBool:
@@ -203,7 +203,7 @@ func editPaused(path string, data []byte, cfg *gate.Config, name string, paused 
 		st := &sc.stmts[i]
 		if (st.kind == stmtTable || st.kind == stmtArrayTable) && editKeyEq(st.key, gateKey) {
 			if st.kind == stmtArrayTable {
-				return nil, byHand(st.line, "an array of tables [["+cfgtext.Key(gateKey...)+"]]")
+				return nil, byHand(st.line, "an array of tables [["+safetext.TOMLKey(gateKey...)+"]]")
 			}
 			header = st
 			break
@@ -238,14 +238,14 @@ func editPaused(path string, data []byte, cfg *gate.Config, name string, paused 
 		if len(full) >= 2 && editKeyEq(full[:2], gateKey) {
 			form := "an inline table"
 			if len(full) > 2 {
-				form = "dotted keys (" + cfgtext.Key(st.key...) + ")"
+				form = "dotted keys (" + safetext.TOMLKey(st.key...) + ")"
 			}
 			return nil, fmt.Errorf("%s: gate %s is declared as %s, which cron-gate cannot edit safely; add paused = true to it by hand",
-				cfgtext.Where(path, st.line), name, form)
+				safetext.Where(path, st.line), name, form)
 		}
 		if len(full) == 1 && full[0] == "gates" {
 			return nil, fmt.Errorf("%s: gates is written as an inline table, which cron-gate cannot edit safely; add the gate with paused = true by hand",
-				cfgtext.Where(path, st.line))
+				safetext.Where(path, st.line))
 		}
 	}
 	var b bytes.Buffer
@@ -256,7 +256,7 @@ func editPaused(path string, data []byte, cfg *gate.Config, name string, paused 
 		}
 		b.WriteString(sc.eol)
 	}
-	b.WriteString("[" + cfgtext.Key(gateKey...) + "]" + sc.eol)
+	b.WriteString("[" + safetext.TOMLKey(gateKey...) + "]" + sc.eol)
 	b.WriteString("paused = true" + sc.eol)
 	return b.Bytes(), nil
 }
@@ -285,11 +285,11 @@ func editVerify(path string, out []byte, cfg *gate.Config, name string, paused b
 	got, err := Parse(path, out)
 	if err != nil {
 		return fmt.Errorf("%s: the edit would make the file invalid (%s); nothing was changed, edit it by hand",
-			cfgtext.Where(path, 0), err)
+			safetext.Where(path, 0), err)
 	}
 	if g := got.Gates[name]; g == nil || g.Paused != paused || paused && g.PausedLine == 0 {
 		return fmt.Errorf("%s: the edit did not set paused = %t for gate %s; nothing was changed, edit it by hand",
-			cfgtext.Where(path, 0), paused, name)
+			safetext.Where(path, 0), paused, name)
 	}
 	want := editNormal(cfg)
 	if g := want.Gates[name]; g != nil {
@@ -299,7 +299,7 @@ func editVerify(path string, out []byte, cfg *gate.Config, name string, paused b
 	}
 	if !reflect.DeepEqual(editNormal(got), want) {
 		return fmt.Errorf("%s: the edit would have changed more than paused of gate %s; nothing was changed, edit it by hand",
-			cfgtext.Where(path, 0), name)
+			safetext.Where(path, 0), name)
 	}
 	return nil
 }
@@ -336,13 +336,13 @@ var errEditLockBusy = errors.New("held by another edit of the config")
 // descriptor without following a symlink or blocking, and must be a
 // regular file. Its release method releases it.
 func editLock(lockPath string, wait time.Duration) (*configLock, error) {
-	where := "lock file " + cfgtext.QuotePath(lockPath)
+	where := "lock file " + safetext.QuotePath(lockPath)
 	d, err := safeopen.OpenDir(filepath.Dir(lockPath), safeopen.DirOptions{What: "state dir"})
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: its directory does not exist; create the state directory first", where)
 		}
-		return nil, fmt.Errorf("%s: %s", where, cfgtext.OneLine(err.Error()))
+		return nil, fmt.Errorf("%s: %s", where, safetext.Line(err.Error()))
 	}
 	f, err := d.OpenFile(filepath.Base(lockPath), unix.O_CREAT|unix.O_RDWR, 0o600)
 	d.Close()
@@ -354,13 +354,13 @@ func editLock(lockPath string, wait time.Duration) (*configLock, error) {
 		case errors.Is(err, fs.ErrPermission):
 			return nil, fmt.Errorf("%s: permission denied; run as the user that owns the state directory", where)
 		}
-		return nil, fmt.Errorf("%s: cannot open: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
+		return nil, fmt.Errorf("%s: cannot open: %s", where, safetext.Line(safeopen.Cause(err).Error()))
 	}
 	// Nobody else may hold it (flock works on a read-only descriptor):
 	// ours and 0600, checked on what was opened.
 	if err := lockfile.MakePrivate(f, lockPath); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s", cfgtext.OneLine(err.Error()))
+		return nil, fmt.Errorf("%s", safetext.Line(err.Error()))
 	}
 	fd := int(f.Fd())
 	// Polled rather than blocking, so that the wait is bounded: the
@@ -382,7 +382,7 @@ func editLock(lockPath string, wait time.Duration) (*configLock, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: cannot lock: %s", where, cfgtext.OneLine(err.Error()))
+		return nil, fmt.Errorf("%s: cannot lock: %s", where, safetext.Line(err.Error()))
 	}
 	return &configLock{f: f}, nil
 }
@@ -431,9 +431,9 @@ func editReplace(where, target string, orig, data []byte, v gate.FileVersion, lo
 	tmp, err := os.CreateTemp(dir, "."+base+".cron-gate-*")
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
-			return fmt.Errorf("%s: cannot create a file in %s (permission denied); run as a user who can write there", where, cfgtext.QuotePath(dir))
+			return fmt.Errorf("%s: cannot create a file in %s (permission denied); run as a user who can write there", where, safetext.QuotePath(dir))
 		}
-		return fmt.Errorf("%s: cannot create a temporary file: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
+		return fmt.Errorf("%s: cannot create a temporary file: %s", where, safetext.Line(safeopen.Cause(err).Error()))
 	}
 	tmpName := tmp.Name()
 	defer func() {
@@ -444,7 +444,7 @@ func editReplace(where, target string, orig, data []byte, v gate.FileVersion, lo
 	}()
 	fail := func(what string, e error) error {
 		return fmt.Errorf("%s: cannot %s the temporary file %s: %s; the config was not changed",
-			where, what, cfgtext.QuotePath(tmpName), cfgtext.OneLine(safeopen.Cause(e).Error()))
+			where, what, safetext.QuotePath(tmpName), safetext.Line(safeopen.Cause(e).Error()))
 	}
 	// Owner first: chown may clear set-id bits, which the chmod restores.
 	// Only root (or the owner, for its own groups) may do it; otherwise the
@@ -488,7 +488,7 @@ func editReplace(where, target string, orig, data []byte, v gate.FileVersion, lo
 	}
 	if err := os.Rename(tmpName, target); err != nil {
 		return fmt.Errorf("%s: cannot replace %s: %s; the config was not changed",
-			where, cfgtext.QuotePath(target), cfgtext.OneLine(safeopen.Cause(err).Error()))
+			where, safetext.QuotePath(target), safetext.Line(safeopen.Cause(err).Error()))
 	}
 	if now, ok := gate.WrittenVersion(target, gate.VersionOf(&written)); ok {
 		lock.record(now)
@@ -503,7 +503,7 @@ func editReplace(where, target string, orig, data []byte, v gate.FileVersion, lo
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: changed, but cannot fsync its directory %s: %s; check the file system",
-			where, cfgtext.QuotePath(dir), cfgtext.OneLine(safeopen.Cause(err).Error()))
+			where, safetext.QuotePath(dir), safetext.Line(safeopen.Cause(err).Error()))
 		return err
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/safetext"
 
 	"golang.org/x/sys/unix"
 )
@@ -617,7 +617,7 @@ func TestEditPausedRandom(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				name = fmt.Sprintf("g.%d", i)
 			}
-			q := cfgtext.Key(name)
+			q := safetext.TOMLKey(name)
 			if rng.IntN(4) == 0 {
 				line(pick("", "# about "+name, "   # indented comment [gates.zz]"))
 			}

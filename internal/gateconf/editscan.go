@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // The statement scanner behind SetPaused (edit.go, step 2): it splits a
@@ -251,9 +251,9 @@ func (s *editLexer) key() ([]string, *editScanErr) {
 				return nil, err
 			}
 			part = str
-		case cfgtext.IsBare(string(c)):
+		case safetext.IsBareKey(string(c)):
 			start := s.pos
-			for s.pos < len(s.data) && cfgtext.IsBare(string(s.data[s.pos])) {
+			for s.pos < len(s.data) && safetext.IsBareKey(string(s.data[s.pos])) {
 				s.pos++
 			}
 			part = string(s.data[start:s.pos])

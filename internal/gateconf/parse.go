@@ -50,8 +50,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/cfgtext"
 	"github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Load reads and validates the config at path.
@@ -100,7 +100,7 @@ func Parse(path string, data []byte) (cfg *gate.Config, err error) {
 		if r := recover(); r != nil {
 			cfg = nil
 			err = fmt.Errorf("%s: the TOML library failed on this file (%s); please report this, with the file",
-				cfgtext.Where(path, 0), cfgtext.OneLine(fmt.Sprint(r)))
+				safetext.Where(path, 0), safetext.Line(fmt.Sprint(r)))
 		}
 	}()
 	var top map[string]toml.Primitive
@@ -109,9 +109,9 @@ func Parse(path string, data []byte) (cfg *gate.Config, err error) {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("%s: %s (TOML syntax error; fix that line)",
-				cfgtext.Where(path, cfgSyntaxLine(data, pe.Position)), cfgtext.OneLine(pe.Message))
+				safetext.Where(path, cfgSyntaxLine(data, pe.Position)), safetext.Line(pe.Message))
 		}
-		return nil, fmt.Errorf("%s: %s", cfgtext.Where(path, 0), cfgtext.OneLine(strings.TrimPrefix(err.Error(), "toml: ")))
+		return nil, fmt.Errorf("%s: %s", safetext.Where(path, 0), safetext.Line(strings.TrimPrefix(err.Error(), "toml: ")))
 	}
 	p := &cfgParser{path: path, md: &md, data: data}
 	cfg = gate.DefaultConfig()
@@ -184,7 +184,7 @@ func (p *cfgParser) err() error {
 		return a < b
 	})
 	first := p.probs[0]
-	msg := cfgtext.Where(p.path, first.line) + ": " + cfgtext.OneLine(first.msg)
+	msg := safetext.Where(p.path, first.line) + ": " + safetext.Line(first.msg)
 	switch n := len(p.probs) - 1; n {
 	case 0:
 	case 1:
@@ -319,9 +319,9 @@ func decodeTable[T any](p *cfgParser, tb *gate.Table[T], keys map[string]toml.Pr
 	name string, lines keyLines, sub func(k string, prim toml.Primitive)) {
 	full := func(k string) string {
 		if name == "" {
-			return cfgtext.Key(k)
+			return safetext.TOMLKey(k)
 		}
-		return name + "." + cfgtext.Key(k)
+		return name + "." + safetext.TOMLKey(k)
 	}
 	for _, k := range cfgSortedKeys(keys) {
 		key := tb.Key(k)
@@ -399,7 +399,7 @@ func (p *cfgParser) decodeValue(prim toml.Primitive, s *gate.Spec, key string, l
 		}
 		d, err := duration.Parse(str)
 		if err != nil {
-			return bad("%s: %s is not a duration (e.g. %s, or 3d for days)", key, cfgtext.ShortQuote(str), s.Example)
+			return bad("%s: %s is not a duration (e.g. %s, or 3d for days)", key, safetext.Quote(str), s.Example)
 		}
 		return gate.Value{S: str, D: d}, true
 	case gate.KindPaths, gate.KindURLs, gate.KindArgv:
@@ -444,7 +444,7 @@ func (p *cfgParser) top(cfg *gate.Config, top map[string]toml.Primitive) {
 		case "etcd":
 			subTable(p, prim, &gate.EtcdTable, &cfg.Etcd)
 		default: // a table added to gate.TopTable without a decoder here (TestConfigTablesDecoded)
-			p.addf(p.lineOfDeep(prim), "%s: cron-gate cannot decode this table; please report this", cfgtext.Key(k))
+			p.addf(p.lineOfDeep(prim), "%s: cron-gate cannot decode this table; please report this", safetext.TOMLKey(k))
 		}
 	})
 }
@@ -465,7 +465,7 @@ func (p *cfgParser) gates(cfg *gate.Config, prim toml.Primitive) {
 	}
 	for _, name := range cfgSortedKeys(gates) {
 		gprim := gates[name]
-		gk := cfgtext.Key("gates", name)
+		gk := safetext.TOMLKey("gates", name)
 		if err := gate.CheckName(name); err != nil {
 			p.addf(p.lineOfDeep(gprim), "%s: %s", gk, err)
 			continue
@@ -602,7 +602,7 @@ func (p *cfgParser) eachLine(fn func(n int, line string) bool) {
 func cfgDescribe(v any) string {
 	switch v := v.(type) {
 	case string:
-		return "a string (" + cfgtext.ShortQuote(v) + ")"
+		return "a string (" + safetext.Quote(v) + ")"
 	case int64:
 		return "an integer (" + strconv.FormatInt(v, 10) + ")"
 	case float64:

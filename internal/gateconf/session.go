@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/cfgtext"
 	"github.com/crongate/crongate/internal/safeopen"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // sessionLockWait bounds BeginEdit's wait for the config lock: a SetPaused
@@ -48,7 +48,7 @@ type EditSession struct {
 // config need not be valid: an edit is how a broken one is fixed. The file
 // must exist. Call Close when done.
 func BeginEdit(path, lockPath string) (*EditSession, error) {
-	where := cfgtext.Where(path, 0)
+	where := safetext.Where(path, 0)
 	lock, err := editLock(lockPath, sessionLockWait)
 	if err != nil {
 		if errors.Is(err, errEditLockBusy) {
@@ -62,7 +62,7 @@ func BeginEdit(path, lockPath string) (*EditSession, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: file does not exist; create it first (cron-gate edit only edits an existing config)", where)
 		}
-		return nil, fmt.Errorf("%s: cannot resolve the path: %s", where, cfgtext.OneLine(safeopen.Cause(err).Error()))
+		return nil, fmt.Errorf("%s: cannot resolve the path: %s", where, safetext.Line(safeopen.Cause(err).Error()))
 	}
 	data, v, err := gate.ReadConfigVersion(target, lock.trusted())
 	if err != nil {
@@ -90,7 +90,7 @@ func (s *EditSession) Save(data []byte) error {
 	if err := s.Check(data); err != nil {
 		return err
 	}
-	where := cfgtext.Where(s.Path, 0)
+	where := safetext.Where(s.Path, 0)
 	err := editReplace(where, s.Target, s.Orig, data, s.v, s.lock)
 	if errors.Is(err, errEditRaced) {
 		return fmt.Errorf("%s: %w (it was saved without cron-gate edit, which does not wait for the lock); nothing was written", where, ErrConfigChanged)

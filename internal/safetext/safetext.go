@@ -3,8 +3,9 @@
 // text, on a terminal, in a one-line message, in JSON that may be shown raw,
 // or in an alert. It is the one place where both binaries, the watchdog and
 // the dashboard decide which characters are never printed as they are,
-// and (printer.go, Printer) where both binaries' messages go and when a
-// skip is said at all.
+// where both binaries' messages go and when a skip is said at all
+// (printer.go, Printer), and how a config message names its file, line
+// and key (config.go, suggest.go).
 //
 // Unsafe (Unsafe reports it) are the characters that can move, hide,
 // recolour or forge what is printed around them:

@@ -22,7 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/cfgtext"
 	"github.com/crongate/crongate/internal/gateconf"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
@@ -73,7 +72,7 @@ func editConfig(path string, out *safetext.Printer, sigs chan os.Signal) int {
 			cmd := exec.Command("/bin/sh", "-c", ed+` "$@"`, ed, file)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("editor %s failed (%v)", cfgtext.ShortQuote(ed), err)
+				return fmt.Errorf("editor %s failed (%v)", safetext.Quote(ed), err)
 			}
 			return nil
 		},
@@ -100,7 +99,7 @@ func (s *editSession) run(path string) int {
 	// as a run creates it; BeginEdit then walks it again to its lock.
 	sd, err := statefile.OpenDir(stateDir)
 	if err != nil {
-		s.out.Errorf("%s", cfgtext.OneLine(err.Error()))
+		s.out.Errorf("%s", safetext.Line(err.Error()))
 		return runner.ExitFailure
 	}
 	sd.Close()
@@ -110,7 +109,7 @@ func (s *editSession) run(path string) int {
 		return runner.ExitFailure
 	}
 	defer sess.Close()
-	where := cfgtext.Where(path, 0)
+	where := safetext.Where(path, 0)
 
 	// A private copy: a directory only this user can enter, the file 0600
 	// under the config's own name (editors pick their syntax by it).
@@ -130,12 +129,12 @@ func (s *editSession) run(path string) int {
 	}()
 	file := filepath.Join(dir, filepath.Base(sess.Target))
 	if err := writeNew(file, sess.Orig); err != nil {
-		s.out.Errorf("%s: cannot write the copy %s: %v", where, cfgtext.QuotePath(file), err)
+		s.out.Errorf("%s: cannot write the copy %s: %v", where, safetext.QuotePath(file), err)
 		return runner.ExitFailure
 	}
 	kept := func() {
 		keep = true
-		s.out.Errorf("your edit is kept in %s", cfgtext.QuotePath(file))
+		s.out.Errorf("your edit is kept in %s", safetext.QuotePath(file))
 	}
 
 	for {
@@ -152,7 +151,7 @@ func (s *editSession) run(path string) int {
 		}
 		data, err := readCopy(file)
 		if err != nil {
-			s.out.Errorf("%s: not saved: the edited copy %s: %v", where, cfgtext.QuotePath(file), err)
+			s.out.Errorf("%s: not saved: the edited copy %s: %v", where, safetext.QuotePath(file), err)
 			return runner.ExitFailure
 		}
 		if bytes.Equal(data, sess.Orig) {
@@ -165,7 +164,7 @@ func (s *editSession) run(path string) int {
 				s.out.Errorf("%v", err)
 				kept()
 				if errors.Is(err, gateconf.ErrConfigChanged) {
-					s.out.Hintf("compare it with the config (diff %s %s), then run cron-gate edit again", cfgtext.QuotePath(path), cfgtext.QuotePath(file))
+					s.out.Hintf("compare it with the config (diff %s %s), then run cron-gate edit again", safetext.QuotePath(path), safetext.QuotePath(file))
 				}
 				return runner.ExitFailure
 			}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/cfgtext"
+	"github.com/crongate/crongate/internal/safetext"
 )
 
 // Editor sets `paused` of the gate name in the config file at path, in
@@ -203,7 +203,7 @@ type UnknownGateError struct {
 func (e *UnknownGateError) what() string {
 	in := "the config (there is no config file)"
 	if e.Config != "" {
-		in = cfgtext.QuotePath(e.Config)
+		in = safetext.QuotePath(e.Config)
 	}
 	s := fmt.Sprintf("no gate %s is declared in %s or has records", e.Name, in)
 	if e.Suggest != "" {
@@ -262,7 +262,7 @@ func checkKnown(cfg *gate.Config, ps gate.Pauses, name string) error {
 		names = append(names, n)
 	}
 	sort.Strings(names) // ties go to the first name in order
-	return &UnknownGateError{Name: name, Config: cfg.Path, Suggest: cfgtext.Closest(name, names)}
+	return &UnknownGateError{Name: name, Config: cfg.Path, Suggest: safetext.Closest(name, names)}
 }
 
 // pausedNames are the gates with a command-line pause, this host's or

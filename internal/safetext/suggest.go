@@ -1,4 +1,4 @@
-package cfgtext
+package safetext
 
 // This file finds what a mistyped name was meant to be: the "did you
 // mean" of an unknown config key or gate name.

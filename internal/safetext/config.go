@@ -1,40 +1,40 @@
-// Package cfgtext words the config's error messages for every package
-// that writes them (gate, gateconf, the cron-gate commands): the "config
-// PATH line N" prefix, keys written as in a file, and quoting that keeps a
-// message on one line (package safetext does the escaping), and the "did
-// you mean" of a mistyped key or gate name (Closest). The checks of
-// values are not here: they are the table of keys' (gate/keys.go).
-package cfgtext
+package safetext
+
+// The wording of config messages, for every package that writes them
+// (gate, gateconf, the cron-gate commands): the "config PATH line N"
+// prefix (Where), keys written as in a file (TOMLKey), paths quoted only
+// when a message would otherwise not be one unambiguous line (QuotePath),
+// and the "did you mean" of a mistyped key or gate name (Closest,
+// suggest.go). The checks of values are not here: they are the table of
+// keys' (gate/keys.go).
 
 import (
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/crongate/crongate/internal/safetext"
 )
 
-// Key formats a dotted TOML key the way it would be written in a file:
+// TOMLKey formats a dotted TOML key the way it would be written in a file:
 // bare parts as they are, others quoted (with Go escapes, so the result is
 // always one printable line).
-func Key(parts ...string) string {
+func TOMLKey(parts ...string) string {
 	var b strings.Builder
 	for i, s := range parts {
 		if i > 0 {
 			b.WriteByte('.')
 		}
-		if IsBare(s) {
+		if IsBareKey(s) {
 			b.WriteString(s)
 		} else {
-			b.WriteString(ShortQuote(s))
+			b.WriteString(Quote(s))
 		}
 	}
 	return b.String()
 }
 
-// IsBare reports whether s can be written as a bare TOML key.
-func IsBare(s string) bool {
+// IsBareKey reports whether s can be written as a bare TOML key.
+func IsBareKey(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -72,11 +72,3 @@ func QuotePath(path string) string {
 	}
 	return path
 }
-
-// ShortQuote quotes a value in a config message: safetext.Quote (Go
-// escapes, always one printable line, the middle of long strings elided).
-func ShortQuote(s string) string { return safetext.Quote(s) }
-
-// OneLine makes a message from elsewhere (the TOML library, the OS) one
-// line that is safe to print: safetext.Line.
-func OneLine(s string) string { return safetext.Line(s) }

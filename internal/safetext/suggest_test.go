@@ -1,4 +1,4 @@
-package cfgtext
+package safetext
 
 import (
 	"strings"
