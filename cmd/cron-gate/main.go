@@ -21,7 +21,6 @@ import (
 	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
-	"github.com/crongate/crongate/internal/sibling"
 )
 
 func main() {
@@ -39,12 +38,12 @@ func run(args []string) int {
 		return code
 	}
 	out := &safetext.Printer{Prog: "cron-gate"}
-	err := sibling.Exec(to, "cron-gate", args)
+	err := runner.ExecCompanion(to, "cron-gate", args)
 	switch {
-	case errors.Is(err, sibling.ErrNotFound) && to == crongate.EtcdBinary:
+	case errors.Is(err, runner.ErrCompanionNotFound) && to == crongate.EtcdBinary:
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", to)
 		out.Hintf("install the five binaries together: make install, or the .deb (docs/install.md)")
-	case errors.Is(err, sibling.ErrNotFound):
+	case errors.Is(err, runner.ErrCompanionNotFound):
 		out.Errorf("this command line needs %s (subcommands, help, errors, a config not decoded before), which is not installed next to cron-gate or on PATH", to)
 		out.Hintf("install the five binaries together: make install, or the .deb (docs/install.md)")
 	default:

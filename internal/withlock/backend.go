@@ -15,7 +15,6 @@ import (
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
-	"github.com/crongate/crongate/internal/sibling"
 	"github.com/crongate/crongate/lockfile"
 )
 
@@ -343,7 +342,7 @@ func Dispatch(args []string) (code int, done bool) {
 	b, ok := LookupBackend(name)
 	switch {
 	case ok && b.Binary != backends[0].Binary:
-		err := sibling.Exec(b.Binary, b.Binary, args)
+		err := runner.ExecCompanion(b.Binary, b.Binary, args)
 		return handOverFailed(err, fmt.Sprintf("--backend %s needs %s", b.Name, b.Binary),
 			"install "+b.Binary+" next to withlock: make install, or the .deb (docs/install.md)"), true
 	case !ok && fromEnv:
@@ -355,11 +354,11 @@ func Dispatch(args []string) (code int, done bool) {
 }
 
 // handOverFailed reports that withlock could not exec a companion
-// binary (sibling.Exec's error err): need says what needs it, hint how to
+// binary (runner.ExecCompanion's error err): need says what needs it, hint how to
 // install it.
 func handOverFailed(err error, need, hint string) int {
 	out := &safetext.Printer{Prog: "withlock"}
-	if errors.Is(err, sibling.ErrNotFound) {
+	if errors.Is(err, runner.ErrCompanionNotFound) {
 		out.Errorf("%s, which is not installed next to withlock or on PATH", need)
 		out.Hintf("%s", hint)
 		return runner.ExitFailure

@@ -22,7 +22,6 @@ import (
 	"github.com/crongate/crongate/internal/gateconf"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
-	"github.com/crongate/crongate/internal/sibling"
 )
 
 // OpenShared opens the shared pause store of a config's [etcd] section; the
@@ -42,8 +41,8 @@ func Main(args []string, open OpenShared) int {
 	if code, stop := runner.HandOff(sigs); stop {
 		return code
 	}
-	err := sibling.Exec(crongate.EtcdBinary, "cron-gate", args)
-	if errors.Is(err, sibling.ErrNotFound) {
+	err := runner.ExecCompanion(crongate.EtcdBinary, "cron-gate", args)
+	if errors.Is(err, runner.ErrCompanionNotFound) {
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", crongate.EtcdBinary)
 		out.Hintf("install the five binaries together: make install, or the .deb (docs/install.md)")
 	} else {

@@ -1,9 +1,12 @@
-// Package sibling hands a command line over to a companion binary by exec:
+//go:build linux
+
+package runner
+
+// ExecCompanion hands a command line over to a companion binary by exec:
 // withlock to withlock-etcd (etcd backend),
-// cron-gate to cron-gate-full (every form but the cached run path). Exec
-// keeps the PID, the process group and the signals a supervisor sends those
-// of the process it started.
-package sibling
+// cron-gate to cron-gate-full (every form but the cached run path). The
+// exec keeps the PID, the process group and the signals a supervisor sends
+// those of the process it started.
 
 import (
 	"errors"
@@ -14,11 +17,11 @@ import (
 	"syscall"
 )
 
-// ErrNotFound is returned (wrapped) when the binary is neither next to
+// ErrCompanionNotFound is returned (wrapped) when the binary is neither next to
 // this executable nor on PATH.
-var ErrNotFound = errors.New("not installed")
+var ErrCompanionNotFound = errors.New("not installed")
 
-// Exec replaces this process with binary, called argv0, with args and the
+// ExecCompanion replaces this process with binary, called argv0, with args and the
 // current environment. It looks next to this executable first (so that a
 // matching pair installed together is used), then on PATH. It returns
 // only on failure. A binary that is this very file (a copy or link named
@@ -26,24 +29,24 @@ var ErrNotFound = errors.New("not installed")
 //
 // The binary next to this one is exec'd without a stat first: a directory
 // that lets this user execute its files need not let it stat them.
-func Exec(binary, argv0 string, args []string) error {
+func ExecCompanion(binary, argv0 string, args []string) error {
 	argv := append([]string{argv0}, args...)
 	self, _ := os.Executable()
 	if self != "" {
 		p := filepath.Join(filepath.Dir(self), binary)
-		if err := execChecked(p, self, argv); !errors.Is(err, syscall.ENOENT) {
+		if err := execCompanion(p, self, argv); !errors.Is(err, syscall.ENOENT) {
 			return err
 		}
 	}
 	p, err := exec.LookPath(binary)
 	if err != nil {
-		return fmt.Errorf("%s is %w next to %s or on PATH", binary, ErrNotFound, filepath.Base(self))
+		return fmt.Errorf("%s is %w next to %s or on PATH", binary, ErrCompanionNotFound, filepath.Base(self))
 	}
-	return execChecked(p, self, argv)
+	return execCompanion(p, self, argv)
 }
 
-func execChecked(path, self string, argv []string) error {
-	if a, b := stat(path), stat(self); a != nil && b != nil && os.SameFile(a, b) {
+func execCompanion(path, self string, argv []string) error {
+	if a, b := statOrNil(path), statOrNil(self); a != nil && b != nil && os.SameFile(a, b) {
 		return fmt.Errorf("%s is this program itself, not %s", path, filepath.Base(path))
 	}
 	err := syscall.Exec(path, argv, os.Environ())
@@ -53,7 +56,7 @@ func execChecked(path, self string, argv []string) error {
 	return fmt.Errorf("exec %s: %w", path, err)
 }
 
-func stat(p string) os.FileInfo {
+func statOrNil(p string) os.FileInfo {
 	if p == "" {
 		return nil
 	}
