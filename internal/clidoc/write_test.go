@@ -3,6 +3,7 @@
 package clidoc
 
 import (
+	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
@@ -26,21 +27,26 @@ var (
 	writeDate    = flag.String("date", "", "with -write: the pages' date, YYYY-MM-DD (the commit's, for reproducible builds)")
 )
 
-// TestWriteFiles writes Files under -write; without -write it does
-// nothing (the other tests check what Files returns).
+// TestWriteFiles writes Files under -write; without -write it writes them
+// into a temporary directory, as make doc would, and reads each back, so
+// that the build's way of writing them is tested in every run.
 func TestWriteFiles(t *testing.T) {
-	if *writeDir == "" {
-		t.Skip("no -write DIR: nothing to write")
+	dir, date := *writeDir, *writeDate
+	if dir == "" {
+		dir, date = t.TempDir(), "2026-12-01"
 	}
-	if !filepath.IsAbs(*writeDir) || *writeDate == "" {
+	if !filepath.IsAbs(dir) || date == "" {
 		t.Fatal("-write takes an absolute directory and -date YYYY-MM-DD is required")
 	}
-	files, err := Files(Options{Version: *writeVersion, Date: *writeDate})
+	files, err := Files(Options{Version: *writeVersion, Date: date})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(files) == 0 {
+		t.Fatal("Files returned nothing to write")
+	}
 	for _, f := range files {
-		p := filepath.Join(*writeDir, f.Path)
+		p := filepath.Join(dir, f.Path)
 		// A build tool writing into the build tree it was given (make
 		// doc), never a shared dir: no safe walk needed.
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -48,6 +54,14 @@ func TestWriteFiles(t *testing.T) {
 		}
 		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
 			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, f.Data) || len(got) == 0 {
+			t.Fatalf("%s: written %d bytes, read back %d (%v)", f.Path, len(f.Data), len(got), err)
+		}
+	}
+	for _, want := range []string{"man/man1/withlock.1", "man/man1/cron-gate.1", "man/man5/cron-gate.toml.5"} {
+		if _, err := os.Stat(filepath.Join(dir, want)); err != nil {
+			t.Errorf("make doc would not write %s: %v", want, err)
 		}
 	}
 }
