@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # What an operator installs (docs/install.md): tests/pkg (build tag pkg).
-# It runs dist/release.sh (the .deb and static tarball of amd64, arm64 and
+# It runs dist/release.sh (the two .debs and the static tarball of amd64, arm64 and
 # armhf, the source tarball, SHA256SUMS) and checks the artefacts with
-# lintian; installs the amd64 .deb on this machine with dpkg -i (as root),
-# uses it as cron would, removes and purges it, leaving the machine as it
-# was (it refuses to start where the package or one of its files is
-# already there); runs the README's install command and crontab lines; and
+# lintian; installs the amd64 .debs with dpkg -i (as root, in a private
+# mount namespace whose /usr, /etc and /var are overlays, so the host is
+# neither changed nor read for what it has installed), uses them as cron
+# would, removes and purges them; runs the README's install command and crontab lines; and
 # runs the libraries' unit tests and a smoke run of withlock and cron-gate
 # built for arm64 and armhf under qemu-user. It is kept out of tests/all.sh's
 # go test: it builds every architecture, and installs a package.

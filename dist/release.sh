@@ -5,7 +5,8 @@
 #
 #   bash dist/release.sh [OUTDIR]        # default build/release
 #
-# OUTDIR/cron-gate_VERSION_ARCH.deb            dist/deb/build.sh
+# OUTDIR/cron-gate_VERSION_ARCH.deb            dist/deb/build.sh (local work)
+# OUTDIR/cron-gate-etcd_VERSION_ARCH.deb       dist/deb/build.sh (the etcd backend)
 # OUTDIR/cron-gate-VERSION-linux-ARCH.tar.gz   bin/, share/man, the completions, share/doc:
 #     sudo tar -C /usr/local --strip-components=1 -xzf cron-gate-VERSION-linux-amd64.tar.gz
 # OUTDIR/cron-gate-VERSION.tar.gz              git archive of HEAD (COMMIT filled in, so

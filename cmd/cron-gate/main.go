@@ -42,10 +42,10 @@ func run(args []string) int {
 	switch {
 	case errors.Is(err, runner.ErrCompanionNotFound) && to == crongate.EtcdBinary:
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", to)
-		out.Hintf("install the five binaries together: make install, or the .deb (docs/install.md)")
+		out.Hintf("%s", runner.CompanionHint(to))
 	case errors.Is(err, runner.ErrCompanionNotFound):
 		out.Errorf("this command line needs %s (subcommands, help, errors, a config not decoded before), which is not installed next to cron-gate or on PATH", to)
-		out.Hintf("install the five binaries together: make install, or the .deb (docs/install.md)")
+		out.Hintf("%s", runner.CompanionHint(to))
 	default:
 		out.Errorf("%v", err)
 	}

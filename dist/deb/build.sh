@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Builds the Debian package of withlock and cron-gate for one architecture
-# with dpkg-deb (docs/install.md, "The Debian package"):
+# Builds the Debian packages of withlock and cron-gate for one architecture
+# with dpkg-deb (docs/install.md, "The Debian packages"):
 #
 #   bash dist/deb/build.sh amd64|arm64|armhf [OUTDIR]     # default OUTDIR: build/
 #
-# It writes OUTDIR/cron-gate_VERSION_ARCH.deb and prints its path. The
+# It writes OUTDIR/cron-gate_VERSION_ARCH.deb and
+# OUTDIR/cron-gate-etcd_VERSION_ARCH.deb and prints their paths, one a
+# line. cron-gate is everything local: withlock, cron-gate and
+# cron-gate-full. cron-gate-etcd adds the etcd backend's two binaries
+# (withlock-etcd, cron-gate-etcd, which link etcd's client and are most of
+# the size), their man page links, its copyright and changelog, and
+# depends on cron-gate of the same version. The base
 # package holds the static binaries in /usr/bin, the man pages and
 # completions generated from the code (make install PREFIX=/usr), the
 # example /etc/cron-gate/config.toml (a conffile), every file of
@@ -35,6 +41,8 @@ armhf) goarch=arm goarm=7 ;;
 	;;
 esac
 pkg=cron-gate
+epkg=cron-gate-etcd
+etcdbins="withlock-etcd cron-gate-etcd"
 version=$(cat internal/buildinfo/VERSION)
 # The changelog's newest entry is this version: dpkg and lintian read it.
 top=$(sed -n '1s/^cron-gate (\([^)]*\)).*/\1/p' dist/deb/changelog)
@@ -54,8 +62,9 @@ export SOURCE_DATE_EPOCH
 
 build=build/deb-$arch
 stage=$build/root
+estage=$build/root-etcd
 rm -rf "$build"
-mkdir -p "$stage/DEBIAN" "$out"
+mkdir -p "$stage/DEBIAN" "$estage/DEBIAN" "$out"
 make -s install BUILD="$build" PREFIX=/usr DESTDIR="$stage" GOARCH="$goarch" GOARM="$goarm" >/dev/null
 
 # Man pages compressed (Debian policy 12.1), the companions' links to them.
@@ -91,7 +100,23 @@ for f in README.md docs/*.md; do
 	gzip -9n <"$f" >"$doc/$(basename "$f").gz"
 done
 install -D -m 0644 dist/deb/lintian-overrides "$stage/usr/share/lintian/overrides/$pkg"
-bash dist/deb/copyright.sh "$build/bin" >"$doc/copyright"
+
+# The etcd backend's binaries and their man page links move to the
+# second package; each package's copyright lists the modules linked into
+# its own binaries.
+install -d "$estage/usr/bin" "$estage/usr/share/man/man1" "$estage/usr/share/doc/$epkg" "$estage/usr/share/lintian/overrides" "$build/bin-base" "$build/bin-etcd"
+for b in $etcdbins; do
+	mv "$stage/usr/bin/$b" "$estage/usr/bin/$b"
+	mv "$stage/usr/share/man/man1/$b.1.gz" "$estage/usr/share/man/man1/$b.1.gz"
+	ln -s "../bin/$b" "$build/bin-etcd/$b"
+done
+for b in "$stage"/usr/bin/*; do
+	ln -s "../bin/$(basename "$b")" "$build/bin-base/$(basename "$b")"
+done
+bash dist/deb/copyright.sh "$build/bin-base" >"$doc/copyright"
+bash dist/deb/copyright.sh "$build/bin-etcd" >"$estage/usr/share/doc/$epkg/copyright"
+gzip -9n <dist/deb/changelog >"$estage/usr/share/doc/$epkg/changelog.gz"
+sed "s/^$pkg:/$epkg:/" dist/deb/lintian-overrides >"$estage/usr/share/lintian/overrides/$epkg"
 
 # One maintainer script: purge removes root's config cache
 # (/var/cache/cron-gate, gate/configcache.go), which only ever holds what
@@ -127,11 +152,33 @@ Description: cron job wrappers: per-file locks, pauses and a journal
  cron-gate runs a cron job's command unless its gate is paused or a legacy
  lock is held, journals every start, success, failure and skip, and has a
  watchdog (cron-gate check) and a dashboard (cron-gate serve). Across hosts,
- locks and pauses can live in an etcd cluster.
+ locks and pauses can live in an etcd cluster (package cron-gate-etcd).
 EOF
-(cd "$stage" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | sort -z | xargs -0 md5sum) >"$stage/DEBIAN/md5sums"
-
-find "$stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+esize=$(du -k -s --apparent-size --exclude=DEBIAN "$estage" | cut -f1)
+cat >"$estage/DEBIAN/control" <<EOF
+Package: $epkg
+Source: $pkg
+Version: $version
+Architecture: $arch
+Maintainer: $maintainer
+Installed-Size: $esize
+Depends: $pkg (= $version)
+Section: admin
+Priority: optional
+Description: cron-gate and withlock across hosts, on etcd
+ withlock-etcd and cron-gate-etcd keep withlock's locks and slots and
+ cron-gate's pauses and once-per claims in an etcd cluster, so that jobs
+ on several hosts exclude each other. withlock --backend etcd and a
+ cron-gate config with an [etcd] table run them; without this package
+ those lines fail with exit 125, saying what to install.
+EOF
+for st in "$stage" "$estage"; do
+	(cd "$st" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | sort -z | xargs -0 md5sum) >"$st/DEBIAN/md5sums"
+	find "$st" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+done
 deb=$out/${pkg}_${version}_$arch.deb
+edeb=$out/${epkg}_${version}_$arch.deb
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >/dev/null
+dpkg-deb --root-owner-group -Zxz --build "$estage" "$edeb" >/dev/null
 echo "$deb"
+echo "$edeb"

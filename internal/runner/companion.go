@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -65,4 +66,13 @@ func statOrNil(p string) os.FileInfo {
 		return nil
 	}
 	return st
+}
+
+// CompanionHint is the hint: line after ErrCompanionNotFound for binary:
+// the etcd backend's binaries come in a package of their own.
+func CompanionHint(binary string) string {
+	if strings.HasSuffix(binary, "-etcd") {
+		return "install " + binary + " next to the others: the cron-gate-etcd package, or make install (docs/install.md)"
+	}
+	return "install the binaries together: the cron-gate package, or make install (docs/install.md)"
 }

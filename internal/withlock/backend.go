@@ -344,7 +344,7 @@ func Dispatch(args []string) (code int, done bool) {
 	case ok && b.Binary != backends[0].Binary:
 		err := runner.ExecCompanion(b.Binary, b.Binary, args)
 		return handOverFailed(err, fmt.Sprintf("--backend %s needs %s", b.Name, b.Binary),
-			"install "+b.Binary+" next to withlock: make install, or the .deb (docs/install.md)"), true
+			runner.CompanionHint(b.Binary)), true
 	case !ok && fromEnv:
 		out := &safetext.Printer{Prog: "withlock"}
 		out.Errorf("WITHLOCK_BACKEND=%q: use %s", name, backendNames())

@@ -36,10 +36,14 @@ func dpkg(t *testing.T, args ...string) string {
 	}
 }
 
-// pkgStatus is dpkg's status of cron-gate ("ii ", "rc ", ...), "" when
+// pkgStatus is dpkg's status of a package, cron-gate unless named ("ii ", "rc ", ...), "" when
 // dpkg does not know it.
-func pkgStatus() string {
-	out, err := exec.Command("dpkg-query", "-W", "-f=${db:Status-Abbrev}", "cron-gate").Output()
+func pkgStatus(name ...string) string {
+	pkg := "cron-gate"
+	if len(name) > 0 {
+		pkg = name[0]
+	}
+	out, err := exec.Command("dpkg-query", "-W", "-f=${db:Status-Abbrev}", pkg).Output()
 	if err != nil {
 		return ""
 	}
@@ -80,26 +84,34 @@ func TestDebInstall(t *testing.T) {
 	}
 	dir := release(t)
 	deb := filepath.Join(dir, "cron-gate_"+version(t)+"_amd64.deb")
-	files := debFiles(t, deb)
-	// What the host has installed is gone from the overlay, so that the
-	// checks below see only this package's doing.
-	if s := pkgStatus(); s != "" && !strings.HasPrefix(s, "un") {
-		dpkg(t, "--purge", "cron-gate")
+	edeb := filepath.Join(dir, "cron-gate-etcd_"+version(t)+"_amd64.deb")
+	files := append(debFiles(t, deb), debFiles(t, edeb)...)
+	// purge purges both packages, the etcd one first (it depends on the
+	// other), where dpkg knows them.
+	purge := func() {
+		for _, p := range []string{"cron-gate-etcd", "cron-gate"} {
+			if s := pkgStatus(p); s != "" && !strings.HasPrefix(s, "un") {
+				dpkg(t, "--purge", p)
+			}
+		}
 	}
+	// What the host has installed is gone from the overlay, so that the
+	// checks below see only these packages' doing.
+	purge()
 	for _, f := range append(files, "/etc/cron-gate", rootCache) {
 		if err := os.RemoveAll(f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		if s := pkgStatus(); s != "" && !strings.HasPrefix(s, "un") {
-			dpkg(t, "--purge", "cron-gate")
-		}
-	})
+	t.Cleanup(purge)
 
-	dpkg(t, "--install", deb)
-	if s := pkgStatus(); s != "ii " {
-		t.Fatalf("after dpkg -i the status is %q, want ii", s)
+	// The etcd package alone is refused: it depends on the base one.
+	if code, out := exitCode(t, "", nil, "dpkg", "--install", edeb); code == 0 || pkgStatus("cron-gate-etcd") == "ii " {
+		t.Fatalf("dpkg -i cron-gate-etcd without cron-gate: exit %d, status %q\n%s", code, pkgStatus("cron-gate-etcd"), out)
+	}
+	dpkg(t, "--install", deb, edeb)
+	if s, e := pkgStatus(), pkgStatus("cron-gate-etcd"); s != "ii " || e != "ii " {
+		t.Fatalf("after dpkg -i the statuses are %q and %q, want ii", s, e)
 	}
 	cronEnv := []string{"PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"}
 
@@ -283,9 +295,9 @@ COMP_WORDS=(withlock --back); COMP_CWORD=1; _withlock; echo "withlock --back: ${
 
 	// dpkg -r: only the conffile stays; dpkg -P: nothing, root's config
 	// cache included (postrm).
-	dpkg(t, "--remove", "cron-gate")
-	if s := pkgStatus(); s != "rc " {
-		t.Errorf("after dpkg -r the status is %q, want rc (config files)", s)
+	dpkg(t, "--remove", "cron-gate-etcd", "cron-gate")
+	if s, e := pkgStatus(), pkgStatus("cron-gate-etcd"); s != "rc " || (e != "" && !strings.HasPrefix(e, "un")) {
+		t.Errorf("after dpkg -r the statuses are %q and %q, want rc (config files) and gone", s, e)
 	}
 	for _, f := range files {
 		_, err := os.Lstat(f)

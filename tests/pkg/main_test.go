@@ -81,13 +81,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// arches are the package architectures, with Go's names and the ELF
-// machine their binaries must be for.
-var arches = []struct {
+// arch is a package architecture, with Go's names and the ELF machine
+// its binaries must be for.
+type arch struct {
 	deb, goarch, goarm, qemu string
 	machine                  elf.Machine
 	class                    elf.Class
-}{
+}
+
+// arches are the package architectures.
+var arches = []arch{
 	{"amd64", "amd64", "", "", elf.EM_X86_64, elf.ELFCLASS64},
 	{"arm64", "arm64", "", "qemu-aarch64-static", elf.EM_AARCH64, elf.ELFCLASS64},
 	{"armhf", "arm", "7", "qemu-arm-static", elf.EM_ARM, elf.ELFCLASS32},

@@ -57,10 +57,12 @@ func checkELF(t *testing.T, dir string, machine elf.Machine, class elf.Class, go
 	}
 }
 
-// The release holds, for each architecture, a .deb and a static tarball
-// whose binaries are for that architecture, plus the source tarball, and
-// SHA256SUMS checks them all; each .deb has the fields, the files and the
-// conffile it should and lintian finds no error and no warning in it
+// The release holds, for each architecture, two .debs (cron-gate, and
+// cron-gate-etcd with the etcd backend's binaries, depending on it) and a
+// static tarball whose binaries are for that architecture, plus the
+// source tarball, and SHA256SUMS checks them all; each .deb has the
+// fields, the files and the conffiles it should and lintian finds no
+// error and no warning in it
 // (the one override, statically-linked-binary, is in
 // dist/deb/lintian-overrides with its reason).
 func TestReleaseArtefacts(t *testing.T) {
@@ -75,7 +77,7 @@ func TestReleaseArtefacts(t *testing.T) {
 	}
 	want := []string{"cron-gate-" + v + ".tar.gz"}
 	for _, a := range arches {
-		want = append(want, "cron-gate_"+v+"_"+a.deb+".deb", "cron-gate-"+v+"-linux-"+a.deb+".tar.gz")
+		want = append(want, "cron-gate_"+v+"_"+a.deb+".deb", "cron-gate-etcd_"+v+"_"+a.deb+".deb", "cron-gate-"+v+"-linux-"+a.deb+".tar.gz")
 	}
 	var listed []string
 	for _, l := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
@@ -98,6 +100,22 @@ func TestReleaseArtefacts(t *testing.T) {
 		installed = append(installed, f)
 	}
 	installed = append(installed, unitFiles(t, filepath.Join(root, "dist/systemd"))...)
+	// The etcd backend's binaries and their man page links are the
+	// second package's, with its own copyright, changelog and override.
+	var etcdFiles []string
+	installed = slices.DeleteFunc(installed, func(f string) bool {
+		etcd := strings.HasSuffix(strings.TrimSuffix(strings.TrimSuffix(f, ".1.gz"), ".1"), "-etcd")
+		if etcd {
+			etcdFiles = append(etcdFiles, f)
+		}
+		return etcd
+	})
+	if len(etcdFiles) != 4 {
+		t.Fatalf("make installed-files: the etcd backend's files are %q, want its two binaries and their two pages", etcdFiles)
+	}
+	etcdFiles = append(etcdFiles, "/usr/share/doc/cron-gate-etcd/copyright", "/usr/share/doc/cron-gate-etcd/changelog.gz",
+		"/usr/share/lintian/overrides/cron-gate-etcd")
+	slices.Sort(etcdFiles)
 	installed = append(installed, "/etc/cron-gate/config.toml", "/usr/share/doc/cron-gate/copyright",
 		"/usr/share/doc/cron-gate/changelog.gz", "/usr/share/lintian/overrides/cron-gate")
 	// The reference the man pages point to: README.md and docs/*.md.
@@ -112,44 +130,17 @@ func TestReleaseArtefacts(t *testing.T) {
 
 	for _, a := range arches {
 		t.Run(a.deb, func(t *testing.T) {
-			deb := filepath.Join(dir, "cron-gate_"+v+"_"+a.deb+".deb")
-			for field, want := range map[string]string{"Package": "cron-gate", "Version": v, "Architecture": a.deb} {
-				if got := strings.TrimSpace(run(t, "", nil, "dpkg-deb", "-f", deb, field)); got != want {
-					t.Errorf("%s: %s is %q, want %q", deb, field, got, want)
-				}
+			for _, p := range []struct {
+				name, conffiles string
+				fields          map[string]string
+				files           []string
+			}{
+				{"cron-gate", "/etc/cron-gate/config.toml\n", map[string]string{"Package": "cron-gate", "Version": v, "Architecture": a.deb}, installed},
+				{"cron-gate-etcd", "", map[string]string{"Package": "cron-gate-etcd", "Version": v, "Architecture": a.deb,
+					"Source": "cron-gate", "Depends": "cron-gate (= " + v + ")"}, etcdFiles},
+			} {
+				checkDeb(t, lintian, filepath.Join(dir, p.name+"_"+v+"_"+a.deb+".deb"), a, p.fields, p.files, p.conffiles)
 			}
-			files := debFiles(t, deb)
-			slices.Sort(files)
-			if !slices.Equal(files, installed) {
-				t.Errorf("%s installs\n%q\nwant\n%q", deb, files, installed)
-			}
-			ctl := filepath.Join(t.TempDir(), "control")
-			run(t, "", nil, "dpkg-deb", "-e", deb, ctl)
-			if b, err := os.ReadFile(filepath.Join(ctl, "conffiles")); err != nil || string(b) != "/etc/cron-gate/config.toml\n" {
-				t.Errorf("conffiles: %q, %v; want /etc/cron-gate/config.toml", b, err)
-			}
-			x := filepath.Join(t.TempDir(), "x")
-			run(t, "", nil, "dpkg-deb", "-x", deb, x)
-			checkELF(t, filepath.Join(x, "usr/bin"), a.machine, a.class, a.goarm)
-
-			cmd := exec.Command(lintian, "--fail-on", "error,warning", "--pedantic", "--info", deb)
-			out, err := cmd.CombinedOutput()
-			var tags []string
-			for _, l := range strings.Split(string(out), "\n") {
-				if len(l) > 2 && l[1] == ':' {
-					tags = append(tags, l)
-				}
-			}
-			if err != nil || slices.ContainsFunc(tags, func(l string) bool { return l[0] == 'E' || l[0] == 'W' }) {
-				t.Errorf("lintian %s: %v\n%s", filepath.Base(deb), err, out)
-			}
-			st, err := os.Stat(deb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			size := strings.TrimSpace(run(t, "", nil, "dpkg-deb", "-f", deb, "Installed-Size"))
-			fmt.Printf("PKG %s: %d bytes (%.1f MB), installed %s KiB; lintian: %d tags beyond the override (%s)\n",
-				filepath.Base(deb), st.Size(), float64(st.Size())/1e6, size, len(tags), strings.Join(tags, "; "))
 
 			tgz := filepath.Join(dir, "cron-gate-"+v+"-linux-"+a.deb+".tar.gz")
 			tx := t.TempDir()
@@ -246,9 +237,9 @@ func TestSystemdUnits(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("dist/deb/build.sh amd64 with SYSTEMD_UNITS: %v\n%s", err, b)
 	}
-	debs, _ := filepath.Glob(filepath.Join(out, "*.deb"))
-	if len(debs) != 1 {
-		t.Fatalf("build.sh made %q", debs)
+	debs, _ := filepath.Glob(filepath.Join(out, "cron-gate_*.deb"))
+	if all, _ := filepath.Glob(filepath.Join(out, "*.deb")); len(debs) != 1 || len(all) != 2 {
+		t.Fatalf("build.sh made %q, want cron-gate's and cron-gate-etcd's", all)
 	}
 	var got []string
 	for _, f := range debFiles(t, debs[0]) {
@@ -265,4 +256,47 @@ func TestSystemdUnits(t *testing.T) {
 	if w := unitFiles(t, units); !slices.Equal(w, want) {
 		t.Errorf("unitFiles: %q, want %q", w, want)
 	}
+}
+
+// checkDeb checks one .deb of a release: its control fields, the files it
+// installs, its conffiles, that its binaries are for the architecture,
+// and lintian's verdict; it prints its size.
+func checkDeb(t *testing.T, lintian, deb string, a arch, fields map[string]string, files []string, conffiles string) {
+	t.Helper()
+	for field, want := range fields {
+		if got := strings.TrimSpace(run(t, "", nil, "dpkg-deb", "-f", deb, field)); got != want {
+			t.Errorf("%s: %s is %q, want %q", deb, field, got, want)
+		}
+	}
+	got := debFiles(t, deb)
+	slices.Sort(got)
+	if !slices.Equal(got, files) {
+		t.Errorf("%s installs\n%q\nwant\n%q", deb, got, files)
+	}
+	ctl := filepath.Join(t.TempDir(), "control")
+	run(t, "", nil, "dpkg-deb", "-e", deb, ctl)
+	if b, err := os.ReadFile(filepath.Join(ctl, "conffiles")); string(b) != conffiles || (err != nil) != (conffiles == "") {
+		t.Errorf("%s: conffiles %q, %v; want %q", filepath.Base(deb), b, err, conffiles)
+	}
+	x := filepath.Join(t.TempDir(), "x")
+	run(t, "", nil, "dpkg-deb", "-x", deb, x)
+	checkELF(t, filepath.Join(x, "usr/bin"), a.machine, a.class, a.goarm)
+	cmd := exec.Command(lintian, "--fail-on", "error,warning", "--pedantic", "--info", deb)
+	out, err := cmd.CombinedOutput()
+	var tags []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if len(l) > 2 && l[1] == ':' {
+			tags = append(tags, l)
+		}
+	}
+	if err != nil || slices.ContainsFunc(tags, func(l string) bool { return l[0] == 'E' || l[0] == 'W' }) {
+		t.Errorf("lintian %s: %v\n%s", filepath.Base(deb), err, out)
+	}
+	st, err := os.Stat(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := strings.TrimSpace(run(t, "", nil, "dpkg-deb", "-f", deb, "Installed-Size"))
+	fmt.Printf("PKG %s: %d bytes (%.1f MB), installed %s KiB; lintian: %d tags beyond the override (%s)\n",
+		filepath.Base(deb), st.Size(), float64(st.Size())/1e6, size, len(tags), strings.Join(tags, "; "))
 }

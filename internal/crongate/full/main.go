@@ -44,7 +44,7 @@ func Main(args []string, open OpenShared) int {
 	err := runner.ExecCompanion(crongate.EtcdBinary, "cron-gate", args)
 	if errors.Is(err, runner.ErrCompanionNotFound) {
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", crongate.EtcdBinary)
-		out.Hintf("install the five binaries together: make install, or the .deb (docs/install.md)")
+		out.Hintf("%s", runner.CompanionHint(crongate.EtcdBinary))
 	} else {
 		out.Errorf("%v", err)
 	}
