@@ -352,14 +352,7 @@ func TestFrozenLeaderDuringAcquisitions(t *testing.T) {
 			}
 		}()
 	}
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}()
+	defer stopped()
 	waitProgress(t, mark, 5, time.Minute, "before the freeze")
 	leader, err := cl.Leader()
 	if err != nil {
@@ -381,8 +374,7 @@ func TestFrozenLeaderDuringAcquisitions(t *testing.T) {
 	cl.Thaw(leader)
 	thawed = true
 	waitProgress(t, mark, 5, time.Minute, "after the thaw")
-	close(stop)
-	wg.Wait()
+	stopped()
 	n := checkMarks(t, mark)
 	t.Logf("%d critical sections, exits %v, %d run(s) read back a timed-out transaction, %d met no quorum within their timeout (125)", n, codes, rereads, unavailable)
 	if len(fails) > 0 {
