@@ -58,7 +58,8 @@ func asNobody(home string, argv ...string) []string {
 		"env", "-i", "HOME=" + home, "LOGNAME=nobody", "SHELL=/bin/sh", "PATH=/usr/bin:/bin"}, argv...)
 }
 
-// The Debian package, installed with dpkg -i on this machine: the six
+// The Debian packages, installed with dpkg -i (cron-gate-etcd alone
+// refused for its dependency on cron-gate): the five
 // binaries are on cron's default PATH and print their version and commit;
 // man finds every page; bash-completion, zsh and fish load the
 // completions; the demo and crontab-style calls (run, lock, skip 75,
