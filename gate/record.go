@@ -136,6 +136,14 @@ func (r *run) execute() int {
 		Env:     []string{"CRON_GATE_NAME=" + r.inv.Gate, "CRON_GATE_RUN=" + r.id},
 		Environ: r.inv.Environ, Dir: r.inv.Dir, Credential: r.inv.Credential}
 	olog := r.outputLog(&spec)
+	// A withlock in the command that finds its locks busy names them here
+	// (runner.BusyReport); read only after a run that ended busy.
+	if f, env, err := runner.NewBusyReport(3 + len(spec.ExtraFiles)); err == nil {
+		defer f.Close()
+		r.busy = f
+		spec.ExtraFiles = append(spec.ExtraFiles, f)
+		spec.Env = append(spec.Env, env)
+	}
 	// Optional healthchecks.io pings (package hcping): none, and no cost,
 	// unless the gate has a healthchecks_url; never more than ~2 s.
 	var obs RunObserver
@@ -240,8 +248,8 @@ func (r *run) endRecord(res runner.Result, start time.Time) journal.Record {
 		rec.Outcome = journal.OutcomeSuccess
 	case code == r.cfg.SkipCodeFor(r.inv.Gate):
 		rec.Outcome, rec.Reason, rec.Detail = journal.OutcomeSkipped, journal.ReasonBusy, fmt.Sprintf("the command exited with the skip code %d", code)
-		if r.inv.Locks != nil {
-			rec.Locks, rec.LocksMore = r.inv.Locks(r.inv.Argv)
+		if d := runner.ReadBusyReport(r.busy); d != nil {
+			rec.Locks, rec.LocksMore = d.Locks, d.More
 		}
 	default:
 		rec.Outcome = journal.OutcomeFailure

@@ -39,13 +39,6 @@ type Invocation struct {
 	// far as starting the command (package hcping's healthchecks pings);
 	// it may return nil. The run path itself links no network code.
 	Observer func(g *GateConfig, run string, out Printer) RunObserver
-	// Locks, if set, reads the command line of a run that exited with
-	// the skip code (busy) and returns the locks it takes, at most
-	// journal.MaxLocks (more: how many more), for the end record, so that
-	// status can name who holds them (internal/crongate.BusyLocks reads a
-	// withlock line). Best-effort: it returns nothing for a line it does
-	// not read.
-	Locks func(argv []string) (locks []journal.Lock, more int)
 	// OncePer, if set, is the run form's --once-per: it overrides the
 	// gate's once_per (one of OncePers).
 	OncePer string
@@ -180,6 +173,7 @@ type run struct {
 	release func()      // drops the period claim (decideOnce); nil: none held
 	claim   PeriodClaim // the period's claim across hosts ([etcd]); nil: none
 	lost    atomic.Bool // the claim's lease was lost while the command ran
+	busy    *os.File    // the command's busy report (runner.NewBusyReport); nil: none
 }
 
 func newRun(inv Invocation) *run {

@@ -81,7 +81,6 @@ func cachedRun(args []string) (inv gate.Invocation, to string) {
 	return gate.Invocation{
 		Gate: ra.Name, Argv: command, Config: cfg, ConfigErr: err,
 		Timeout: ra.Timeout, KillAfter: ra.KillAfter, OncePer: ra.OncePer, Jitter: ra.Jitter,
-		Out:   &safetext.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose, ReportSkips: cfg != nil && cfg.ReportSkips},
-		Locks: crongate.BusyLocks,
+		Out: &safetext.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose, ReportSkips: cfg != nil && cfg.ReportSkips},
 	}, ""
 }

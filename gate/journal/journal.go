@@ -32,6 +32,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/statefile"
 )
@@ -138,15 +139,12 @@ type Record struct {
 	Until time.Time `json:"until,omitzero"`
 }
 
-// MaxLocks bounds the locks a busy record names (Record.Locks).
-const MaxLocks = 64
+// MaxLocks bounds the path locks a busy record names (Record.Locks).
+const MaxLocks = runner.MaxBusyPaths
 
-// Lock is one lock file a withlock command line takes.
-type Lock struct {
-	Path string `json:"path,omitempty"` // a path lock: the canonical path (the Python rule)
-	Pool string `json:"pool,omitempty"` // a slot: its pool's template, "{i}" included
-	File string `json:"file"`           // the lock file, absolute
-}
+// Lock is one lock file of a busy record: what the withlock that found it
+// busy reported (runner.BusyLock).
+type Lock = runner.BusyLock
 
 // Event is what a summary keeps of one record.
 type Event struct {

@@ -4,8 +4,7 @@
 // CLI), the fast parser that reads its table from that struct, the
 // registry of backends, and Run, the one run loop of every backend. It
 // links no CLI library: kong's parser for every other form of the line is
-// in kongparse, so that the lean cron-gate, which reads withlock lines
-// (LineTargets), does not link it. Two binaries serve it: withlock, which
+// in kongparse. Two binaries serve it: withlock, which
 // runs every local command line alone and links no backend but the local
 // one, and withlock-etcd, the etcd backend's program, which brings its
 // Driver. withlock hands a line whose backend another program serves to
@@ -48,6 +47,8 @@ func Run(o *Options, sigs chan os.Signal, d Driver) int { return runWith(o, sigs
 // runWith is Run with its messages written to w (nil: stderr).
 func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
 	b, _ := LookupBackend(d.Name())
+	// Taken first, so that the command never inherits it.
+	report := runner.TakeBusyReport()
 	r := &run{o: o, backend: b.Name, out: &safetext.Printer{Prog: b.Binary, W: w, Quiet: o.Quiet, Verbose: o.Verbose}}
 	if o.Version {
 		fmt.Println("withlock", buildinfo.String())
@@ -103,7 +104,12 @@ func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
 		r.out.Infof("%s", n)
 	}
 	if err != nil {
-		return r.notHeld(conn, err)
+		code := r.notHeld(conn, err)
+		if code == o.SkipCode && b.Name == backends[0].Name {
+			// The locks live in local files cron-gate can look up.
+			report.Write(busyLocks(o.LockDir, req, sets))
+		}
+		return code
 	}
 	defer r.release(held)
 	if first != nil {

@@ -5,7 +5,6 @@ package withlock
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,73 +15,43 @@ import (
 	"github.com/crongate/crongate/pathlock"
 )
 
-// Target is one lock file a local withlock command line takes.
-type Target struct {
-	Path string // a path lock: the canonical path
-	Pool string // a slot: its pool's template, absolute
-	File string // the lock file, absolute
-}
-
-// LineTargets reads argv as a command line that runs withlock on the
-// local backend, as it would run now (the environment's
-// $WITHLOCK_LOCK_DIR, this process's working directory for relative
-// paths, --paths-from read again) and returns the lock files it takes:
-// its paths' locks (canonical, deduplicated, at most max of them: more
-// says how many more) and every slot of its pools. It returns nothing
-// when argv[0] is not withlock, when the line names
-// another backend, or when the fast parser declines it (a rare form):
-// cron-gate records a busy skip's locks from it (gate.Invocation.Locks),
-// best-effort, so that status can name who holds them.
-func LineTargets(argv []string, max int) (ts []Target, more int) {
-	if len(argv) == 0 {
-		return nil, 0
-	}
-	if b := filepath.Base(argv[0]); b != "withlock" {
-		return nil, 0
-	}
-	if v := os.Getenv("WITHLOCK_BACKEND"); v != "" && v != backends[0].Name {
-		return nil, 0
-	}
-	flagArgs, command, found := runner.SplitCommand(argv[1:])
-	var o Options
-	if !FastParse(flagArgs, &o.CLI) {
-		return nil, 0
-	}
-	if o.Backend != "" && o.Backend != backends[0].Name {
-		return nil, 0 // the locks live elsewhere (etcd): no local lock file to look up
-	}
-	o.Command = command
-	if o.Validate(found) != nil {
-		return nil, 0
-	}
-	if o.PathsFrom == "-" {
-		o.PathsFrom = "" // it was the command's stdin: gone
-	}
-	req, err := o.Request()
-	if err != nil {
-		return nil, 0
-	}
-	dir := absOr(o.LockDir)
+// busyLocks is the busy report of a local line (runner.BusyReport):
+// the lock files of its paths (canonical, deduplicated, at most
+// runner.MaxBusyPaths of them: More counts the rest), those of every
+// path of its --first-of candidate sets, and every slot of its pools, so
+// that cron-gate's readers can look up who holds each one when they are
+// read, not only the first one found busy.
+func busyLocks(lockDir string, req lockset.Request, sets [][]string) runner.BusyReportData {
+	var d runner.BusyReportData
+	dir := absOr(lockDir)
 	seen := map[string]bool{}
-	for _, p := range req.Paths {
+	add := func(p string) {
 		c, err := pathlock.Canonical(p)
 		if err != nil || seen[c] {
-			continue
+			return
 		}
 		seen[c] = true
-		if len(ts) >= max {
-			more++
-			continue
+		if len(seen) > runner.MaxBusyPaths {
+			d.More++
+			return
 		}
-		ts = append(ts, Target{Path: c, File: filepath.Join(dir, pathlock.LockName(c))})
+		d.Locks = append(d.Locks, runner.BusyLock{Path: c, File: filepath.Join(dir, pathlock.LockName(c))})
+	}
+	for _, p := range req.Paths {
+		add(p)
+	}
+	for _, set := range sets {
+		for _, p := range set {
+			add(p)
+		}
 	}
 	for _, ps := range req.Pools {
 		tmpl := absOr(ps.Template)
 		for i := 0; i < ps.Size; i++ {
-			ts = append(ts, Target{Pool: tmpl, File: lockset.SlotFile(tmpl, i)})
+			d.Locks = append(d.Locks, runner.BusyLock{Pool: tmpl, File: lockset.SlotFile(tmpl, i)})
 		}
 	}
-	return ts, more
+	return d
 }
 
 func absOr(p string) string {

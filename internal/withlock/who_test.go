@@ -1,54 +1,50 @@
 package withlock
 
 import (
-	"os"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 
+	"github.com/crongate/crongate/internal/lockset"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/pathlock"
 )
 
-// TestLineTargets: the locks of a withlock line, as cron-gate records
-// them after a busy skip: paths canonical and deduplicated (relative ones
-// from the working directory), --paths-from read, the lock dir from
-// $WITHLOCK_LOCK_DIR, every slot of every pool; at most max paths, the
-// rest counted; nothing for a line that is not a local withlock's.
-func TestLineTargets(t *testing.T) {
+// TestBusyLocks: the busy report of a local line (what cron-gate
+// records after a busy skip): paths canonical and deduplicated (relative
+// ones from the working directory), at most runner.MaxBusyPaths of them
+// with the rest counted, every path of the --first-of sets, every slot of
+// every pool, in the lock dir made absolute.
+func TestBusyLocks(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	t.Setenv("WITHLOCK_LOCK_DIR", filepath.Join(dir, "locks"))
-	t.Setenv("WITHLOCK_BACKEND", "")
-	os.WriteFile("list.txt", []byte("b.md\nc.md\na.md\n"), 0o644)
-	ts, more := LineTargets([]string{"/usr/local/bin/withlock", "--paths", "a.md,./a.md", "--paths-from", "list.txt",
-		"--slots", "2", "--slot-file", "s-{i}.lock", "--", "python3", "w.py", "--paths", "x"}, 2)
 	canon := func(p string) string { c, _ := pathlock.Canonical(p); return c }
-	want := []Target{
-		{Path: canon("a.md"), File: filepath.Join(dir, "locks", pathlock.LockName(canon("a.md")))},
-		{Path: canon("b.md"), File: filepath.Join(dir, "locks", pathlock.LockName(canon("b.md")))},
-		{Pool: canon("s-{i}.lock"), File: canon("s-0.lock")},
-		{Pool: canon("s-{i}.lock"), File: canon("s-1.lock")},
+	lock := func(p string) runner.BusyLock {
+		return runner.BusyLock{Path: canon(p), File: filepath.Join(dir, "locks", pathlock.LockName(canon(p)))}
 	}
-	if len(ts) != len(want) || more != 1 {
-		t.Fatalf("targets %+v, %d more; want %+v, 1 more", ts, more, want)
+	var paths []string
+	for i := range runner.MaxBusyPaths + 2 {
+		paths = append(paths, fmt.Sprintf("p%03d.md", i))
 	}
-	for i := range want {
-		if ts[i] != want[i] {
-			t.Errorf("target %d: %+v, want %+v", i, ts[i], want[i])
-		}
+	req := lockset.Request{Paths: append([]string{"./p000.md"}, paths...), Pools: []lockset.PoolSpec{{Template: "s-{i}.lock", Size: 2}}}
+	d := busyLocks("locks", req, nil)
+	if len(d.Locks) != runner.MaxBusyPaths+2 || d.More != 2 {
+		t.Fatalf("%d locks, %d more; want %d, 2 more", len(d.Locks), d.More, runner.MaxBusyPaths+2)
 	}
-	for _, argv := range [][]string{
-		{"python3", "w.py"},
-		{"withlock", "--backend", "etcd", "--paths", "a.md", "--", "true"},
-		{"withlock", "--paths", "a.md"},            // no command: not a line withlock runs
-		{"withlock", "--help", "--", "true"},       // declined by the fast parser
-		{"sh", "-c", "withlock --paths a -- true"}, // not read through a shell
-	} {
-		if ts, _ := LineTargets(argv, 64); len(ts) != 0 {
-			t.Errorf("%q: %+v, want none", argv, ts)
-		}
+	if d.Locks[0] != lock("p000.md") || d.Locks[1] != lock("p001.md") {
+		t.Errorf("first locks %+v", d.Locks[:2])
 	}
-	t.Setenv("WITHLOCK_BACKEND", "etcd")
-	if ts, _ := LineTargets([]string{"withlock", "--paths", "a.md", "--", "true"}, 64); len(ts) != 0 {
-		t.Errorf("WITHLOCK_BACKEND=etcd: %+v", ts)
+	slots := d.Locks[runner.MaxBusyPaths:]
+	if slots[0] != (runner.BusyLock{Pool: canon("s-{i}.lock"), File: canon("s-0.lock")}) || slots[1].File != canon("s-1.lock") {
+		t.Errorf("slots %+v", slots)
+	}
+	d = busyLocks("locks", lockset.Request{}, [][]string{{"a.md", "b.md"}, {"b.md", "c.md"}})
+	if len(d.Locks) != 3 || d.Locks[2] != lock("c.md") || d.More != 0 {
+		t.Errorf("--first-of sets: %+v", d)
+	}
+	d.V = 1 // as BusyReport.Write sets it
+	if b, err := json.Marshal(d); err != nil || runner.ParseBusyReport(b) == nil {
+		t.Errorf("a report withlock writes does not parse: %s %v", b, err)
 	}
 }

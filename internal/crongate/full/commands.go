@@ -12,7 +12,6 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/buildinfo"
-	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/hcping"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
@@ -106,7 +105,7 @@ func (c *RunCmd) Run(e *env) error {
 	inv := gate.Invocation{
 		Gate: c.Name, Argv: e.command, Config: cfg, ConfigErr: cfgErr, Pauses: e.ps,
 		Timeout: c.Timeout, KillAfter: c.KillAfter, OncePer: c.OncePer, Jitter: c.Jitter, Out: e.out, Sigs: e.sigs,
-		Observer: hcping.New, Locks: crongate.BusyLocks,
+		Observer: hcping.New,
 	}
 	// A line cron-gate trigger runs now (trigger.go): a manual run.
 	if m := takeTrigger(c.Name, e.cli.Config); m != nil {

@@ -128,7 +128,7 @@ func trigger(cfg *gate.Config, e *env, c *TriggerCmd) int {
 		e.out.ReportSkips = true // asked by a person: say why it did not run (-q silences)
 		return gate.Run(gate.Invocation{
 			Gate: c.Name, Argv: job.argv, Config: cfg, Pauses: e.ps, KillAfter: runner.DefaultKillAfter,
-			Out: e.out, Sigs: e.sigs, Observer: hcping.New, Locks: crongate.BusyLocks,
+			Out: e.out, Sigs: e.sigs, Observer: hcping.New,
 			ManualBy: by, Force: c.Force,
 			Environ: environ, Dir: home, Credential: cred,
 		})
