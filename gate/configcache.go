@@ -17,16 +17,16 @@ import (
 	"github.com/crongate/crongate/internal/statefile"
 )
 
-// cacheSchema is hashed into every entry's key, so that no binary reads
-// entries written for another layout or meaning: cacheShape, the
-// fingerprint of cacheEntry's types (GateConfig, EtcdConfig and what they
-// hold), which TestCacheSchema recomputes and fails on when they change
-// shape without it; and a revision, to bump by hand when a field's meaning
-// or its validation changes without its shape changing.
-const (
-	cacheShape  = "27hvsxj3mpl5r"
-	cacheSchema = "3/" + cacheShape
-)
+// cacheSchema (cacheschema.go, generated: go generate ./gate) is hashed
+// into every entry's key, so that no binary reads entries written for
+// another layout or meaning: it is the fingerprint of cacheEntry's types
+// (GateConfig, EtcdConfig and what they hold) and of the source that
+// decodes and validates a config into them (the config files of this
+// package, internal/gateconf, internal/duration, internal/etcdendpoint,
+// internal/cronexpr). TestCacheSchema recomputes it and fails, naming the
+// command, when it is stale: nothing is bumped by hand.
+//
+//go:generate env CACHE_SCHEMA_WRITE=1 go test -run ^TestCacheSchema$ -count=1 .
 
 // cacheEntry is what the run path needs of a validated config: the global
 // settings and one gate.
