@@ -14,7 +14,7 @@ import (
 
 	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/runner"
-	"github.com/crongate/crongate/internal/withlock/kongparse"
+	"github.com/crongate/crongate/internal/withlock"
 )
 
 const description = `Run COMMAND while holding per-path locks and concurrency slots in an etcd
@@ -30,7 +30,7 @@ command died of signal N.`
 
 func main() {
 	etcdclient.OneP()
-	runner.Exit(kongparse.Serve(kongparse.Program{
+	runner.Exit(withlock.Serve(withlock.Program{
 		Name:        "withlock-etcd",
 		Description: description,
 		Usage:       "Usage: withlock --backend etcd [flags] -- COMMAND [ARG...]",

@@ -8,15 +8,15 @@
 // lines with a fast parser and anything else (help, errors, rare forms,
 // withlock who) with kong, in the same process. It links no backend but
 // the local one: a line for another backend (--backend etcd) is handed
-// to the program that serves it, withlock-etcd (kongparse.Main).
+// to the program that serves it, withlock-etcd (withlock.Main).
 package main
 
 import (
 	"os"
 
-	"github.com/crongate/crongate/internal/withlock/kongparse"
+	"github.com/crongate/crongate/internal/withlock"
 )
 
 func main() {
-	os.Exit(kongparse.Main(os.Args[1:]))
+	os.Exit(withlock.Main(os.Args[1:]))
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/crongate/crongate/internal/crongate/full"
 	"github.com/crongate/crongate/internal/runner"
 	wc "github.com/crongate/crongate/internal/withlock"
-	"github.com/crongate/crongate/internal/withlock/kongparse"
 )
 
 // Options are what the generated files say about the build.
@@ -60,7 +59,7 @@ func Files(o Options) ([]File, error) {
 // Models returns withlock's and cron-gate's command lines, from the
 // parsers the binaries use.
 func Models() (withlock, cronGate *Command, err error) {
-	kw, err := kongparse.Model(kongparse.Withlock)
+	kw, err := wc.Model(wc.Withlock)
 	if err != nil {
 		return nil, nil, fmt.Errorf("withlock's command line: %w", err)
 	}
@@ -75,7 +74,7 @@ func Models() (withlock, cronGate *Command, err error) {
 // apart from its own (a question, not a run): its section of withlock(1)
 // is generated from it.
 func WhoModel() (*Command, error) {
-	k, err := kongparse.WhoModel(kongparse.Withlock)
+	k, err := wc.WhoModel(wc.Withlock)
 	if err != nil {
 		return nil, fmt.Errorf("withlock who's command line: %w", err)
 	}
@@ -274,7 +273,7 @@ func withlockPage(c, who *Command, o Options) string {
 	r.pp()
 	r.text("Durations are Go durations: 300ms, 90s, 1h30m. Everything after the first -- is the command, untouched.")
 	r.sh("WITHLOCK WHO")
-	for i, para := range strings.Split(kongparse.WhoDescription, "\n\n") {
+	for i, para := range strings.Split(wc.WhoDescription, "\n\n") {
 		if i > 0 {
 			r.pp()
 		}
@@ -295,6 +294,7 @@ func withlockPage(c, who *Command, o Options) string {
 		envVar{"WITHLOCK_PATHS_FD", "Set for the command instead of WITHLOCK_PATHS for a long list: a descriptor of a memory file holding that JSON array (read /proc/self/fd/$WITHLOCK_PATHS_FD)."},
 		envVar{"WITHLOCK_SLOT", "Set for the command: the slot index taken in each pool, comma-separated in --slots order (2,0)."},
 		envVar{"WITHLOCK_CANDIDATE", "Set for the command with --first-of: the index of the candidate set taken (0-based, in --candidates-from order)."},
+		envVar{"CRON_GATE_BUSY_FD", "Set by cron-gate: when the locks are busy (local locks), withlock writes them into that memory file for cron-gate's journal; it is unset, and the descriptor closed, for the command."},
 		envVar{"WITHLOCK_KEY_PATHS", "etcd: set for the command: the paths relative to --key-root, as a JSON array in the order of WITHLOCK_PATHS."},
 		envVar{"WITHLOCK_FENCE_REVISION", "etcd: set for the command: the revision of the transaction that took the set, strictly increasing for successive holders of any one path or slot (a fencing token)."},
 		envVar{"WITHLOCK_FENCE_LEASE", "etcd: set for the command: the lease ID in hex, as etcdctl lease list prints it."},
@@ -374,6 +374,7 @@ func cronGatePage(c *Command, o Options) string {
 		envVar{"SUDO_USER", "Named as who paused a gate (else the user)."},
 		envVar{"CRON_GATE_TRIGGER", "Set by trigger for the gate's line it runs: the line's own cron-gate reads it (the run is recorded as manual, --force applies, the jitter is not waited) and removes it before the command starts. Not for setting by hand."},
 		envVar{"CRON_GATE_NAME, CRON_GATE_RUN", "Set for the command: the gate's name and the run's ID (as in the journal)."},
+		envVar{"CRON_GATE_BUSY_FD", "Set for the command: a descriptor of a memory file where a withlock in the command that finds its locks busy writes them, for the journal's busy record. withlock takes it out of what its own command inherits."},
 		envVar{"CRON_GATE_ALERT_*", "check: set for a [[notify]] command: CRON_GATE_ALERT_KIND (alert or recovery), CRON_GATE_ALERT_GATE, CRON_GATE_ALERT_CONDITION, CRON_GATE_ALERT_TITLE and CRON_GATE_ALERT_BODY (the message), CRON_GATE_ALERT_DETAIL, CRON_GATE_ALERT_SINCE (RFC 3339) and CRON_GATE_ALERT_HOST."},
 	)
 	environment(&r, vars)

@@ -1,21 +1,20 @@
 // Package crongate is what cron-gate's two binaries share of the
 // command line, beyond the split at "--" that both wrappers share
 // (runner.SplitCommand): the fast parser of the run forms found in
-// crontabs. cron-gate (cmd/cron-gate, run on every cron tick)
+// crontabs, from the flags' one definition (RunLine). cron-gate
+// (cmd/cron-gate, run on every cron tick)
 // links only this, the gate package and the child runner; every other
 // line, and a run whose config is not in the cache, is handed to
 // cron-gate-full (cmd/cron-gate-full), which parses with kong and decodes
-// the TOML. FuzzFastParse (cmd/cron-gate-full) holds FastParse to kong's
+// the TOML. FuzzFastParse (internal/crongate/full) holds FastParse to kong's
 // result.
 package crongate
 
 import (
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/duration"
@@ -37,92 +36,48 @@ const EtcdBinary = "cron-gate-etcd"
 // cron-gate-full.
 const TriggerEnv = "CRON_GATE_TRIGGER"
 
-// RunArgs are the flags of `cron-gate [FLAGS] NAME -- COMMAND`.
-type RunArgs struct {
-	Config    string // --config, else $CRON_GATE_CONFIG, else ""
-	Quiet     bool
-	Verbose   bool
-	Name      string
-	Timeout   time.Duration
-	KillAfter time.Duration
-	OncePer   string        // --once-per: "" or one of gate.OncePers
-	Jitter    time.Duration // --jitter: 0, or the gate's jitter for this line
+// GlobalFlags are cron-gate's flags that every form of its line takes.
+type GlobalFlags struct {
+	Config string `env:"CRON_GATE_CONFIG" placeholder:"FILE" help:"Config file (default ${config}; a missing default is an empty config)."`
+	runner.OutputFlags
 }
 
-// FastParse parses the run forms found in crontabs — `NAME`, with
-// --config, --timeout, --kill-after, --once-per, --jitter, -q, -v — without kong, whose set-up
-// costs more than the rest of a call. It declines (ok false) anything else,
-// which is then left to kong.
-func FastParse(args []string) (c RunArgs, ok bool) {
-	c.KillAfter = runner.DefaultKillAfter
-	if v, ok := os.LookupEnv("CRON_GATE_CONFIG"); ok {
-		c.Config = v
-	}
-	seen := map[string]bool{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch a {
-		case "-q", "--quiet", "-v", "--verbose":
-			if seen[a] {
-				return c, false
-			}
-			seen[a] = true
-			if a[len(a)-1] == 'q' || a == "--quiet" {
-				c.Quiet = true
-			} else {
-				c.Verbose = true
-			}
-			continue
-		}
-		if !strings.HasPrefix(a, "-") {
-			if c.Name != "" || a == "" || !utf8.ValidString(a) {
-				return c, false
-			}
-			c.Name = a
-			continue
-		}
-		if !strings.HasPrefix(a, "--") {
-			return c, false
-		}
-		name, val, ok := strings.Cut(a[2:], "=")
-		if !ok {
-			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
-				return c, false
-			}
-			i++
-			val = args[i]
-		}
-		if val == "" || seen[name] || !utf8.ValidString(val) {
-			return c, false
-		}
-		seen[name] = true
-		var err error
-		switch name {
-		case "config":
-			c.Config = val
-		case "timeout":
-			c.Timeout, err = duration.Parse(val)
-		case "kill-after":
-			c.KillAfter, err = duration.Parse(val)
-		case "jitter":
-			c.Jitter, err = duration.Parse(val)
-		case "once-per":
-			if !slices.Contains(gate.OncePers, val) {
-				return c, false
-			}
-			c.OncePer = val
-		default:
-			return c, false
-		}
-		if err != nil {
-			return c, false
-		}
-	}
-	return c, c.Name != ""
+// RunFlags are the run form's own flags and its NAME.
+type RunFlags struct {
+	runner.TimeoutFlags
+	OncePer string        `placeholder:"1h|1d|1w|slot" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
+	Jitter  time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter); at most ${max_jitter}."`
+	Name    string        `arg:"" help:"Gate name."`
+}
+
+// RunLine is `cron-gate [FLAGS] NAME` as the per-tick parser reads it:
+// the same fields kong fills in cron-gate-full (its CLI embeds
+// GlobalFlags, its run command RunFlags), so each flag is defined once.
+type RunLine struct {
+	GlobalFlags
+	RunFlags
+}
+
+// Vars are the values the flags' tags name, for kong and the fast parser
+// alike (cron-gate-full adds ${version}).
+func Vars() map[string]string {
+	v := runner.FlagVars("; the config's report_skips does the same", ", nor what pause, resume and edit did")
+	v["config"] = gate.DefaultConfigPath
+	v["max_jitter"] = duration.Format(gate.MaxJitter)
+	return v
+}
+
+// FastParse parses the run forms found in crontabs from RunLine's tags
+// (runner.FastParse), without kong, whose set-up costs more than the rest
+// of a call. It declines (ok false) anything else, which is then left to
+// kong.
+func FastParse(args []string) (l RunLine, ok bool) {
+	ok = runner.FastParse(args, &l, Vars())
+	return l, ok
 }
 
 // Check returns "" when a parsed run line is usable, else the usage error.
-func (c *RunArgs) Check(command []string) string {
+func (c *RunFlags) Check(command []string) string {
 	if len(command) == 0 || command[0] == "" {
 		return "empty command after --"
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestBusyReportRoundTrip: what a withlock writes into the memory file
@@ -23,12 +25,18 @@ func TestBusyReportRoundTrip(t *testing.T) {
 	if d := ReadBusyReport(f); d != nil {
 		t.Fatalf("empty file read as %+v", d)
 	}
-	// As withlock takes it: the variable names the descriptor.
-	t.Setenv(BusyEnv, strconv.Itoa(int(f.Fd())))
+	// As withlock takes it: the variable names the descriptor (a copy,
+	// which the BusyReport owns and closes, as withlock's inherited one).
+	fd, err := unix.Dup(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(BusyEnv, strconv.Itoa(fd))
 	r := TakeBusyReport()
 	if r == nil {
 		t.Fatal("TakeBusyReport refused cron-gate's memory file")
 	}
+	defer r.f.Close()
 	if _, set := os.LookupEnv(BusyEnv); set {
 		t.Errorf("%s still set after TakeBusyReport", BusyEnv)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/runner"
 )
 
@@ -29,10 +28,8 @@ type CLI struct {
 	SlotFile       []string      `sep:"none" placeholder:"TEMPLATE" help:"Slot file template with {i}, paired with the --slots of the same position (default LOCKDIR/withlock-slot-{i}.lock)."`
 	Wait           time.Duration `placeholder:"DURATION" help:"Retry the whole set until DURATION has passed before skipping."`
 	SkipCode       int           `default:"${skipcode}" placeholder:"N" help:"Exit code when something is busy (default ${skipcode}, EX_TEMPFAIL)."`
-	Timeout        time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL) if it runs longer; exit 124."`
-	KillAfter      time.Duration `default:"${killafter}" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout."`
-	Verbose        bool          `short:"v" help:"Say what was taken, and why the command was skipped also when stderr is not a terminal (under cron, which mails it)."`
-	Quiet          bool          `short:"q" help:"Do not say why the command was skipped, not even on a terminal (nor, with etcd, that a member is older than the safe version)."`
+	runner.TimeoutFlags
+	runner.OutputFlags
 	// The etcd backend (docs/etcd.md, "Across hosts (etcd)"). withlock itself
 	// never sees these with --backend etcd: it hands such a line to
 	// withlock-etcd (the registry, backend.go), which parses this same
@@ -52,19 +49,17 @@ type CLI struct {
 	ServerName        string        `placeholder:"NAME" help:"etcd: the name the members' certificates carry, when it is not the endpoints' host (default $WITHLOCK_ETCD_SERVER_NAME)."`
 	EtcdUser          string        `placeholder:"USER" help:"etcd: user for etcd's own auth (default $WITHLOCK_ETCD_USER); the password comes from --password-file or $WITHLOCK_ETCD_PASSWORD, never from the command line."`
 	PasswordFile      string        `placeholder:"FILE" help:"etcd: file holding --etcd-user's password, mode 0600 or stricter (default $WITHLOCK_ETCD_PASSWORD_FILE)."`
-	Version           bool          `help:"Print the version and exit."`
+	Version           bool          `fast:"-" help:"Print the version and exit."`
 }
 
-// Vars are the values CLI's tags name (${lockdir}, ...), for kong: the
-// defaults are written once, here and in runner, and the fast parser uses
-// the same constants.
+// Vars are the values CLI's tags name (${lockdir}, ...), for kong and
+// the fast parser alike: the defaults are written once, here and in
+// runner.
 func Vars() map[string]string {
-	return map[string]string{
-		"lockdir":   DefaultLockDir,
-		"skipcode":  strconv.Itoa(runner.ExitSkip),
-		"killafter": runner.DefaultKillAfter.String(),
-		"version":   "withlock " + buildinfo.String(),
-	}
+	v := runner.FlagVars(", and what was taken", " (nor, with etcd, that a member is older than the safe version)")
+	v["lockdir"] = DefaultLockDir
+	v["skipcode"] = strconv.Itoa(runner.ExitSkip)
+	return v
 }
 
 // Options is the parsed command line plus the command.

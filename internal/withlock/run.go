@@ -2,9 +2,9 @@
 
 // Package withlock is the withlock command: its options (one kong struct,
 // CLI), the fast parser that reads its table from that struct, the
-// registry of backends, and Run, the one run loop of every backend. It
-// links no CLI library: kong's parser for every other form of the line is
-// in kongparse. Two binaries serve it: withlock, which
+// registry of backends, Run, the one run loop of every backend, and kong's
+// parser for every other form of the line (kong.go: Main, Serve, Who).
+// Two binaries serve it: withlock, which
 // runs every local command line alone and links no backend but the local
 // one, and withlock-etcd, the etcd backend's program, which brings its
 // Driver. withlock hands a line whose backend another program serves to

@@ -34,12 +34,12 @@ fi
 # The same tree with withlock's dispatch to withlock-etcd removed.
 mkdir "$out/tree"
 git ls-files -co --exclude-standard -z | tar --null -cf - -T - | tar -xf - -C "$out/tree"
-python3 - "$out/tree/internal/withlock/kongparse/parse.go" <<'PY'
+python3 - "$out/tree/internal/withlock/kong.go" <<'PY'
 import re, sys
 p = sys.argv[1]
 s = open(p).read()
 s2 = re.sub(r"\n\tif code, done := wc\.Dispatch\(args\); done \{\n.*?\n\t\}\n", "\n", s, flags=re.S)
-assert s2 != s, "Dispatch not found in internal/withlock/kongparse/parse.go"
+assert s2 != s, "Dispatch not found in internal/withlock/kong.go"
 open(p, "w").write(s2)
 PY
 (cd "$out/tree" && CGO_ENABLED=0 go build -tags grpcnotrace -o "$out/withlock-nodispatch" ./cmd/withlock)

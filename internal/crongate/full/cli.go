@@ -13,10 +13,8 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/crongate"
-	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
 )
@@ -24,9 +22,7 @@ import (
 // CLI is cron-gate's command line. `cron-gate [flags] NAME -- COMMAND` is
 // the run command; main inserts the hidden "run" subcommand for kong.
 type CLI struct {
-	Config  string           `env:"CRON_GATE_CONFIG" placeholder:"FILE" help:"Config file (default ${config}; a missing default is an empty config)."`
-	Quiet   bool             `short:"q" help:"Do not say why a command was skipped (not even on a terminal), nor what pause, resume and edit did."`
-	Verbose bool             `short:"v" help:"Say why a command was skipped also when stderr is not a terminal (under cron, which mails it; the config's report_skips does the same), and say more."`
+	crongate.GlobalFlags
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	Run     RunCmd     `cmd:"" hidden:"" help:"Run COMMAND through gate NAME (the default: cron-gate NAME -- COMMAND)."`
@@ -63,11 +59,7 @@ type ServeCmd struct {
 
 // RunCmd is `cron-gate NAME -- COMMAND`.
 type RunCmd struct {
-	Timeout   time.Duration `placeholder:"DURATION" help:"Stop the command (TERM, then KILL to its process group) if it runs longer (90m, 2h, 1d); exit 124."`
-	KillAfter time.Duration `default:"${killafter}" placeholder:"DURATION" help:"Grace between TERM and KILL on --timeout (default ${killafter})."`
-	OncePer   string        `placeholder:"1h|1d|1w|slot" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
-	Jitter    time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter); at most ${max_jitter}."`
-	Name      string        `arg:"" help:"Gate name."`
+	crongate.RunFlags
 }
 
 // PauseCmd is `cron-gate pause NAME`.
@@ -193,7 +185,8 @@ func newKong(c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
 	return kong.New(c,
 		kong.Name("cron-gate"),
 		kong.Description(description),
-		kong.Vars{"config": gate.DefaultConfigPath, "version": "cron-gate " + buildinfo.String(), "max_jitter": maxJitter(), "killafter": killAfter()},
+		kong.Vars(crongate.Vars()),
+		kong.Vars{"version": "cron-gate " + buildinfo.String()},
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
@@ -212,8 +205,7 @@ func Model() (*kong.Kong, error) {
 
 // check checks the command after "--" and the durations.
 func (c *RunCmd) check(command []string) error {
-	ra := crongate.RunArgs{Timeout: c.Timeout, KillAfter: c.KillAfter, Jitter: c.Jitter, OncePer: c.OncePer}
-	if msg := ra.Check(command); msg != "" {
+	if msg := c.RunFlags.Check(command); msg != "" {
 		return usageError{msg}
 	}
 	return nil
@@ -227,20 +219,11 @@ func (c *PauseCmd) check([]string) error {
 	return nil
 }
 
-// maxJitter is --jitter's bound in its help (gate.MaxJitter). A func, not
-// a package-level value: it is formatted when kong is set up, not at every
-// start-up.
-func maxJitter() string { return duration.Format(gate.MaxJitter) }
-
-// killAfter is ${killafter}: --kill-after's default, runner's.
-func killAfter() string { return duration.Format(runner.DefaultKillAfter) }
-
 // fastParse is crongate.FastParse into the kong CLI struct, so that a
 // line parses to the same CLI either way (FuzzFastParse).
 func fastParse(args []string, c *CLI) bool {
-	ra, ok := crongate.FastParse(args)
-	*c = CLI{Config: ra.Config, Quiet: ra.Quiet, Verbose: ra.Verbose}
-	c.Run = RunCmd{Name: ra.Name, Timeout: ra.Timeout, KillAfter: ra.KillAfter, OncePer: ra.OncePer, Jitter: ra.Jitter}
+	l, ok := crongate.FastParse(args)
+	*c = CLI{GlobalFlags: l.GlobalFlags, Run: RunCmd{RunFlags: l.RunFlags}}
 	return ok
 }
 

@@ -2,7 +2,6 @@ package full
 
 import (
 	"io"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -10,43 +9,16 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/crongate/crongate/internal/duration/kongduration"
+	"github.com/crongate/crongate/internal/crongate"
+	"github.com/crongate/crongate/tests/kongtest"
 )
-
-func kongRun(t testing.TB, args []string) (CLI, bool) {
-	var c CLI
-	k, err := kong.New(&c, kong.Name("cron-gate"),
-		kong.Vars{"config": "/etc/cron-gate/config.toml", "version": "test", "max_jitter": maxJitter(), "killafter": killAfter()},
-		kong.Writers(io.Discard, io.Discard),
-		kong.Exit(func(int) { panic("kong exit") }),
-		kongduration.Option()) // as the program's parser: days in durations
-	if err != nil {
-		t.Fatal(err)
-	}
-	ok := func() (ok bool) {
-		defer func() {
-			if recover() != nil {
-				ok = false
-			}
-		}()
-		_, err := k.Parse(append([]string{"run"}, args...))
-		return err == nil
-	}()
-	return c, ok
-}
 
 func agree(t testing.TB, args []string) {
 	var fast CLI
 	if !fastParse(args, &fast) {
 		return
 	}
-	slow, ok := kongRun(t, args)
-	if !ok {
-		t.Fatalf("fastParse accepted %q, kong refuses it", args)
-	}
-	if !reflect.DeepEqual(fast, slow) {
-		t.Fatalf("fastParse and kong differ on %q:\nfast %+v\nkong %+v", args, fast, slow)
-	}
+	kongtest.Agree(t, &fast, append([]string{"run"}, args...), kong.Name("cron-gate"), kong.Vars(crongate.Vars()), kong.Vars{"version": "test"})
 }
 
 func TestFastParseRunForms(t *testing.T) {
@@ -67,7 +39,7 @@ func TestFastParseRunForms(t *testing.T) {
 		}
 		agree(t, c)
 	}
-	for _, c := range [][]string{{}, {"a", "b"}, {"--help"}, {"--bogus", "x"}, {"--timeout", "5x", "x"}, {"-qv", "x"}, {"--once-per", "2d", "x"}, {"--once-per=", "x"}} {
+	for _, c := range [][]string{{}, {"a", "b"}, {"--help"}, {"--bogus", "x"}, {"--timeout", "5x", "x"}, {"-qv", "x"}, {"--once-per=", "x"}, {"-q", "-q", "x"}} {
 		var fast CLI
 		if fastParse(c, &fast) {
 			t.Errorf("fastParse accepted %q; it must leave it to kong", c)
@@ -131,7 +103,7 @@ func FuzzParseUntil(f *testing.F) {
 // without would fail only when someone types it.
 func TestEveryCommandRuns(t *testing.T) {
 	var c CLI
-	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars{"config": "/c.toml", "version": "test", "max_jitter": maxJitter(), "killafter": killAfter()})
+	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars(crongate.Vars()), kong.Vars{"version": "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

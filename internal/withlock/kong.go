@@ -1,12 +1,11 @@
 //go:build linux
 
-// Package kongparse is withlock's command line as the binaries serve it:
-// the fast parser (withlock.FastParse) for the common lines, kong for
-// every other form (help, errors, `withlock who`), in one process. withlock
-// (Main) and withlock-etcd (Serve) use it. It is a package of its own so
-// that the lean cron-gate, which reads withlock lines (withlock.LineTargets),
-// does not link kong.
-package kongparse
+// withlock's command line as the binaries serve it: the fast parser
+// (FastParse) for the common lines, kong for every other form (help,
+// errors, `withlock who`), in one process. withlock (Main) and
+// withlock-etcd (Serve) use it.
+
+package withlock
 
 import (
 	"errors"
@@ -22,7 +21,6 @@ import (
 	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
-	wc "github.com/crongate/crongate/internal/withlock"
 )
 
 // Main is withlock's main: a command line whose backend another program
@@ -31,10 +29,10 @@ import (
 func Main(args []string) int {
 	// A line for another backend's program is exec'd before anything
 	// else, signals included (withlock.Dispatch says why).
-	if code, done := wc.Dispatch(args); done {
+	if code, done := Dispatch(args); done {
 		return code
 	}
-	return Serve(Withlock, wc.Local, args)
+	return Serve(Withlock, Local, args)
 }
 
 // Serve is the main of a program that serves d's backend: withlock
@@ -42,7 +40,7 @@ func Main(args []string) int {
 // (withlock.FastParse, else kong), checks them for d (Options.Check) and
 // runs withlock.Run; a line that starts with "who" is `withlock who`
 // (Who).
-func Serve(p Program, d wc.Driver, args []string) int {
+func Serve(p Program, d Driver, args []string) int {
 	if len(args) > 0 && args[0] == "who" {
 		// withlock who: a question, not a run (who.go).
 		return Who(p, d, args[1:], os.Stdout)
@@ -50,31 +48,31 @@ func Serve(p Program, d wc.Driver, args []string) int {
 	// Signals first: until the command starts, one ends the program
 	// with 128+N (runner.Notify).
 	sigs := runner.Notify()
-	var o wc.Options
+	var o Options
 	var err error
 	// The common, well-formed lines skip kong's reflective set-up (about
 	// 0.4 ms a call: docs/design.md, "One withlock binary"); kong parses
 	// the rest, with its help and messages.
-	if flagArgs, command, found := runner.SplitCommand(args); wc.FastParse(flagArgs, &o.CLI) {
+	if flagArgs, command, found := runner.SplitCommand(args); FastParse(flagArgs, &o.CLI) {
 		o.Command = command
 		err = o.Check(found, d)
 	} else {
-		o = wc.Options{}
+		o = Options{}
 		err = Parse(p, args, &o, os.Stdout, os.Exit, func(found bool) error { return o.Check(found, d) })
 	}
 	if err != nil {
 		out := &safetext.Printer{Prog: p.Name}
 		out.Errorf("%v", err)
-		out.Hintf("%s", wc.SeeHelp(d))
+		out.Hintf("%s", SeeHelp(d))
 		return runner.ExitFailure
 	}
-	return wc.Run(&o, sigs, d)
+	return Run(&o, sigs, d)
 }
 
 // Withlock is withlock's program: its name, texts and model.
 var Withlock = Program{
 	Name:        "withlock",
-	Description: wc.Description,
+	Description: Description,
 	Usage:       "Usage: withlock [flags] -- COMMAND [ARG...]",
 }
 
@@ -89,7 +87,7 @@ type Program struct {
 // target is what kong fills, usually &o.CLI). It returns an error for every
 // usage problem (exit 125); --help and --version print to stdout and exit
 // 0 through exit. validate runs last, with whether a "--" was found.
-func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(int), validate func(found bool) error) error {
+func Parse(p Program, args []string, o *Options, stdout io.Writer, exit func(int), validate func(found bool) error) error {
 	flagArgs, command, found := runner.SplitCommand(args)
 	// Kong turns bytes that are not UTF-8 into U+FFFD, which would lock
 	// another path. The fast parser keeps bytes as they are and accepts
@@ -97,7 +95,7 @@ func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(
 	// is malformed anyway; refuse it rather than guess.
 	for _, a := range flagArgs {
 		if !utf8.ValidString(a) {
-			return wc.UsageError{Msg: fmt.Sprintf("argument %q is not valid UTF-8 and the command line is not one withlock can read without altering it; give such paths with --paths-from", a)}
+			return UsageError{Msg: fmt.Sprintf("argument %q is not valid UTF-8 and the command line is not one withlock can read without altering it; give such paths with --paths-from", a)}
 		}
 	}
 	k, err := newKong(p, &o.CLI, stdout, exit)
@@ -110,7 +108,7 @@ func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(
 			if !found && strings.Contains(pe.Error(), "unexpected argument") {
 				return validate(false)
 			}
-			return wc.UsageError{Msg: pe.Error()}
+			return UsageError{Msg: pe.Error()}
 		}
 		return err
 	}
@@ -124,11 +122,11 @@ func Parse(p Program, args []string, o *wc.Options, stdout io.Writer, exit func(
 }
 
 // newKong is p's kong parser filling c.
-func newKong(p Program, c *wc.CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
+func newKong(p Program, c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
 	return kong.New(c,
 		kong.Name(p.Name),
 		kong.Description(p.Description),
-		kong.Vars(wc.Vars()),
+		kong.Vars(Vars()),
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.UsageOnError(),
@@ -146,7 +144,7 @@ func newKong(p Program, c *wc.CLI, stdout io.Writer, exit func(int)) (*kong.Kong
 // (internal/clidoc): they cannot drift from what the parser accepts. It
 // parses nothing.
 func Model(p Program) (*kong.Kong, error) {
-	return newKong(p, &wc.CLI{}, io.Discard, func(int) {})
+	return newKong(p, &CLI{}, io.Discard, func(int) {})
 }
 
 // WhoModel is `withlock who`'s command line as kong parses it (Model's

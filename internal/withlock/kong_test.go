@@ -1,44 +1,18 @@
-package kongparse
+package withlock
 
 import (
-	"io"
-	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 
-	"github.com/crongate/crongate/internal/duration/kongduration"
-	wc "github.com/crongate/crongate/internal/withlock"
+	"github.com/crongate/crongate/tests/kongtest"
 )
 
-// kongParse parses with kong alone, the authority fastParse must agree with.
-func kongParse(t testing.TB, args []string) (wc.CLI, bool) {
-	var c wc.CLI
-	p, err := kong.New(&c, kong.Name("withlock"),
-		kong.Vars(wc.Vars()),
-		kong.Writers(io.Discard, io.Discard),
-		kong.Exit(func(int) { panic("kong exit") }),
-		kongduration.Option()) // as kongparse.Parse: days in durations
-	if err != nil {
-		t.Fatal(err)
-	}
-	ok := func() (ok bool) {
-		defer func() {
-			if recover() != nil {
-				ok = false
-			}
-		}()
-		_, err := p.Parse(args)
-		return err == nil
-	}()
-	return c, ok
-}
-
 func checkAgree(t testing.TB, args []string) {
-	var fast wc.CLI
-	if !wc.FastParse(args, &fast) {
+	var fast CLI
+	if !FastParse(args, &fast) {
 		return
 	}
 	if !utf8.ValidString(strings.Join(args, "")) {
@@ -52,13 +26,7 @@ func checkAgree(t testing.TB, args []string) {
 		}
 		return
 	}
-	slow, ok := kongParse(t, args)
-	if !ok {
-		t.Fatalf("fastParse accepted %q but kong refuses it", args)
-	}
-	if !reflect.DeepEqual(fast, slow) {
-		t.Fatalf("fastParse and kong differ on %q:\nfast %+v\nkong %+v", args, fast, slow)
-	}
+	kongtest.Agree(t, &fast, args, kong.Name("withlock"), kong.Vars(Vars()))
 }
 
 func TestFastParseAgreesWithKong(t *testing.T) {
@@ -81,8 +49,8 @@ func TestFastParseAgreesWithKong(t *testing.T) {
 		{"-0", "--first-of", "--candidates-from=/q/cands", "--wait", "5s"},
 	}
 	for _, c := range cases {
-		var fast wc.CLI
-		if !wc.FastParse(c, &fast) && !strings.Contains(strings.Join(c, " "), "--paths=") {
+		var fast CLI
+		if !FastParse(c, &fast) && !strings.Contains(strings.Join(c, " "), "--paths=") {
 			t.Errorf("fastParse declined the common line %q", c)
 		}
 		checkAgree(t, c)
@@ -97,8 +65,8 @@ func TestFastParseDeclines(t *testing.T) {
 		{"--endpoints", "a,,b"}, {"--endpoints", `a\,b`}, {"--ttl", "5"}, {"--ttl", "1s", "--ttl", "2s"},
 		{"--first-of", "--first-of"}, {"--candidates-from"}, {"--first-of=true"},
 	} {
-		var fast wc.CLI
-		if wc.FastParse(c, &fast) {
+		var fast CLI
+		if FastParse(c, &fast) {
 			t.Errorf("fastParse accepted %q; it must leave it to kong", c)
 		}
 	}
@@ -125,4 +93,16 @@ func FuzzFastParse(f *testing.F) {
 		}
 		checkAgree(t, args)
 	})
+}
+
+// BenchmarkFastParse: the per-call price of reading CLI's tags
+// (runner.FastParse) for a typical crontab line (docs/design.md).
+func BenchmarkFastParse(b *testing.B) {
+	args := []string{"--paths", "/srv/blog/en/a.md,/srv/blog/ko/a.md", "--slots", "2", "--timeout", "30m", "-q"}
+	for b.Loop() {
+		var c CLI
+		if !FastParse(args, &c) {
+			b.Fatal("declined")
+		}
+	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package kongparse
+package withlock
 
 import (
 	"encoding/json"
@@ -18,7 +18,6 @@ import (
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
-	wc "github.com/crongate/crongate/internal/withlock"
 )
 
 // whoCLI is `withlock who`'s command line: the paths and pools of a
@@ -69,7 +68,7 @@ const WhoDescription = whoDescription
 
 // newWhoKong is kong set up for `withlock who`'s command line c.
 func newWhoKong(p Program, c *whoCLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
-	return kong.New(c, kong.Name(p.Name+" who"), kong.Description(whoDescription), kong.Vars(wc.Vars()),
+	return kong.New(c, kong.Name(p.Name+" who"), kong.Description(whoDescription), kong.Vars(Vars()),
 		kong.Writers(stdout, os.Stderr), kong.Exit(exit), kongduration.Option(),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
 		kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
@@ -82,7 +81,7 @@ func newWhoKong(p Program, c *whoCLI, stdout io.Writer, exit func(int)) (*kong.K
 // T] [--json]` for d's backend; args follow "who". A pasted withlock line
 // is taken as it is: its run-only flags are ignored, and what follows
 // "--" is its command, not looked at.
-func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
+func Who(p Program, d Driver, args []string, stdout io.Writer) int {
 	// Long: parse, resolve and print for both output forms, as one subcommand's file.
 	out := &safetext.Printer{Prog: p.Name}
 	var c whoCLI
@@ -90,7 +89,7 @@ func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 	err := func() error {
 		for _, a := range args {
 			if !utf8.ValidString(a) {
-				return wc.UsageError{Msg: fmt.Sprintf("argument %q is not valid UTF-8; give such paths with --paths-from", a)}
+				return UsageError{Msg: fmt.Sprintf("argument %q is not valid UTF-8; give such paths with --paths-from", a)}
 			}
 		}
 		k, err := newWhoKong(p, &c, stdout, os.Exit)
@@ -100,7 +99,7 @@ func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 		if _, err := k.Parse(args); err != nil {
 			var pe *kong.ParseError
 			if errors.As(err, &pe) {
-				return wc.UsageError{Msg: pe.Error()}
+				return UsageError{Msg: pe.Error()}
 			}
 			return err
 		}
@@ -121,9 +120,9 @@ func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 		out.Hintf("see withlock who --help")
 		return runner.ExitFailure
 	}
-	o := wc.Options{CLI: wc.CLI{Paths: c.Paths, PathsFrom: c.PathsFrom, Null: c.Null, LockDir: c.LockDir, Slots: c.Slots, SlotFile: c.SlotFile,
+	o := Options{CLI: CLI{Paths: c.Paths, PathsFrom: c.PathsFrom, Null: c.Null, LockDir: c.LockDir, Slots: c.Slots, SlotFile: c.SlotFile,
 		Backend: c.Backend, Endpoints: c.Endpoints, KeyRoot: c.KeyRoot, KeyPrefix: c.KeyPrefix, TTL: c.TTL, OnCoordinatorDown: c.OnCoordinatorDown,
-		Wait: c.Wait, Timeout: c.Timeout, KillAfter: c.KillAfter, SkipCode: c.SkipCode, LockDelay: c.LockDelay}}
+		Wait: c.Wait, TimeoutFlags: runner.TimeoutFlags{Timeout: c.Timeout, KillAfter: c.KillAfter}, SkipCode: c.SkipCode, LockDelay: c.LockDelay}}
 	// The checks of a withlock line, so that who refuses what withlock
 	// would refuse; with a stand-in command when the line has none.
 	o.Command = []string{"true"}
@@ -165,7 +164,7 @@ func Who(p Program, d wc.Driver, args []string, stdout io.Writer) int {
 		}
 		return runner.ExitFailure
 	}
-	rep := wc.NewWhoReport(o.Backend, o.LockDir, in, time.Now())
+	rep := NewWhoReport(o.Backend, o.LockDir, in, time.Now())
 	if c.JSON {
 		data, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
