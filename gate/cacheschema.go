@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "b3e990b940ba440aa59a"
+const cacheSchema = "205c3257f973bc6354ad"

@@ -15,7 +15,7 @@ import (
 // bidirectional controls or a byte order mark (safetext.Check): with them a
 // reason could recolour the terminal, forge a line or show another "until"
 // than the real one. Every way to set a reason checks it: `cron-gate pause
-// --reason` and the dashboard (internal/crongate/full, pause.go), the config's reason key,
+// --reason` and the dashboard (internal/crongate, pause.go), the config's reason key,
 // Config.Validate, and an etcd value (etcdpause). Reasons stored before
 // this check are still read, and printed neutralised.
 func CheckReason(s string) error {

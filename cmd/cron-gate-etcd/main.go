@@ -12,14 +12,14 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/crongate/full"
+	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcdpause"
 )
 
 func main() {
 	etcdclient.OneP()
-	os.Exit(full.Main(os.Args[1:], open))
+	os.Exit(crongate.Main(os.Args[1:], open))
 }
 
 // envPassword holds [etcd] user's password when password_file is not set.

@@ -5,7 +5,7 @@
 //
 // This is the binary cron runs on every tick. It links no CLI library, no
 // TOML decoder and no network code: it parses the crontab run forms itself
-// (crongate.FastParse) and takes the gate's settings from the config
+// (gate.FastParse) and takes the gate's settings from the config
 // cache (gate.LookupGate). Everything else — a subcommand, help, a usage
 // error, a config whose bytes are not cached yet, a gate with a
 // healthchecks_url — is handed by exec to cron-gate-full, and a cached
@@ -18,7 +18,6 @@ import (
 	"os"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 )
@@ -40,7 +39,7 @@ func run(args []string) int {
 	out := &safetext.Printer{Prog: "cron-gate"}
 	err := runner.ExecCompanion(to, "cron-gate", args)
 	switch {
-	case errors.Is(err, runner.ErrCompanionNotFound) && to == crongate.EtcdBinary:
+	case errors.Is(err, runner.ErrCompanionNotFound) && to == gate.EtcdBinary:
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", to)
 		out.Hintf("%s", runner.CompanionHint(to))
 	case errors.Is(err, runner.ErrCompanionNotFound):
@@ -58,25 +57,25 @@ func run(args []string) int {
 // gate without healthchecks pings, and without shared pauses. Otherwise
 // it names the binary to hand the line to: cron-gate-etcd for a cached
 // config with [etcd] (skipping cron-gate-full's hop), else cron-gate-full.
-// A line cron-gate trigger runs (crongate.TriggerEnv set) goes to
+// A line cron-gate trigger runs (gate.TriggerEnv set) goes to
 // cron-gate-full, which records it as manual and keeps the variable from
 // the command.
 func cachedRun(args []string) (inv gate.Invocation, to string) {
 	flags, command, isRun := runner.SplitCommand(args)
-	if _, manual := os.LookupEnv(crongate.TriggerEnv); !isRun || manual {
-		return inv, crongate.FullBinary
+	if _, manual := os.LookupEnv(gate.TriggerEnv); !isRun || manual {
+		return inv, gate.FullBinary
 	}
-	ra, ok := crongate.FastParse(flags)
+	ra, ok := gate.FastParse(flags)
 	if !ok || ra.Check(command) != "" {
-		return inv, crongate.FullBinary
+		return inv, gate.FullBinary
 	}
 	path, missingOK := gate.ConfigPath(ra.Config)
 	cfg, miss, err := gate.LookupGate(path, missingOK, ra.Name)
 	switch {
 	case miss != nil || (cfg != nil && cfg.Gate(ra.Name).HealthchecksURL != ""):
-		return inv, crongate.FullBinary
+		return inv, gate.FullBinary
 	case cfg != nil && cfg.Etcd.Set():
-		return inv, crongate.EtcdBinary
+		return inv, gate.EtcdBinary
 	}
 	return gate.Invocation{
 		Gate: ra.Name, Argv: command, Config: cfg, ConfigErr: err,

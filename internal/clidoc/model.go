@@ -3,7 +3,7 @@
 // Package clidoc generates the man pages (withlock(1), cron-gate(1),
 // cron-gate.toml(5)), the shell completions (bash, zsh, fish) and the
 // example config from the code that defines what they describe: kong's
-// model of each command line (full.Model, withlock.Model) and gate's
+// model of each command line (crongate.Model, withlock.Model) and gate's
 // table of config keys (gate.KeyDocs). A flag, subcommand or key added to
 // the code is in the next generated page and completion without anyone
 // editing them; TestPagesCoverModel fails if one is missing.

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/crongate/full"
+	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/runner"
 	wc "github.com/crongate/crongate/internal/withlock"
 )
@@ -63,7 +63,7 @@ func Models() (withlock, cronGate *Command, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("withlock's command line: %w", err)
 	}
-	kc, err := full.Model()
+	kc, err := crongate.Model()
 	if err != nil {
 		return nil, nil, fmt.Errorf("cron-gate's command line: %w", err)
 	}

@@ -92,7 +92,7 @@ type Options struct {
 	// them; Pause and Resume below are given the config.
 	Pauses gate.Pauses
 	// Pause pauses a gate from the command line (`cron-gate pause`):
-	// Pause in internal/crongate/full. p.Since and p.Who are set by the dashboard.
+	// Pause in internal/crongate. p.Since and p.Who are set by the dashboard.
 	Pause func(cfg *gate.Config, name string, p pauses.Pause) error
 	// Resume lifts a gate's command-line pause; with force it also sets
 	// paused = false in the config file, in place (`cron-gate resume`).

@@ -22,7 +22,7 @@ import (
 
 // env is a real state dir with gates in varied states, and test doubles
 // for the CLI's hooks: Pause and Resume set and clear the pause in the
-// real state dir's pauses.json, as cron-gate pause and resume (internal/crongate/full, pause.go)
+// real state dir's pauses.json, as cron-gate pause and resume (internal/crongate, pause.go)
 // do; a config pause is kept in memory (editing the file
 // in place is gateconf's job, tested there).
 type env struct {

@@ -5,7 +5,7 @@ package gateconf
 // A whole-file edit of the config by a person (`cron-gate edit`, visudo's
 // model): lock, read, let the person change a copy, check it, replace the
 // file atomically. The editor and the questions are the command's
-// (internal/crongate/full/edit.go); the file handling is here, next to
+// (internal/crongate/edit.go); the file handling is here, next to
 // SetPaused, whose lock, read and replacement it shares.
 
 import (

@@ -387,7 +387,7 @@ var Mutants = []Mutant{
 		Name:   "status-table-raw",
 		Breaks: "status prints stored reasons and details raw: an escape sequence recolours the terminal (item 7)",
 		Edits: []Edit{
-			{"internal/crongate/full/table.go", "var cell = safetext.Line\n", "var cell = func(s string) string { return s }\n"},
+			{"internal/crongate/table.go", "var cell = safetext.Line\n", "var cell = func(s string) string { return s }\n"},
 		},
 		Pkgs: []string{"./tests"}, Run: "TestCronGate/^control_chars$",
 	},
@@ -443,9 +443,9 @@ var Mutants = []Mutant{
 		Name:   "pause-typo-accepted",
 		Breaks: "pausing a name nobody knows succeeds silently while the real gate runs on (item 11)",
 		Edits: []Edit{
-			{"internal/crongate/full/pause.go", "	if !force {\n", "	if false {\n"},
+			{"internal/crongate/pause.go", "	if !force {\n", "	if false {\n"},
 		},
-		Pkgs: []string{"./internal/crongate/full"}, Run: "TestPauseUnknownGate",
+		Pkgs: []string{"./internal/crongate"}, Run: "TestPauseUnknownGate",
 	},
 	{
 		Name:   "etcd-slot-template-twice",
@@ -509,7 +509,7 @@ var Mutants = []Mutant{
 		Name:   "why-prints-raw",
 		Breaks: "cron-gate why prints stored text (a pause's reason, a journal's detail) raw: ESC and bidi controls reach the terminal",
 		Edits: []Edit{
-			{"internal/crongate/full/why.go", "fmt.Fprintln(w, cell(fmt.Sprintf(format, args...)))", "fmt.Fprintln(w, fmt.Sprintf(format, args...))"},
+			{"internal/crongate/why.go", "fmt.Fprintln(w, cell(fmt.Sprintf(format, args...)))", "fmt.Fprintln(w, fmt.Sprintf(format, args...))"},
 		},
 		Pkgs: []string{"./tests"}, Run: "TestCronGate/^control_chars$",
 	},

@@ -1,4 +1,4 @@
-package full
+package crongate
 
 import (
 	"io"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/crongate/crongate/internal/crongate"
+	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/tests/kongtest"
 )
 
@@ -18,7 +18,7 @@ func agree(t testing.TB, args []string) {
 	if !fastParse(args, &fast) {
 		return
 	}
-	kongtest.Agree(t, &fast, append([]string{"run"}, args...), kong.Name("cron-gate"), kong.Vars(crongate.Vars()), kong.Vars{"version": "test"})
+	kongtest.Agree(t, &fast, append([]string{"run"}, args...), kong.Name("cron-gate"), kong.Vars(gate.Vars()), kong.Vars{"version": "test"})
 }
 
 func TestFastParseRunForms(t *testing.T) {
@@ -103,7 +103,7 @@ func FuzzParseUntil(f *testing.F) {
 // without would fail only when someone types it.
 func TestEveryCommandRuns(t *testing.T) {
 	var c CLI
-	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars(crongate.Vars()), kong.Vars{"version": "test"})
+	k, err := kong.New(&c, kong.Name("cron-gate"), kong.Vars(gate.Vars()), kong.Vars{"version": "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

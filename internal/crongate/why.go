@@ -1,6 +1,6 @@
 //go:build linux
 
-package full
+package crongate
 
 // cron-gate why NAME: in words, the gate's last attempts, what stops it
 // now and when cron next tries (docs/cron-gate.md, "Why"). It judges

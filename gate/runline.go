@@ -1,14 +1,16 @@
-// Package crongate is what cron-gate's two binaries share of the
-// command line, beyond the split at "--" that both wrappers share
-// (runner.SplitCommand): the fast parser of the run forms found in
-// crontabs, from the flags' one definition (RunLine). cron-gate
-// (cmd/cron-gate, run on every cron tick)
-// links only this, the gate package and the child runner; every other
-// line, and a run whose config is not in the cache, is handed to
-// cron-gate-full (cmd/cron-gate-full), which parses with kong and decodes
-// the TOML. FuzzFastParse (internal/crongate/full) holds FastParse to kong's
-// result.
-package crongate
+//go:build linux
+
+// What cron-gate's binaries share of the command line, beyond the split
+// at "--" that both wrappers share (runner.SplitCommand): the run form's
+// flags, defined once (RunLine: cron-gate-full's kong structs embed
+// GlobalFlags and RunFlags), and the fast parser of the run forms found in
+// crontabs (FastParse, from those tags). cron-gate (cmd/cron-gate, run on
+// every cron tick) links only this package and the child runner; every
+// other line, and a run whose config is not in the cache, is handed to
+// cron-gate-full, which parses with kong and decodes the TOML.
+// FuzzFastParse (internal/crongate) holds FastParse to kong's result.
+
+package gate
 
 import (
 	"slices"
@@ -16,8 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/duration"
+	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/runner"
 )
 
@@ -62,8 +63,8 @@ type RunLine struct {
 // alike (cron-gate-full adds ${version}).
 func Vars() map[string]string {
 	v := runner.FlagVars("; the config's report_skips does the same", ", nor what pause, resume and edit did")
-	v["config"] = gate.DefaultConfigPath
-	v["max_jitter"] = duration.Format(gate.MaxJitter)
+	v["config"] = DefaultConfigPath
+	v["max_jitter"] = dur.Format(MaxJitter)
 	return v
 }
 
@@ -84,8 +85,8 @@ func (c *RunFlags) Check(command []string) string {
 	if c.Timeout < 0 || c.KillAfter < 0 || c.Jitter < 0 {
 		return "--timeout, --kill-after and --jitter must not be negative"
 	}
-	if c.OncePer != "" && !slices.Contains(gate.OncePers, c.OncePer) {
-		return "--once-per " + strconv.Quote(c.OncePer) + ` is not "` + strings.Join(gate.OncePers[:len(gate.OncePers)-1], `", "`) + `" or "` + gate.OncePers[len(gate.OncePers)-1] + `"`
+	if c.OncePer != "" && !slices.Contains(OncePers, c.OncePer) {
+		return "--once-per " + strconv.Quote(c.OncePer) + ` is not "` + strings.Join(OncePers[:len(OncePers)-1], `", "`) + `" or "` + OncePers[len(OncePers)-1] + `"`
 	}
 	return ""
 }

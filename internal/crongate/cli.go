@@ -1,6 +1,6 @@
 //go:build linux
 
-package full
+package crongate
 
 import (
 	"errors"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/buildinfo"
-	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
 )
@@ -22,7 +22,7 @@ import (
 // CLI is cron-gate's command line. `cron-gate [flags] NAME -- COMMAND` is
 // the run command; main inserts the hidden "run" subcommand for kong.
 type CLI struct {
-	crongate.GlobalFlags
+	gate.GlobalFlags
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	Run     RunCmd     `cmd:"" hidden:"" help:"Run COMMAND through gate NAME (the default: cron-gate NAME -- COMMAND)."`
@@ -59,7 +59,7 @@ type ServeCmd struct {
 
 // RunCmd is `cron-gate NAME -- COMMAND`.
 type RunCmd struct {
-	crongate.RunFlags
+	gate.RunFlags
 }
 
 // PauseCmd is `cron-gate pause NAME`.
@@ -185,7 +185,7 @@ func newKong(c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
 	return kong.New(c,
 		kong.Name("cron-gate"),
 		kong.Description(description),
-		kong.Vars(crongate.Vars()),
+		kong.Vars(gate.Vars()),
 		kong.Vars{"version": "cron-gate " + buildinfo.String()},
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
@@ -219,10 +219,10 @@ func (c *PauseCmd) check([]string) error {
 	return nil
 }
 
-// fastParse is crongate.FastParse into the kong CLI struct, so that a
+// fastParse is gate.FastParse into the kong CLI struct, so that a
 // line parses to the same CLI either way (FuzzFastParse).
 func fastParse(args []string, c *CLI) bool {
-	l, ok := crongate.FastParse(args)
+	l, ok := gate.FastParse(args)
 	*c = CLI{GlobalFlags: l.GlobalFlags, Run: RunCmd{RunFlags: l.RunFlags}}
 	return ok
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package full
+package crongate
 
 // Pausing and resuming gates: the one implementation shared by `cron-gate
 // pause/resume` and the dashboard's buttons. Both are safe

@@ -1,6 +1,6 @@
 //go:build linux
 
-package full
+package crongate
 
 // cron-gate trigger NAME: do now what cron would do with the gate's line,
 // recorded as a manual run (docs/cron-gate.md, "Run now"; the identity
@@ -37,7 +37,6 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/hcping"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
@@ -80,7 +79,7 @@ type triggerJob struct {
 
 // triggerEnv is the variable that tells the line's own cron-gate that
 // this run is a manual one, and by whom (a JSON triggerMark).
-const triggerEnv = crongate.TriggerEnv
+const triggerEnv = gate.TriggerEnv
 
 // triggerMark is what trigger tells the line's cron-gate: the gate and
 // config (absolute) it means, who asked, --force, and whether to say why

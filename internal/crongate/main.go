@@ -1,11 +1,11 @@
 //go:build linux
 
-// Package full is cron-gate with every subcommand, kong's parser
+// Package crongate is the cron-gate command: every subcommand, kong's parser
 // and the TOML decoder: the binaries cron-gate-full, and cron-gate-etcd
 // (the same with the etcd client, for configs with shared pauses).
 // cron-gate (cmd/cron-gate) execs cron-gate-full for every line but a run
 // whose config is cached. See docs/benchmarks.md, "cron-gate: start-up cost".
-package full
+package crongate
 
 import (
 	"errors"
@@ -18,7 +18,6 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/gateconf"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
@@ -41,10 +40,10 @@ func Main(args []string, open OpenShared) int {
 	if code, stop := runner.HandOff(sigs); stop {
 		return code
 	}
-	err := runner.ExecCompanion(crongate.EtcdBinary, "cron-gate", args)
+	err := runner.ExecCompanion(gate.EtcdBinary, "cron-gate", args)
 	if errors.Is(err, runner.ErrCompanionNotFound) {
-		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", crongate.EtcdBinary)
-		out.Hintf("%s", runner.CompanionHint(crongate.EtcdBinary))
+		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", gate.EtcdBinary)
+		out.Hintf("%s", runner.CompanionHint(gate.EtcdBinary))
 	} else {
 		out.Errorf("%v", err)
 	}

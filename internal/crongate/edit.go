@@ -1,6 +1,6 @@
 //go:build linux
 
-package full
+package crongate
 
 // `cron-gate edit`: visudo for the config. The file handling (lock, stable
 // read, atomic replacement keeping owner and mode, the check that nobody

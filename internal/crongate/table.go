@@ -1,6 +1,6 @@
 //go:build linux
 
-package full
+package crongate
 
 import (
 	"encoding/json"
