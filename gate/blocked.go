@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/legacy"
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/lockfile"
 )
@@ -240,10 +238,10 @@ func (l *lookup) periodClaim(jr *journal.Reader, name string) *LockState {
 	return &ls
 }
 
-// pidfile looks at one pidfile, as the run does (legacy.ReadPidfile).
+// pidfile looks at one pidfile, as the run does (ReadPidfile).
 func (l *lookup) pidfile(path string) LockState {
 	ls := LockState{Kind: LockPidfile, Path: path, State: LockFree}
-	p, err := legacy.ReadPidfile(path)
+	p, err := ReadPidfile(path)
 	switch {
 	case err != nil:
 		ls.State, ls.Error = LockUnknown, err.Error()
@@ -272,7 +270,7 @@ func LegacyNow(g *GateConfig) []LockState {
 // DescribePause is a pause for people, one line: "paused by command
 // (ops@host): quota, until 2026-11-29T10:00:00Z" (what a skipped run
 // records).
-func DescribePause(p *pauses.Pause) string { return describePause(p) }
+func DescribePause(p *Pause) string { return describePause(p) }
 
 // String says who holds it: "pid 99 (python3 old.py), started 2026-11-29
 // 08:00:00 KST", times in local time: lockfile.Holder's words, and the

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/lockfile"
 )
@@ -228,13 +227,13 @@ func TestResumedGateNotSkipped(t *testing.T) {
 	e := newBlockedEnv(t)
 	t0 := time.Now().Add(-time.Hour)
 	e.append("g", endRec(t0, journal.OutcomeSuccess, 0), skipRec(t0.Add(time.Minute), journal.ReasonPaused, "paused"))
-	if err := pauses.NewFile(e.dir).Set(context.Background(), "g", pauses.Pause{Reason: "x"}); err != nil {
+	if err := NewPauseFile(e.dir).Set(context.Background(), "g", Pause{Reason: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if g := e.status(time.Now(), "g"); g.State != StatePaused {
 		t.Fatalf("paused: %s", g.State)
 	}
-	if _, err := pauses.NewFile(e.dir).Clear(context.Background(), "g"); err != nil {
+	if _, err := NewPauseFile(e.dir).Clear(context.Background(), "g"); err != nil {
 		t.Fatal(err)
 	}
 	if g := e.status(time.Now(), "g"); g.State != StateOK || g.Skipping != nil {

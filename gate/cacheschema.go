@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "205c3257f973bc6354ad"
+const cacheSchema = "40443521e009313afeb7"

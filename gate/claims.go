@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/runner"
 )
 
@@ -29,7 +28,7 @@ type PeriodClaims interface {
 	// or released. It returns the claim, or, when another holds the
 	// period or marked it done, nil and what the cluster says of it
 	// ("claimed by …", "done by …"). Errors wrap
-	// pauses.ErrCoordinatorDown when the cluster could not answer.
+	// ErrCoordinatorDown when the cluster could not answer.
 	ClaimPeriod(ctx context.Context, gate, period, holder string, ttl time.Duration) (PeriodClaim, string, error)
 }
 
@@ -68,11 +67,11 @@ func (r *run) claimShared() (code int, decided bool) {
 	defer cancel()
 	claim, other, err := c.ClaimPeriod(ctx, r.inv.Gate, r.period.Key(), fmt.Sprintf("run %s on %s", r.id, r.base.Host), ClaimTTL)
 	switch {
-	case errors.Is(err, pauses.ErrCoordinatorDown) && r.cfg.Etcd.RunOnDown:
+	case errors.Is(err, ErrCoordinatorDown) && r.cfg.Etcd.RunOnDown:
 		r.note = fmt.Sprintf("once_per across hosts unknown (%v); run as if only this host's journal existed (on_coordinator_down = \"run\")", err)
 		r.out.Warnf("gate %s: %s", r.inv.Gate, r.note)
 		return 0, false
-	case errors.Is(err, pauses.ErrCoordinatorDown):
+	case errors.Is(err, ErrCoordinatorDown):
 		return r.skip(journal.ReasonCoordinatorDown, fmt.Sprintf("once_per across hosts unknown: %v", err)), true
 	case err != nil:
 		return r.fail(journal.ReasonState, fmt.Errorf("gate %s: once_per across hosts: %w", r.inv.Gate, err)), true

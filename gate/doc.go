@@ -11,8 +11,6 @@
 // Its neighbours, each with one concern:
 //
 //	gate/journal       the per-gate run journal, its summary and the output log
-//	gate/pauses        command-line pauses: Pause, the Store interface, pauses.json (File)
-//	internal/legacy    the legacy lock and pidfile probes, with a typed answer
 //	internal/statefile opening the state dir safely, and writing its files whole
 //	internal/procstat  /proc/PID/stat and the boot time
 //
@@ -22,7 +20,7 @@
 //
 // State lives under the state dir (StateDirFor):
 //
-//	pauses.json               command-line pauses (and resume times), by gate (package pauses)
+//	pauses.json               command-line pauses (and resume times), by gate (PauseFile)
 //	check.json                the watchdog's alert state (package watch)
 //	gates/NAME/journal.jsonl  one JSON record per line, appended and fsynced (package journal)
 //	gates/NAME/journal.1.jsonl  the previous journal after rotation

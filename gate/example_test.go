@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -28,8 +27,8 @@ func ExampleRun() {
 	fmt.Println("ran:", code)
 
 	// Paused from the command line (pauses.json in the state dir).
-	local := pauses.NewFile(stateDir)
-	local.Set(context.Background(), "backup", pauses.Pause{Reason: "disk swap", Who: "ops@host"})
+	local := gate.NewPauseFile(stateDir)
+	local.Set(context.Background(), "backup", gate.Pause{Reason: "disk swap", Who: "ops@host"})
 	code = gate.Run(gate.Invocation{Gate: "backup", Argv: []string{"true"}, Config: cfg, Out: out})
 	fmt.Println("paused:", code)
 

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 )
@@ -224,7 +223,7 @@ func TestJitterPauseDuringWait(t *testing.T) {
 		Out: &safetext.Printer{Prog: "cron-gate", W: &errb, ReportSkips: true}, Sigs: make(chan os.Signal),
 		Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock },
 		Wait: func(time.Duration) {
-			if err := pauses.NewFile(e.cfg.StateDir).Set(context.Background(), name, pauses.Pause{Reason: "during the wait", Since: t0}); err != nil {
+			if err := NewPauseFile(e.cfg.StateDir).Set(context.Background(), name, Pause{Reason: "during the wait", Since: t0}); err != nil {
 				t.Fatal(err)
 			}
 		}})

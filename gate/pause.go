@@ -4,8 +4,6 @@ package gate
 
 import (
 	"time"
-
-	"github.com/crongate/crongate/gate/pauses"
 )
 
 // Pauses says where the command-line pauses of a config's gates live:
@@ -17,13 +15,13 @@ import (
 type Pauses struct {
 	// Local is this host's pauses; nil: pauses.json in the config's
 	// state dir (StateDirFor).
-	Local *pauses.File
+	Local *PauseFile
 	// Shared is the store opened for the config's [etcd] section
 	// (package etcdpause, in cron-gate-etcd); nil: none. It is consulted
 	// only for a config whose [etcd] is set, so that a store opened for
 	// one config is never applied to a config without [etcd] (serve
 	// re-reads its config).
-	Shared pauses.Store
+	Shared PauseStore
 	// Claims, with Shared, is where once_per periods are claimed across
 	// hosts (the same store, package etcdpause); nil: this host only.
 	Claims PeriodClaims
@@ -33,7 +31,7 @@ type Pauses struct {
 // state dir when p has none), Shared nil unless cfg names a cluster.
 func (p Pauses) For(cfg *Config) Pauses {
 	if p.Local == nil {
-		p.Local = pauses.NewFile(StateDirFor(cfg))
+		p.Local = NewPauseFile(StateDirFor(cfg))
 	}
 	if cfg == nil || !cfg.Etcd.Set() {
 		p.Shared, p.Claims = nil, nil
@@ -44,20 +42,20 @@ func (p Pauses) For(cfg *Config) Pauses {
 // PauseOf returns the pause that applies to gate g at now, or nil: cmd,
 // its command-line pause (nil: none), when it is active — it carries
 // since, until and who — else the config's.
-func PauseOf(g *GateConfig, cmd *pauses.Pause, now time.Time) *pauses.Pause {
+func PauseOf(g *GateConfig, cmd *Pause, now time.Time) *Pause {
 	if cmd.Active(now) {
 		p := *cmd
 		return &p
 	}
 	if g.Paused {
-		return &pauses.Pause{By: pauses.ByConfig, Reason: g.Reason}
+		return &Pause{By: ByConfig, Reason: g.Reason}
 	}
 	return nil
 }
 
 // describePause is a pause for people: "paused by command (ops@host):
 // quota, until 2026-11-29T10:00:00Z".
-func describePause(p *pauses.Pause) string {
+func describePause(p *Pause) string {
 	s := "paused by " + p.By
 	if p.Who != "" {
 		s += " (" + p.Who + ")"

@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/runner"
 )
@@ -64,7 +63,7 @@ func (r *run) openState() {
 // readLocal reads this host's command-line pause of the gate.
 func (r *run) readLocal() {
 	r.local, r.localErr = r.pauses.Local.Get(context.Background(), r.inv.Gate)
-	if errors.Is(r.localErr, pauses.ErrUntrusted) {
+	if errors.Is(r.localErr, ErrUntrusted) {
 		r.out.Warnf("%v", r.localErr)
 		r.local, r.localErr = nil, nil
 	}

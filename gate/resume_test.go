@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/crongate/crongate/gate/pauses"
 )
 
 func TestResumedAt(t *testing.T) {
@@ -28,12 +26,12 @@ func TestResumedAt(t *testing.T) {
 	// Recorded by cron-gate resume; pauses and resumes of other gates
 	// keep it.
 	at := now.Add(-time.Hour)
-	local := pauses.NewFile(dir)
+	local := NewPauseFile(dir)
 	ctx := context.Background()
 	if err := local.NoteResumed("a", at); err != nil {
 		t.Fatal(err)
 	}
-	if err := local.Set(ctx, "b", pauses.Pause{Reason: "x"}); err != nil {
+	if err := local.Set(ctx, "b", Pause{Reason: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := local.Clear(ctx, "b"); err != nil {
@@ -44,14 +42,14 @@ func TestResumedAt(t *testing.T) {
 	}
 	// A command-line pause that expired after that resumed at its end.
 	until := now.Add(-time.Minute)
-	if err := local.Set(ctx, "a", pauses.Pause{Since: at, Until: until}); err != nil {
+	if err := local.Set(ctx, "a", Pause{Since: at, Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	if r := resumedOf("a"); !r.Equal(until) {
 		t.Fatalf("expired pause: resumed_at %v, want %v", r, until)
 	}
 	// One that has not expired is a pause, not a resume.
-	if err := local.Set(ctx, "a", pauses.Pause{Since: at, Until: now.Add(time.Hour)}); err != nil {
+	if err := local.Set(ctx, "a", Pause{Since: at, Until: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	rep, _ := Status(cfg, Pauses{}, now, "a")

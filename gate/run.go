@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
-	"github.com/crongate/crongate/internal/legacy"
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/statefile"
@@ -163,8 +161,8 @@ type run struct {
 	g      *GateConfig
 	pauses Pauses // for cfg
 
-	local    *pauses.Pause // this host's command-line pause, nil: none
-	localErr error         // it could not be read: the run must not go on
+	local    *Pause // this host's command-line pause, nil: none
+	localErr error  // it could not be read: the run must not go on
 	j        *journal.Journal
 	note     string // how the run was allowed, for its start record
 
@@ -230,10 +228,10 @@ func (r *run) decideShared() (code int, decided bool) {
 	p, err := r.pauses.Shared.Get(ctx, r.inv.Gate)
 	cancel()
 	switch {
-	case errors.Is(err, pauses.ErrCoordinatorDown) && r.cfg.Etcd.RunOnDown:
+	case errors.Is(err, ErrCoordinatorDown) && r.cfg.Etcd.RunOnDown:
 		r.note = fmt.Sprintf("shared pauses unknown (%v); run as if only this host's pauses existed (on_coordinator_down = \"run\")", err)
 		r.out.Warnf("gate %s: %s", r.inv.Gate, r.note)
-	case errors.Is(err, pauses.ErrCoordinatorDown):
+	case errors.Is(err, ErrCoordinatorDown):
 		return r.skip(journal.ReasonCoordinatorDown, fmt.Sprintf("shared pauses unknown: %v", err)), true
 	case err != nil:
 		return r.fail(journal.ReasonState, fmt.Errorf("gate %s: shared pause: %w", r.inv.Gate, err)), true
@@ -242,7 +240,7 @@ func (r *run) decideShared() (code int, decided bool) {
 	case p.Active(r.now()):
 		return r.skip(journal.ReasonPaused, describePause(p)), true
 	}
-	if w, ok := r.pauses.Shared.(pauses.Warner); ok {
+	if w, ok := r.pauses.Shared.(PauseWarner); ok {
 		if s := w.Warning(time.Second); s != "" {
 			r.out.Warnf("gate %s: %s", r.inv.Gate, s)
 			r.note = strings.TrimPrefix(r.note+"; "+s, "; ")
@@ -259,9 +257,9 @@ func (r *run) forcedPast(pause string) {
 	r.note = strings.TrimPrefix(r.note+"; forced past the pause: "+pause, "; ")
 }
 
-// legacyReason is the journal's reason for what legacy.Check finds.
-func legacyReason(k legacy.Kind) string {
-	if k == legacy.Pidfile {
+// legacyReason is the journal's reason for what CheckLegacy finds.
+func legacyReason(k LegacyKind) string {
+	if k == LegacyPidfileFile {
 		return journal.ReasonLegacyPidfile
 	}
 	return journal.ReasonLegacyLock
@@ -270,7 +268,7 @@ func legacyReason(k legacy.Kind) string {
 // decideLegacy skips the run while a legacy lock or pidfile says an old
 // worker still runs; one that cannot be checked refuses it.
 func (r *run) decideLegacy() (code int, decided bool) {
-	found, err := legacy.Check(r.g.LegacyLocks, r.g.LegacyPidfiles)
+	found, err := CheckLegacy(r.g.LegacyLocks, r.g.LegacyPidfiles)
 	if err != nil {
 		return r.fail(journal.ReasonConfig, fmt.Errorf("gate %s: %w", r.inv.Gate, err)), true
 	}

@@ -11,19 +11,18 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
-// fakeShared is a shared pauses.Store in memory; err, when set, is every call's.
+// fakeShared is a shared PauseStore in memory; err, when set, is every call's.
 type fakeShared struct {
 	mu      sync.Mutex
-	pauses  map[string]pauses.Pause
+	pauses  map[string]Pause
 	resumes map[string]time.Time
 	err     error
 }
 
-func (f *fakeShared) Get(_ context.Context, g string) (*pauses.Pause, error) {
+func (f *fakeShared) Get(_ context.Context, g string) (*Pause, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -35,13 +34,13 @@ func (f *fakeShared) Get(_ context.Context, g string) (*pauses.Pause, error) {
 	return nil, nil
 }
 
-func (f *fakeShared) List(context.Context) (map[string]pauses.Pause, error) {
+func (f *fakeShared) List(context.Context) (map[string]Pause, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.pauses, f.err
 }
 
-func (f *fakeShared) Set(_ context.Context, g string, p pauses.Pause) error {
+func (f *fakeShared) Set(_ context.Context, g string, p Pause) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pauses[g] = p
@@ -60,7 +59,7 @@ func (f *fakeShared) Resumes(context.Context) (map[string]time.Time, error) {
 	return f.resumes, f.err
 }
 
-func sharedRun(t *testing.T, cfg *Config, shared pauses.Store) (int, string) {
+func sharedRun(t *testing.T, cfg *Config, shared PauseStore) (int, string) {
 	t.Helper()
 	var errb bytes.Buffer
 	code := Run(Invocation{Gate: "g", Argv: []string{"true"}, Config: cfg, Pauses: Pauses{Shared: shared},
@@ -75,19 +74,19 @@ func TestRunSharedPauses(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.StateDir = t.TempDir()
 	cfg.Etcd.Endpoints = []string{"http://127.0.0.1:9"}
-	f := &fakeShared{pauses: map[string]pauses.Pause{}}
+	f := &fakeShared{pauses: map[string]Pause{}}
 	if code, stderr := sharedRun(t, cfg, f); code != 0 {
 		t.Fatalf("no pause: %d %s", code, stderr)
 	}
-	f.pauses["g"] = pauses.Pause{By: pauses.ByCommand, Reason: "quota", Who: "ops@other"}
+	f.pauses["g"] = Pause{By: ByCommand, Reason: "quota", Who: "ops@other"}
 	if code, stderr := sharedRun(t, cfg, f); code != DefaultSkipCode || !strings.Contains(stderr, "paused by command") {
 		t.Fatalf("shared pause: %d %s", code, stderr)
 	}
-	f.pauses["g"] = pauses.Pause{By: pauses.ByCommand, Until: time.Now().Add(-time.Minute)}
+	f.pauses["g"] = Pause{By: ByCommand, Until: time.Now().Add(-time.Minute)}
 	if code, stderr := sharedRun(t, cfg, f); code != 0 {
 		t.Fatalf("expired shared pause: %d %s", code, stderr)
 	}
-	f.err = fmt.Errorf("dial: %w", pauses.ErrCoordinatorDown)
+	f.err = fmt.Errorf("dial: %w", ErrCoordinatorDown)
 	if code, stderr := sharedRun(t, cfg, f); code != DefaultSkipCode || !strings.Contains(stderr, "shared pauses unknown") {
 		t.Fatalf("coordinator down: %d %s", code, stderr)
 	}
@@ -121,11 +120,11 @@ func TestStatusSharedPauses(t *testing.T) {
 	cfg.StateDir = t.TempDir()
 	now := time.Now()
 	resumed := now.Add(-time.Hour).Truncate(time.Second)
-	f := &fakeShared{pauses: map[string]pauses.Pause{"s": {By: pauses.ByCommand, Reason: "shared"}},
+	f := &fakeShared{pauses: map[string]Pause{"s": {By: ByCommand, Reason: "shared"}},
 		resumes: map[string]time.Time{"l": resumed}}
 	cfg.Etcd.Endpoints = []string{"http://127.0.0.1:9"}
 	ps := Pauses{Shared: f}
-	if err := pauses.NewFile(cfg.StateDir).Set(context.Background(), "l", pauses.Pause{Reason: "local"}); err != nil {
+	if err := NewPauseFile(cfg.StateDir).Set(context.Background(), "l", Pause{Reason: "local"}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := Status(cfg, ps, now)
@@ -141,7 +140,7 @@ func TestStatusSharedPauses(t *testing.T) {
 	if !rep.Gates[0].ResumedAt.Equal(resumed) {
 		t.Errorf("resumed_at %v, want %v", rep.Gates[0].ResumedAt, resumed)
 	}
-	f.err = pauses.ErrCoordinatorDown
+	f.err = ErrCoordinatorDown
 	rep, _ = Status(cfg, ps, now)
 	if len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[0], "shared pauses") {
 		t.Fatalf("warnings %q", rep.Warnings)
@@ -154,7 +153,7 @@ func TestStatusSharedPauses(t *testing.T) {
 func TestPausesFor(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.StateDir = t.TempDir()
-	f := &fakeShared{pauses: map[string]pauses.Pause{"g": {By: pauses.ByCommand, Reason: "shared"}}}
+	f := &fakeShared{pauses: map[string]Pause{"g": {By: ByCommand, Reason: "shared"}}}
 	ps := Pauses{Shared: f}.For(cfg)
 	if ps.Shared != nil || ps.Local == nil || ps.Local.Dir() != cfg.StateDir {
 		t.Fatalf("without [etcd]: %+v", ps)
@@ -170,7 +169,7 @@ func TestPausesFor(t *testing.T) {
 	if ps := (Pauses{Shared: f}).For(cfg); ps.Shared != f {
 		t.Fatalf("with [etcd]: %+v", ps)
 	}
-	local := pauses.NewFile(t.TempDir())
+	local := NewPauseFile(t.TempDir())
 	if ps := (Pauses{Local: local}).For(cfg); ps.Local != local {
 		t.Fatalf("a given local store was replaced: %+v", ps)
 	}
@@ -181,7 +180,7 @@ func TestPausesFor(t *testing.T) {
 func TestPauseOf(t *testing.T) {
 	now := time.Now()
 	g := &GateConfig{Name: "g"}
-	cmd := &pauses.Pause{By: pauses.ByCommand, Reason: "cmd", Until: now.Add(time.Hour)}
+	cmd := &Pause{By: ByCommand, Reason: "cmd", Until: now.Add(time.Hour)}
 	if p := PauseOf(g, nil, now); p != nil {
 		t.Fatalf("no pause: %+v", p)
 	}
@@ -195,7 +194,7 @@ func TestPauseOf(t *testing.T) {
 	if p := PauseOf(g, cmd, now); p == nil || p.Reason != "cmd" {
 		t.Fatalf("both: %+v; want the command-line one", p)
 	}
-	if p := PauseOf(g, cmd, now.Add(2*time.Hour)); p == nil || p.By != pauses.ByConfig || p.Reason != "config" {
+	if p := PauseOf(g, cmd, now.Add(2*time.Hour)); p == nil || p.By != ByConfig || p.Reason != "config" {
 		t.Fatalf("config pause: %+v", p)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/safeopen"
 )
@@ -38,7 +37,7 @@ type GateStatus struct {
 	Name     string            `json:"name"`
 	Declared bool              `json:"declared"`
 	State    string            `json:"state"`
-	Pause    *pauses.Pause     `json:"pause,omitempty"`
+	Pause    *Pause            `json:"pause,omitempty"`
 	Interval string            `json:"interval,omitempty"`
 	Running  []journal.Running `json:"running,omitempty"`
 	// Waiting are the runs waiting their jitter, oldest first: Until is
@@ -113,9 +112,9 @@ func Status(cfg *Config, ps Pauses, now time.Time, names ...string) (*Report, er
 
 // pauseView is what the status shows of the command-line pauses.
 type pauseView struct {
-	all     map[string]pauses.Pause // this host's and the shared ones, merged (pauses.Merge)
-	local   map[string]pauses.Pause // this host's
-	resumed map[string]time.Time    // recorded resumes, the later of this host's and the shared store's
+	all     map[string]Pause     // this host's and the shared ones, merged (MergePauses)
+	local   map[string]Pause     // this host's
+	resumed map[string]time.Time // recorded resumes, the later of this host's and the shared store's
 }
 
 // readPauses reads the pauses and the recorded resumes from ps; what
@@ -139,7 +138,7 @@ func (r *Report) readPauses(cfg *Config, ps Pauses, now time.Time) pauseView {
 	if err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("shared pauses (etcd): %v; gates paused from another host may not show as paused", err))
 	}
-	v.all = pauses.Merge(v.local, shared, now)
+	v.all = MergePauses(v.local, shared, now)
 	if res, err := ps.Shared.Resumes(ctx); err == nil {
 		v.resumed = later(v.resumed, res)
 	}
@@ -173,7 +172,7 @@ func (v pauseView) resumedAt(gate string, now time.Time) time.Time {
 
 // gateNames names every gate the config declares, the pauses name (paused
 // ahead of its first run) or the state dir has a directory of, sorted.
-func (r *Report) gateNames(cfg *Config, paused map[string]pauses.Pause, jr *journal.Reader, jrErr error) []string {
+func (r *Report) gateNames(cfg *Config, paused map[string]Pause, jr *journal.Reader, jrErr error) []string {
 	seen := map[string]bool{}
 	for n := range cfg.Gates {
 		seen[n] = true
@@ -217,10 +216,10 @@ func gateDirs(jr *journal.Reader, jrErr error) ([]string, error) {
 	return out, err
 }
 
-func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]pauses.Pause, now time.Time, look *lookup) GateStatus {
+func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]Pause, now time.Time, look *lookup) GateStatus {
 	g := cfg.Gate(name)
 	_, declared := cfg.Gates[name]
-	var cmd *pauses.Pause
+	var cmd *Pause
 	if p, ok := paused[name]; ok {
 		cmd = &p
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 )
 
 func TestJudge(t *testing.T) {
@@ -25,15 +24,15 @@ func TestJudge(t *testing.T) {
 		{GateStatus{Digest: journal.Digest{LastEnd: ok}, Skipping: &Skipping{Skips: 3, Blocked: true}}, StateBlocked},
 		// Failing outranks blocked; paused and running outrank both.
 		{GateStatus{Digest: journal.Digest{LastEnd: bad}, Skipping: &Skipping{Blocked: true}}, StateFailing},
-		{GateStatus{Digest: journal.Digest{LastEnd: ok}, Skipping: &Skipping{Blocked: true}, Pause: &pauses.Pause{}}, StatePaused},
+		{GateStatus{Digest: journal.Digest{LastEnd: ok}, Skipping: &Skipping{Blocked: true}, Pause: &Pause{}}, StatePaused},
 		{GateStatus{Digest: journal.Digest{LastEnd: ok}}, StateOK},
 		{GateStatus{Digest: journal.Digest{LastEnd: bad}}, StateFailing},
 		{GateStatus{Digest: journal.Digest{LastEnd: ok, LastError: &journal.Event{Time: now}, ErrorIsLatest: true}}, StateError},
 		// An error recorded before the last end, even with a later timestamp
 		// (the clock was stepped back since), is not the state.
 		{GateStatus{Digest: journal.Digest{LastEnd: ok, LastError: &journal.Event{Time: now}}}, StateOK},
-		{GateStatus{Digest: journal.Digest{LastEnd: bad}, Pause: &pauses.Pause{By: pauses.ByConfig}}, StatePaused},
-		{GateStatus{Digest: journal.Digest{LastEnd: bad}, Pause: &pauses.Pause{}, Running: []journal.Running{{}}}, StateRunning},
+		{GateStatus{Digest: journal.Digest{LastEnd: bad}, Pause: &Pause{By: ByConfig}}, StatePaused},
+		{GateStatus{Digest: journal.Digest{LastEnd: bad}, Pause: &Pause{}, Running: []journal.Running{{}}}, StateRunning},
 	} {
 		if got := judge(&c.st); got != c.want {
 			t.Errorf("judge(%+v) = %s, want %s", c.st, got, c.want)

@@ -11,7 +11,6 @@ import (
 	"os"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/crongate"
 	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcdpause"
@@ -30,7 +29,7 @@ const envPassword = "CRON_GATE_ETCD_PASSWORD"
 // password is read from password_file, else $CRON_GATE_ETCD_PASSWORD,
 // which is taken out of the environment either way: the gated command does
 // not inherit it.
-func open(cfg *gate.Config) (pauses.Store, func(), error) {
+func open(cfg *gate.Config) (gate.PauseStore, func(), error) {
 	e := &cfg.Etcd
 	sec := etcdclient.Security{CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile, ServerName: e.ServerName, User: e.User}
 	pw, err := etcdclient.Password(e.PasswordFile, "[etcd] password_file", envPassword)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/gateconf"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
@@ -25,7 +24,7 @@ import (
 
 // OpenShared opens the shared pause store of a config's [etcd] section; the
 // returned func closes it. Only cron-gate-etcd has one.
-type OpenShared func(cfg *gate.Config) (pauses.Store, func(), error)
+type OpenShared func(cfg *gate.Config) (gate.PauseStore, func(), error)
 
 // Main is cron-gate-full's main, and with open set, cron-gate-etcd's.
 // Without open, a config that names an etcd cluster is handed to
@@ -110,7 +109,7 @@ func pause(cfg *gate.Config, ps gate.Pauses, c *PauseCmd, out *safetext.Printer)
 		return runner.ExitFailure
 	}
 	now := time.Now()
-	pz := pauses.Pause{Reason: c.Reason}
+	pz := gate.Pause{Reason: c.Reason}
 	switch {
 	case c.For > 0:
 		pz.Until = now.Add(c.For)

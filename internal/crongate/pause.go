@@ -5,7 +5,7 @@ package crongate
 // Pausing and resuming gates: the one implementation shared by `cron-gate
 // pause/resume` and the dashboard's buttons. Both are safe
 // to call concurrently from any number of processes: the pauses file is
-// re-read and merged under a lock (pauses.File), a shared store's writes
+// re-read and merged under a lock (gate.PauseFile), a shared store's writes
 // are transactions (package etcdpause), and the config is edited in place
 // under its own lock, keeping its comments and layout. The config editor
 // is passed in (Editor; gateconf.SetPaused here, one that fails in the
@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -44,7 +43,7 @@ type Editor func(path, name string, paused bool, lockPath string) error
 // a typo must not pause nothing while the real gate keeps running. Force
 // is for pausing a gate ahead of its first run. The dashboard passes
 // false: its buttons only name gates it lists, which are known ones.
-func Pause(cfg *gate.Config, ps gate.Pauses, name string, p pauses.Pause, force bool) error {
+func Pause(cfg *gate.Config, ps gate.Pauses, name string, p gate.Pause, force bool) error {
 	if err := gate.CheckName(name); err != nil {
 		return err
 	}
@@ -62,7 +61,7 @@ func Pause(cfg *gate.Config, ps gate.Pauses, name string, p pauses.Pause, force 
 		p.Since = now
 	}
 	if p.Who == "" {
-		p.Who = pauses.Who()
+		p.Who = gate.Who()
 	}
 	if !p.Until.IsZero() && !p.Until.After(now) {
 		return fmt.Errorf("pause gate %s: until %s is in the past", name, p.Until.Format(time.RFC3339))
@@ -78,11 +77,11 @@ func Pause(cfg *gate.Config, ps gate.Pauses, name string, p pauses.Pause, force 
 
 // pauseShared sets the pause in the store every host shares; this host's
 // pauses.json is not written.
-func pauseShared(cfg *gate.Config, shared pauses.Store, name string, p pauses.Pause) error {
+func pauseShared(cfg *gate.Config, shared gate.PauseStore, name string, p gate.Pause) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
 	defer cancel()
 	if err := shared.Set(ctx, name, p); err != nil {
-		if errors.Is(err, pauses.ErrCoordinatorDown) {
+		if errors.Is(err, gate.ErrCoordinatorDown) {
 			return fmt.Errorf("pause gate %s: %w; the pause may or may not have been set: check with cron-gate status once the cluster answers", name, err)
 		}
 		return fmt.Errorf("pause gate %s: %w", name, err)
@@ -268,7 +267,7 @@ func checkKnown(cfg *gate.Config, ps gate.Pauses, name string) error {
 // pausedNames are the gates with a command-line pause, this host's or
 // shared. Pauses that cannot be read are not checkKnown's business: Pause
 // itself (or the next run) reports them.
-func pausedNames(cfg *gate.Config, ps gate.Pauses) map[string]pauses.Pause {
+func pausedNames(cfg *gate.Config, ps gate.Pauses) map[string]gate.Pause {
 	local, _ := ps.Local.List(context.Background())
 	if ps.Shared == nil {
 		return local
@@ -276,5 +275,5 @@ func pausedNames(cfg *gate.Config, ps gate.Pauses) map[string]pauses.Pause {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.TimeoutOr())
 	defer cancel()
 	shared, _ := ps.Shared.List(ctx)
-	return pauses.Merge(local, shared, time.Now())
+	return gate.MergePauses(local, shared, time.Now())
 }

@@ -10,18 +10,17 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 )
 
-// fakeShared is a shared pauses.Store in memory; err, when set, is every
+// fakeShared is a shared gate.PauseStore in memory; err, when set, is every
 // call's.
 type fakeShared struct {
 	mu     sync.Mutex
-	pauses map[string]pauses.Pause
+	pauses map[string]gate.Pause
 	err    error
 }
 
-func (f *fakeShared) Get(_ context.Context, g string) (*pauses.Pause, error) {
+func (f *fakeShared) Get(_ context.Context, g string) (*gate.Pause, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if p, ok := f.pauses[g]; ok {
@@ -30,19 +29,19 @@ func (f *fakeShared) Get(_ context.Context, g string) (*pauses.Pause, error) {
 	return nil, f.err
 }
 
-func (f *fakeShared) List(context.Context) (map[string]pauses.Pause, error) {
+func (f *fakeShared) List(context.Context) (map[string]gate.Pause, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.pauses, f.err
 }
 
-func (f *fakeShared) Set(_ context.Context, g string, p pauses.Pause) error {
+func (f *fakeShared) Set(_ context.Context, g string, p gate.Pause) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return f.err
 	}
-	p.By = pauses.ByCommand
+	p.By = gate.ByCommand
 	f.pauses[g] = p
 	return nil
 }
@@ -68,12 +67,12 @@ func TestSharedPauseAndResume(t *testing.T) {
 	cfg := gate.DefaultConfig()
 	cfg.StateDir = t.TempDir()
 	cfg.Gates["g"] = &gate.GateConfig{Name: "g"}
-	f := &fakeShared{pauses: map[string]pauses.Pause{}}
+	f := &fakeShared{pauses: map[string]gate.Pause{}}
 	ps := gate.Pauses{Shared: f}
-	local := pauses.NewFile(cfg.StateDir)
+	local := gate.NewPauseFile(cfg.StateDir)
 	ctx := context.Background()
 
-	if err := Pause(cfg, ps, "g", pauses.Pause{Reason: "r"}, false); err != nil {
+	if err := Pause(cfg, ps, "g", gate.Pause{Reason: "r"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if lp, _ := local.List(ctx); len(lp) != 1 || len(f.pauses) != 0 {
@@ -82,7 +81,7 @@ func TestSharedPauseAndResume(t *testing.T) {
 	local.Clear(ctx, "g")
 
 	cfg.Etcd.Endpoints = []string{"http://127.0.0.1:9"}
-	if err := Pause(cfg, ps, "g", pauses.Pause{Reason: "r"}, false); err != nil {
+	if err := Pause(cfg, ps, "g", gate.Pause{Reason: "r"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if lp, _ := local.List(ctx); len(lp) != 0 || f.pauses["g"].Reason != "r" || f.pauses["g"].Who == "" {
@@ -92,8 +91,8 @@ func TestSharedPauseAndResume(t *testing.T) {
 	if err != nil || r.Msg != "resumed gate g: lifted its shared pause (every host)" {
 		t.Fatalf("Resume = %+v, %v", r, err)
 	}
-	local.Set(ctx, "g", pauses.Pause{})
-	f.pauses["g"] = pauses.Pause{By: pauses.ByCommand}
+	local.Set(ctx, "g", gate.Pause{})
+	f.pauses["g"] = gate.Pause{By: gate.ByCommand}
 	r, err = Resume(cfg, ps, nil, "g", true)
 	if err != nil || r.Msg != "resumed gate g: lifted its command-line pauses, this host's and the shared one" {
 		t.Fatalf("Resume of both = %+v, %v", r, err)
@@ -102,9 +101,9 @@ func TestSharedPauseAndResume(t *testing.T) {
 		t.Error("the resume was not recorded")
 	}
 
-	f.err = fmt.Errorf("dial: %w", pauses.ErrCoordinatorDown)
-	err = Pause(cfg, ps, "g", pauses.Pause{}, false)
-	if !errors.Is(err, pauses.ErrCoordinatorDown) || !strings.Contains(err.Error(), "may or may not have been set") {
+	f.err = fmt.Errorf("dial: %w", gate.ErrCoordinatorDown)
+	err = Pause(cfg, ps, "g", gate.Pause{}, false)
+	if !errors.Is(err, gate.ErrCoordinatorDown) || !strings.Contains(err.Error(), "may or may not have been set") {
 		t.Fatalf("Pause with the store down: %v", err)
 	}
 	if _, err := Resume(cfg, ps, nil, "g", true); err == nil || !strings.Contains(err.Error(), "resume gate g: shared pause: ") {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/gateconf"
 )
 
@@ -26,7 +25,7 @@ func TestResumeEditFailureKeepsPauses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Pause(cfg, gate.Pauses{}, "x", pauses.Pause{Reason: "quota"}, false); err != nil {
+	if err := Pause(cfg, gate.Pauses{}, "x", gate.Pause{Reason: "quota"}, false); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Resume(cfg, gate.Pauses{}, gateconf.SetPaused, "x", true)
@@ -34,7 +33,7 @@ func TestResumeEditFailureKeepsPauses(t *testing.T) {
 	if !errors.As(err, &ee) {
 		t.Fatalf("Resume of an inline-table pause: %v, want an EditError", err)
 	}
-	ps, err := pauses.NewFile(gate.StateDirFor(cfg)).List(context.Background())
+	ps, err := gate.NewPauseFile(gate.StateDirFor(cfg)).List(context.Background())
 	if err != nil || ps["x"].Reason != "quota" {
 		t.Fatalf("the command-line pause was lifted by a failed resume: %+v %v", ps, err)
 	}
@@ -63,7 +62,7 @@ func TestPauseUnknownGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, suggest := range map[string]string{"tranlsate": "translate", "clasifier": "classifier", "zzz": ""} {
-		err := Pause(cfg, gate.Pauses{}, name, pauses.Pause{}, false)
+		err := Pause(cfg, gate.Pauses{}, name, gate.Pause{}, false)
 		var u *UnknownGateError
 		if !errors.As(err, &u) || u.Suggest != suggest {
 			t.Errorf("Pause(%s): %v, want an UnknownGateError suggesting %q", name, err, suggest)
@@ -77,18 +76,18 @@ func TestPauseUnknownGate(t *testing.T) {
 			t.Errorf("error %q, want %q", err, want)
 		}
 	}
-	if p, _ := pauses.NewFile(gate.StateDirFor(cfg)).List(context.Background()); len(p) != 0 {
+	if p, _ := gate.NewPauseFile(gate.StateDirFor(cfg)).List(context.Background()); len(p) != 0 {
 		t.Fatalf("a refused pause was recorded: %v", p)
 	}
 	for _, name := range []string{"translate", "classifier"} {
-		if err := Pause(cfg, gate.Pauses{}, name, pauses.Pause{}, false); err != nil {
+		if err := Pause(cfg, gate.Pauses{}, name, gate.Pause{}, false); err != nil {
 			t.Errorf("Pause(%s) of a known gate: %v", name, err)
 		}
 	}
-	if err := Pause(cfg, gate.Pauses{}, "fresh", pauses.Pause{}, true); err != nil {
+	if err := Pause(cfg, gate.Pauses{}, "fresh", gate.Pause{}, true); err != nil {
 		t.Fatalf("forced: %v", err)
 	}
-	if err := Pause(cfg, gate.Pauses{}, "fresh", pauses.Pause{Reason: "again"}, false); err != nil {
+	if err := Pause(cfg, gate.Pauses{}, "fresh", gate.Pause{Reason: "again"}, false); err != nil {
 		t.Errorf("a paused gate is known: %v", err)
 	}
 	r, err := Resume(cfg, gate.Pauses{}, gateconf.SetPaused, "tranlsate", true)

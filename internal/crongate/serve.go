@@ -14,7 +14,6 @@ import (
 	_ "time/tzdata" // [serve] time_zone works on hosts without /usr/share/zoneinfo
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/dashboard"
 	"github.com/crongate/crongate/internal/gateconf"
 	"github.com/crongate/crongate/internal/runner"
@@ -79,7 +78,7 @@ func serve(cfgFlag string, cfg *gate.Config, ps gate.Pauses, c *ServeCmd, out *s
 		},
 		// The typo rule applies here too (one implementation); the page's
 		// buttons only name gates it lists, which are all known ones.
-		Pause: func(cfg *gate.Config, name string, p pauses.Pause) error {
+		Pause: func(cfg *gate.Config, name string, p gate.Pause) error {
 			return Pause(cfg, ps, name, p, false)
 		},
 		Resume: func(cfg *gate.Config, name string, force bool) (string, error) {

@@ -36,7 +36,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/hcping"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
@@ -118,7 +117,7 @@ func trigger(cfg *gate.Config, e *env, c *TriggerCmd) int {
 	}
 	by := c.By
 	if by == "" {
-		by = pauses.Who()
+		by = gate.Who()
 	}
 	environ := cronEnv(job.vars, job.owner)
 	home := envValue(environ, "HOME")

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/safetext"
 )
@@ -202,7 +201,7 @@ func (h *handler) action(kind actionKind) func(http.ResponseWriter, *http.Reques
 		var msg string
 		switch kind {
 		case actPause:
-			p := pauses.Pause{Reason: a.Reason, Since: now, Until: a.Until, Who: h.who + fromAddr(r)}
+			p := gate.Pause{Reason: a.Reason, Since: now, Until: a.Until, Who: h.who + fromAddr(r)}
 			if a.Duration > 0 {
 				p.Until = now.Add(a.Duration)
 			}

@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/watch"
 	"github.com/crongate/crongate/tests/bench/dashstate"
 )
@@ -27,7 +26,7 @@ func BenchmarkSummary200(b *testing.B) {
 	}
 	h, err := newHandler(Options{
 		Load:    func() (*gate.Config, error) { return cfg, nil },
-		Pause:   func(*gate.Config, string, pauses.Pause) error { return nil },
+		Pause:   func(*gate.Config, string, gate.Pause) error { return nil },
 		Resume:  func(*gate.Config, string, bool) (string, error) { return "", nil },
 		Crontab: func() (*watch.CronScan, error) { return userCrontab(tab), nil },
 		Log:     io.Discard,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/watch"
 	"github.com/crongate/crongate/tests/browsertest"
@@ -90,7 +89,7 @@ func TestBrowser(t *testing.T) {
 		m := wd.Text("#message")
 		return strings.Contains(m, "Not allowed") && strings.Contains(m, "/?token=") && strings.Contains(m, "cron-gate serve printed")
 	})
-	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
+	if ps, _ := gate.NewPauseFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("a POST without the action token paused: %v", ps)
 	}
 	// The browser logs the 401 as an error; nothing else may be there
@@ -174,7 +173,7 @@ func TestBrowser(t *testing.T) {
 	wd.Type(`tr.form[data-gate="ko-followup"] input[name=duration]`, "2h")
 	wd.Click(`tr.form[data-gate="ko-followup"] button.pause-confirm`)
 	browsertest.WaitFor(t, "the pause in pauses.json", 10*time.Second, func() bool {
-		ps, err := pauses.NewFile(e.dir).List(context.Background())
+		ps, err := gate.NewPauseFile(e.dir).List(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +196,7 @@ func TestBrowser(t *testing.T) {
 	// Resume it.
 	wd.Click(`tr.gate[data-gate="ko-followup"] button.resume`)
 	browsertest.WaitFor(t, "the pause to be lifted", 10*time.Second, func() bool {
-		ps, _ := pauses.NewFile(e.dir).List(context.Background())
+		ps, _ := gate.NewPauseFile(e.dir).List(context.Background())
 		_, ok := ps["ko-followup"]
 		return !ok
 	})
@@ -241,7 +240,7 @@ func TestBrowserHostileText(t *testing.T) {
 	const reason = "L1\nL2\x1b]0;pwned\x07\x1b[31mred \u202e5202 ,1 naJ"
 	e.declare(&gate.GateConfig{Name: "y", Interval: time.Hour})
 	e.declare(&gate.GateConfig{Name: "j", Interval: time.Hour, LogOutput: true})
-	if err := pauses.NewFile(e.dir).Set(context.Background(), "y", pauses.Pause{Reason: reason, Since: now, Until: now.Add(time.Hour), Who: "ops@h\u2066x"}); err != nil {
+	if err := gate.NewPauseFile(e.dir).Set(context.Background(), "y", gate.Pause{Reason: reason, Since: now, Until: now.Add(time.Hour), Who: "ops@h\u2066x"}); err != nil {
 		t.Fatal(err)
 	}
 	e.journal(t, "j",

@@ -37,7 +37,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/watch"
 )
@@ -93,7 +92,7 @@ type Options struct {
 	Pauses gate.Pauses
 	// Pause pauses a gate from the command line (`cron-gate pause`):
 	// Pause in internal/crongate. p.Since and p.Who are set by the dashboard.
-	Pause func(cfg *gate.Config, name string, p pauses.Pause) error
+	Pause func(cfg *gate.Config, name string, p gate.Pause) error
 	// Resume lifts a gate's command-line pause; with force it also sets
 	// paused = false in the config file, in place (`cron-gate resume`).
 	// msg is one line for people. The dashboard refuses a resume without
@@ -221,7 +220,7 @@ func newHandler(opts Options) (*handler, error) {
 			}
 		}
 	}
-	h.who = pauses.Who() + " (dashboard)"
+	h.who = gate.Who() + " (dashboard)"
 	h.routes()
 	return h, nil
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/watch"
 )
@@ -127,7 +126,7 @@ func TestSummary(t *testing.T) {
 		t.Errorf("translate conditions: %+v", tr.Conditions)
 	}
 	dc := gateOf(t, s, "dependency-classifier")
-	if !dc.ConfigPaused || dc.Pause == nil || dc.Pause.By != pauses.ByConfig || dc.Cadence != "every 30 minutes from :15" {
+	if !dc.ConfigPaused || dc.Pause == nil || dc.Pause.By != gate.ByConfig || dc.Cadence != "every 30 minutes from :15" {
 		t.Errorf("dependency-classifier: %+v", dc)
 	}
 	// "tue#1" is not "the first Tuesday" to Debian's cron: it reads
@@ -282,12 +281,12 @@ func TestPauseResume(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "paused gate translate until") {
 		t.Fatalf("pause: %d %s", code, body)
 	}
-	ps, err := pauses.NewFile(e.dir).List(context.Background())
+	ps, err := gate.NewPauseFile(e.dir).List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, ok := ps["translate"]
-	if !ok || p.Reason != "quota" || p.By != pauses.ByCommand || p.Until.Sub(now) < 119*time.Minute || !strings.Contains(p.Who, "dashboard") {
+	if !ok || p.Reason != "quota" || p.By != gate.ByCommand || p.Until.Sub(now) < 119*time.Minute || !strings.Contains(p.Who, "dashboard") {
 		t.Fatalf("pause recorded: %+v", ps)
 	}
 	if g := gateOf(t, getSummary(t, srv.URL, nil), "translate"); g.State != gate.StatePaused || g.Pause.Reason != "quota" {
@@ -300,7 +299,7 @@ func TestPauseResume(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "resumed gate translate") {
 		t.Fatalf("resume: %d %s", code, body)
 	}
-	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
+	if ps, _ := gate.NewPauseFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("pauses after resume: %+v", ps)
 	}
 
@@ -379,7 +378,7 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("POST %s %q: the error is not one JSON line: %q", c.path, safetext.Cut(c.body, 60), body)
 		}
 	}
-	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
+	if ps, _ := gate.NewPauseFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("a bad request changed the pauses: %v", ps)
 	}
 }
@@ -412,7 +411,7 @@ func TestCSRF(t *testing.T) {
 			t.Errorf("%s: %d %s, want 403 with %q", c.name, code, body, c.want)
 		}
 	}
-	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
+	if ps, _ := gate.NewPauseFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("a refused request paused: %v", ps)
 	}
 	// Same origin by Referer alone, or by Sec-Fetch-Site alone, with the
@@ -650,7 +649,7 @@ func TestConcurrentClicks(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	ps, err := pauses.NewFile(e.dir).List(context.Background())
+	ps, err := gate.NewPauseFile(e.dir).List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -935,7 +934,7 @@ func TestActionToken(t *testing.T) {
 			}
 		}
 	}
-	if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
+	if ps, _ := gate.NewPauseFile(e.dir).List(context.Background()); len(ps) != 0 {
 		t.Fatalf("a POST without the action token paused: %v", ps)
 	}
 	if !mustLoad(t, e).Gate("dependency-classifier").Paused {

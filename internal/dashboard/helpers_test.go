@@ -16,7 +16,6 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/watch"
 )
 
@@ -64,8 +63,8 @@ func (e *env) load() (*gate.Config, error) {
 	return cfg, nil
 }
 
-func (e *env) pause(cfg *gate.Config, name string, p pauses.Pause) error {
-	return pauses.NewFile(gate.StateDirFor(cfg)).Set(context.Background(), name, p)
+func (e *env) pause(cfg *gate.Config, name string, p gate.Pause) error {
+	return gate.NewPauseFile(gate.StateDirFor(cfg)).Set(context.Background(), name, p)
 }
 
 func (e *env) resume(cfg *gate.Config, name string, force bool) (string, error) {
@@ -77,7 +76,7 @@ func (e *env) resume(cfg *gate.Config, name string, force bool) (string, error) 
 	if inConfig && !force {
 		return "", fmt.Errorf("gate %s is paused in %s", name, cfg.Path)
 	}
-	had, err := pauses.NewFile(stateDir).Clear(context.Background(), name)
+	had, err := gate.NewPauseFile(stateDir).Clear(context.Background(), name)
 	if err != nil {
 		return "", err
 	}
@@ -89,7 +88,7 @@ func (e *env) resume(cfg *gate.Config, name string, force bool) (string, error) 
 	if !had && !inConfig {
 		return "gate " + name + " was not paused", nil
 	}
-	if err := pauses.NewFile(stateDir).NoteResumed(name, time.Now()); err != nil {
+	if err := gate.NewPauseFile(stateDir).NoteResumed(name, time.Now()); err != nil {
 		return "", err
 	}
 	return "resumed gate " + name, nil
@@ -275,15 +274,15 @@ func writeFileErr(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) 
 // pauseFor pauses gate from the command line for d from now, by ops@pi.
 func (e *env) pauseFor(t testing.TB, name, reason string, now time.Time, d time.Duration) {
 	t.Helper()
-	if err := pauses.NewFile(e.dir).Set(context.Background(), name, pauses.Pause{Reason: reason, Since: now.Add(-time.Hour), Until: now.Add(d), Who: "ops@pi"}); err != nil {
+	if err := gate.NewPauseFile(e.dir).Set(context.Background(), name, gate.Pause{Reason: reason, Since: now.Add(-time.Hour), Until: now.Add(d), Who: "ops@pi"}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // pausesNow lists the command-line pauses in the state dir.
-func (e *env) pausesNow(t testing.TB) map[string]pauses.Pause {
+func (e *env) pausesNow(t testing.TB) map[string]gate.Pause {
 	t.Helper()
-	ps, err := pauses.NewFile(e.dir).List(context.Background())
+	ps, err := gate.NewPauseFile(e.dir).List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/gate"
 )
 
 // TestSessionLeak is the issue's scenario (issue 12, item 9), with and
@@ -65,7 +65,7 @@ func TestSessionLeak(t *testing.T) {
 			if !mustLoad(t, e).Gate("dependency-classifier").Paused {
 				t.Fatal("a replayed cookie force-resumed the gate")
 			}
-			if ps, _ := pauses.NewFile(e.dir).List(context.Background()); len(ps) != 0 {
+			if ps, _ := gate.NewPauseFile(e.dir).List(context.Background()); len(ps) != 0 {
 				t.Fatalf("a replayed cookie paused: %v", ps)
 			}
 			// Nothing hands out the key: not the page, not /api/csrf.

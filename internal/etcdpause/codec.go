@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -24,43 +23,43 @@ var ErrCorrupt = errors.New("not a cron-gate pause record")
 // is a few hundred bytes.
 const maxValue = 64 << 10
 
-// EncodePause is the value of a pause key: pauses.Pause as JSON, with By
-// forced to pauses.ByCommand (only command-line pauses are shared).
-func EncodePause(p pauses.Pause) ([]byte, error) {
-	p.By = pauses.ByCommand
+// EncodePause is the value of a pause key: gate.Pause as JSON, with By
+// forced to gate.ByCommand (only command-line pauses are shared).
+func EncodePause(p gate.Pause) ([]byte, error) {
+	p.By = gate.ByCommand
 	return json.Marshal(p)
 }
 
 // DecodePause parses the value of the pause key key. It accepts a JSON
-// object whose fields are those of pauses.Pause (unknown fields are ignored,
+// object whose fields are those of gate.Pause (unknown fields are ignored,
 // for newer writers); "by" must be "command" or absent (a pause written by
 // hand with etcdctl); the reason must pass gate.CheckReason and "who" the
 // same check (no control or bidirectional characters: the value may come
 // from any host's etcdctl and is shown on every host). Anything else is an
 // error wrapping ErrCorrupt that names key, so a gate whose pause cannot be
 // read does not run. It never panics.
-func DecodePause(key string, data []byte) (pauses.Pause, error) {
-	var p pauses.Pause
+func DecodePause(key string, data []byte) (gate.Pause, error) {
+	var p gate.Pause
 	if err := decodeObject(data, &p); err != nil {
-		return pauses.Pause{}, corrupt(key, err)
+		return gate.Pause{}, corrupt(key, err)
 	}
 	switch p.By {
-	case "", pauses.ByCommand:
-		p.By = pauses.ByCommand
+	case "", gate.ByCommand:
+		p.By = gate.ByCommand
 	default:
-		return pauses.Pause{}, corrupt(key, fmt.Errorf("\"by\" is %q, want %q", p.By, pauses.ByCommand))
+		return gate.Pause{}, corrupt(key, fmt.Errorf("\"by\" is %q, want %q", p.By, gate.ByCommand))
 	}
 	if err := gate.CheckReason(p.Reason); err != nil {
-		return pauses.Pause{}, corrupt(key, err)
+		return gate.Pause{}, corrupt(key, err)
 	}
 	if err := safetext.Check(p.Who); err != nil {
-		return pauses.Pause{}, corrupt(key, fmt.Errorf("\"who\" %w", err))
+		return gate.Pause{}, corrupt(key, fmt.Errorf("\"who\" %w", err))
 	}
 	return p, nil
 }
 
 // record is the value of a resume key, PREFIX/resumed/<gate>: what the
-// watchdog needs to hold "stale" after a resume (pauses.File.NoteResumed
+// watchdog needs to hold "stale" after a resume (gate.PauseFile.NoteResumed
 // keeps the same thing in the local pauses.json).
 type record struct {
 	// Resumed is when the gate was last resumed by Clear, or the end of

@@ -8,7 +8,7 @@
 // Keys (PREFIX is Config.Prefix, "/cron-gate" by default; one prefix per
 // independent deployment sharing a cluster):
 //
-//	PREFIX/pauses/<gate>   the pause: pauses.Pause as JSON, by "command";
+//	PREFIX/pauses/<gate>   the pause: gate.Pause as JSON, by "command";
 //	                       under a lease when the pause has an Until
 //	PREFIX/resumed/<gate>  when the gate last resumed, for the watchdog:
 //	                       {"resumed", "pause_until", "who", "id"}; no lease
@@ -63,7 +63,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/gate/pauses"
 )
 
 // Defaults.
@@ -89,7 +88,7 @@ const (
 // partition). The run path skips the run then (fail closed, reason
 // coordinator_down). After a Set or Clear it means the outcome is unknown:
 // the write may or may not have been applied.
-var ErrUnavailable = pauses.ErrCoordinatorDown // "etcd unavailable": cron-gate's run path skips on it
+var ErrUnavailable = gate.ErrCoordinatorDown // "etcd unavailable": cron-gate's run path skips on it
 
 // Config configures a Store.
 type Config struct {
@@ -106,7 +105,7 @@ type Config struct {
 	DialTimeout time.Duration
 	// Timeout bounds each call, retries included; 0: DefaultTimeout.
 	Timeout time.Duration
-	// Who is written into resume records ("user@host"); empty: pauses.Who().
+	// Who is written into resume records ("user@host"); empty: gate.Who().
 	Who string
 	// Now is the clock that decides whether a pause's Until has passed;
 	// nil: time.Now. (For tests.)
@@ -114,7 +113,7 @@ type Config struct {
 }
 
 // Store is a connection to the cluster that holds the pauses: a
-// pauses.Store that every host naming the same cluster and prefix shares.
+// gate.PauseStore that every host naming the same cluster and prefix shares.
 type Store struct {
 	cfg      Config
 	cli      *etcdclient.Client
@@ -123,7 +122,7 @@ type Store struct {
 	versions *etcdclient.VersionCheck // started after the first answer
 }
 
-var _ pauses.Store = (*Store)(nil)
+var _ gate.PauseStore = (*Store)(nil)
 
 // Open checks cfg and creates a client. It does not contact the cluster:
 // an unreachable cluster shows up as ErrUnavailable from the first call.
@@ -188,7 +187,7 @@ func ResumeKey(prefix, gate string) string { return prefix + "/resumed/" + gate 
 // Get returns the pause of gate that applies now, or nil: none, or its
 // Until has passed. One linearizable read (repeated only if it got no
 // answer).
-func (s *Store) Get(ctx context.Context, name string) (*pauses.Pause, error) {
+func (s *Store) Get(ctx context.Context, name string) (*gate.Pause, error) {
 	if err := gate.CheckName(name); err != nil {
 		return nil, err
 	}
@@ -221,14 +220,14 @@ func (s *Store) Get(ctx context.Context, name string) (*pauses.Pause, error) {
 // key that is not a valid pause (a bad value, a name CheckName refuses) is
 // left out and reported in the error (wrapping ErrCorrupt), with the map
 // of the valid ones; an unreachable cluster returns a nil map.
-func (s *Store) List(ctx context.Context) (map[string]pauses.Pause, error) {
+func (s *Store) List(ctx context.Context) (map[string]gate.Pause, error) {
 	pfx := PauseKey(s.cfg.Prefix, "")
 	kvs, err := s.scan(ctx, pfx, "read the pauses")
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	m := map[string]pauses.Pause{}
+	m := map[string]gate.Pause{}
 	err = eachGate(kvs, pfx, func(name, key string, value []byte) error {
 		p, err := DecodePause(key, value)
 		if err == nil && p.Active(now) {
@@ -242,7 +241,7 @@ func (s *Store) List(ctx context.Context) (map[string]pauses.Pause, error) {
 // ResumedAt returns when gate last resumed, as far as the cluster knows:
 // its last Clear, or the Until of a pause that has since ended by itself;
 // zero if neither. The watchdog takes the later of this and the local
-// pauses.json's (pauses.File.NoteResumed, which also records the resumes of
+// pauses.json's (gate.PauseFile.NoteResumed, which also records the resumes of
 // config pauses, a per-host matter).
 func (s *Store) ResumedAt(ctx context.Context, name string) (time.Time, error) {
 	if err := gate.CheckName(name); err != nil {
@@ -332,11 +331,11 @@ func (s *Store) scan(ctx context.Context, pfx, what string) ([]*mvccpb.KeyValue,
 // written; Who is neutralised (safetext.Line).
 //
 // A Set that returns ErrUnavailable may or may not have been applied.
-func (s *Store) Set(ctx context.Context, name string, p pauses.Pause) error {
+func (s *Store) Set(ctx context.Context, name string, p gate.Pause) error {
 	if err := gate.CheckName(name); err != nil {
 		return err
 	}
-	p.By = pauses.ByCommand
+	p.By = gate.ByCommand
 	if err := gate.CheckReason(p.Reason); err != nil {
 		return fmt.Errorf("pause of gate %s: %w", name, err)
 	}
@@ -424,7 +423,7 @@ func (s *Store) Clear(ctx context.Context, name string) (bool, error) {
 	}
 	who := s.cfg.Who
 	if who == "" {
-		who = pauses.Who()
+		who = gate.Who()
 	}
 	pk, rk := PauseKey(s.cfg.Prefix, name), ResumeKey(s.cfg.Prefix, name)
 	id := newID()

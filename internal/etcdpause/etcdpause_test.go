@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/gate"
 )
 
 func TestPauseRoundTrip(t *testing.T) {
 	since := time.Date(2026, 11, 29, 9, 10, 30, 123456789, time.UTC)
-	for _, p := range []pauses.Pause{
+	for _, p := range []gate.Pause{
 		{Reason: "migration", Since: since, Until: since.Add(time.Hour), Who: "ops@web1"},
 		{Since: since},
-		{By: pauses.ByConfig, Reason: "forced to command"},
+		{By: gate.ByConfig, Reason: "forced to command"},
 		{},
 	} {
 		data, err := EncodePause(p)
@@ -29,7 +29,7 @@ func TestPauseRoundTrip(t *testing.T) {
 			t.Fatalf("decode %s: %v", data, err)
 		}
 		want := p
-		want.By = pauses.ByCommand
+		want.By = gate.ByCommand
 		if !got.Since.Equal(want.Since) || !got.Until.Equal(want.Until) || got.By != want.By || got.Reason != want.Reason || got.Who != want.Who {
 			t.Errorf("round trip of %+v gave %+v (%s)", p, got, data)
 		}
@@ -37,12 +37,12 @@ func TestPauseRoundTrip(t *testing.T) {
 }
 
 func TestDecodePause(t *testing.T) {
-	ok := map[string]pauses.Pause{
-		`{"by":"command","reason":"r","who":"a@b"}`: {By: pauses.ByCommand, Reason: "r", Who: "a@b"},
-		`{}`:                    {By: pauses.ByCommand},
-		` {"reason":"by hand"}`: {By: pauses.ByCommand, Reason: "by hand"},
-		`{"by":"command","future_field":[1,2,3]}`:         {By: pauses.ByCommand},
-		`{"until":"2026-01-02T03:04:05Z","by":"command"}`: {By: pauses.ByCommand, Until: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+	ok := map[string]gate.Pause{
+		`{"by":"command","reason":"r","who":"a@b"}`: {By: gate.ByCommand, Reason: "r", Who: "a@b"},
+		`{}`:                    {By: gate.ByCommand},
+		` {"reason":"by hand"}`: {By: gate.ByCommand, Reason: "by hand"},
+		`{"by":"command","future_field":[1,2,3]}`:         {By: gate.ByCommand},
+		`{"until":"2026-01-02T03:04:05Z","by":"command"}`: {By: gate.ByCommand, Until: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
 	}
 	for in, want := range ok {
 		got, err := DecodePause("/cron-gate/pauses/x", []byte(in))
@@ -146,7 +146,7 @@ func TestUnavailable(t *testing.T) {
 	calls := map[string]func() error{
 		"Get":  func() error { _, err := s.Get(ctx, "backup"); return err },
 		"List": func() error { _, err := s.List(ctx); return err },
-		"Set":  func() error { return s.Set(ctx, "backup", pauses.Pause{Until: time.Now().Add(time.Hour)}) },
+		"Set":  func() error { return s.Set(ctx, "backup", gate.Pause{Until: time.Now().Add(time.Hour)}) },
 		"Clear": func() error {
 			_, err := s.Clear(ctx, "backup")
 			return err
@@ -176,11 +176,11 @@ func TestUnavailable(t *testing.T) {
 		if _, err := s.Get(ctx, bad); err == nil || errors.Is(err, ErrUnavailable) {
 			t.Errorf("Get(%q) = %v; want a name error", bad, err)
 		}
-		if err := s.Set(ctx, bad, pauses.Pause{}); err == nil || errors.Is(err, ErrUnavailable) {
+		if err := s.Set(ctx, bad, gate.Pause{}); err == nil || errors.Is(err, ErrUnavailable) {
 			t.Errorf("Set(%q) = %v; want a name error", bad, err)
 		}
 	}
-	if err := s.Set(ctx, "backup", pauses.Pause{Until: time.Now().Add(-time.Second)}); err == nil || errors.Is(err, ErrUnavailable) {
+	if err := s.Set(ctx, "backup", gate.Pause{Until: time.Now().Add(-time.Second)}); err == nil || errors.Is(err, ErrUnavailable) {
 		t.Errorf("Set with a past Until = %v; want refused before contacting etcd", err)
 	}
 }

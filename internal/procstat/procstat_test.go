@@ -55,7 +55,7 @@ func TestParse(t *testing.T) {
 
 // TestBootTime checks the direction of /proc/stat's error: the boot time
 // read is never later than the real one, and less than a second earlier
-// (a boot time rounded up would make package legacy take a process that
+// (a boot time rounded up would make the legacy pidfile probe (package gate) take a process that
 // wrote its pidfile for a recycled PID).
 func TestBootTime(t *testing.T) {
 	got, err := BootTime()

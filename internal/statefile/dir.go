@@ -4,7 +4,7 @@ package statefile
 
 // This file opens cron-gate's state dir (gate.StateDirFor), the
 // directory every state file lives in: the journals (package journal),
-// the pauses (package pauses), the watchdog's state (package watch) and
+// the pauses (gate.PauseFile), the watchdog's state (package watch) and
 // the short locks beside them. It may sit in world-writable /tmp or
 // /var/tmp, so it is reached as a lock dir is (package safeopen): a
 // directory opened to be written is the caller's or root's, and every

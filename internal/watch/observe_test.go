@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 )
 
 // obs returns the observation of one condition in a result.
@@ -79,7 +79,7 @@ func TestMissing(t *testing.T) {
 
 func TestPausedNeverStale(t *testing.T) {
 	e := healthy(t, oneGate)
-	if err := pauses.NewFile(e.dir).Set(context.Background(), "job", pauses.Pause{Reason: "quota", Since: e.clock.Now()}); err != nil {
+	if err := gate.NewPauseFile(e.dir).Set(context.Background(), "job", gate.Pause{Reason: "quota", Since: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(10 * time.Hour)
@@ -103,7 +103,7 @@ func TestPausedNeverStale(t *testing.T) {
 // resume time that `cron-gate resume` records.
 func TestResumeGrace(t *testing.T) {
 	e := healthy(t, oneGate)
-	if err := pauses.NewFile(e.dir).Set(context.Background(), "job", pauses.Pause{Since: e.clock.Now()}); err != nil {
+	if err := gate.NewPauseFile(e.dir).Set(context.Background(), "job", gate.Pause{Since: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(10 * time.Hour)
@@ -111,10 +111,10 @@ func TestResumeGrace(t *testing.T) {
 	// Resumed (as cron-gate resume does) a minute after that check.
 	e.clock.Advance(time.Minute)
 	resumed := e.clock.Now()
-	if _, err := pauses.NewFile(e.dir).Clear(context.Background(), "job"); err != nil {
+	if _, err := gate.NewPauseFile(e.dir).Clear(context.Background(), "job"); err != nil {
 		t.Fatal(err)
 	}
-	if err := pauses.NewFile(e.dir).NoteResumed("job", resumed); err != nil {
+	if err := gate.NewPauseFile(e.dir).NoteResumed("job", resumed); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(45*time.Minute - time.Second) // 30m + 15m after the resume
@@ -130,7 +130,7 @@ func TestResumeGrace(t *testing.T) {
 func TestResumeGraceConfigurable(t *testing.T) {
 	e := healthy(t, "[check]\nresume_grace = \"0s\"\n"+oneGate)
 	e.clock.Advance(10 * time.Hour)
-	if err := pauses.NewFile(e.dir).NoteResumed("job", e.clock.Now()); err != nil {
+	if err := gate.NewPauseFile(e.dir).NoteResumed("job", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(30 * time.Minute)
@@ -162,7 +162,7 @@ func TestResumeGraceFromExpiredPause(t *testing.T) {
 	e.success("job")
 	e.clock.Advance(10 * time.Hour)
 	until := e.clock.Now().Add(-10 * time.Minute)
-	if err := pauses.NewFile(e.dir).Set(context.Background(), "job", pauses.Pause{Since: t0, Until: until}); err != nil {
+	if err := gate.NewPauseFile(e.dir).Set(context.Background(), "job", gate.Pause{Since: t0, Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	if o := obsOf(t, e.expect(), "job", CondStale); o.Verdict != Held {
@@ -274,7 +274,7 @@ func TestUnscheduledCrontab(t *testing.T) {
 	e.probe.cron = map[string]bool{"job": true}
 	e.expect("recovery job/unscheduled")
 	// Paused: not judged.
-	if err := pauses.NewFile(e.dir).Set(context.Background(), "job", pauses.Pause{}); err != nil {
+	if err := gate.NewPauseFile(e.dir).Set(context.Background(), "job", gate.Pause{}); err != nil {
 		t.Fatal(err)
 	}
 	e.probe.cron = map[string]bool{}

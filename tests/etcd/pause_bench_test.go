@@ -6,7 +6,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/etcdpause"
 )
 
@@ -17,7 +17,7 @@ import (
 func BenchmarkPauseGet(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	if err := s.Set(ctx, "g", pauses.Pause{Reason: "bench"}); err != nil {
+	if err := s.Set(ctx, "g", gate.Pause{Reason: "bench"}); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
@@ -47,7 +47,7 @@ func BenchmarkPauseSetClear(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
 	for b.Loop() {
-		if err := s.Set(ctx, "h", pauses.Pause{Reason: "bench"}); err != nil {
+		if err := s.Set(ctx, "h", gate.Pause{Reason: "bench"}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := s.Clear(ctx, "h"); err != nil {

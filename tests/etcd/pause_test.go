@@ -13,7 +13,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/internal/etcdpause"
 )
 
@@ -61,14 +61,14 @@ func TestPauseSharedAcrossHosts(t *testing.T) {
 		t.Fatalf("before any pause: %+v, %v", p, err)
 	}
 	since := time.Now().Truncate(time.Second)
-	if err := a.Set(ctx, "backup", pauses.Pause{Reason: "disk swap", Since: since, Who: "ops@a"}); err != nil {
+	if err := a.Set(ctx, "backup", gate.Pause{Reason: "disk swap", Since: since, Who: "ops@a"}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := b.Get(ctx, "backup")
 	if err != nil || p == nil {
 		t.Fatalf("host B does not see host A's pause: %+v, %v", p, err)
 	}
-	if p.By != pauses.ByCommand || p.Reason != "disk swap" || p.Who != "ops@a" || !p.Since.Equal(since) || !p.Until.IsZero() {
+	if p.By != gate.ByCommand || p.Reason != "disk swap" || p.Who != "ops@a" || !p.Since.Equal(since) || !p.Until.IsZero() {
 		t.Errorf("host B sees %+v", p)
 	}
 	if kv := raw(t, etcdpause.PauseKey(prefix(t), "backup")).Kvs[0]; kv.Lease != 0 {
@@ -113,7 +113,7 @@ func TestPauseExpires(t *testing.T) {
 	stuck := time.Now().Add(-time.Hour)
 	late := host(t, "late", func(c *etcdpause.Config) { c.Now = func() time.Time { return stuck } })
 	until := time.Now().Add(2500 * time.Millisecond)
-	if err := a.Set(ctx, "report", pauses.Pause{Reason: "short", Since: time.Now(), Until: until}); err != nil {
+	if err := a.Set(ctx, "report", gate.Pause{Reason: "short", Since: time.Now(), Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	key := etcdpause.PauseKey(prefix(t), "report")
@@ -161,7 +161,7 @@ func TestPauseReplacedOutlivesLease(t *testing.T) {
 	a, b := host(t, "a"), host(t, "b")
 	key := etcdpause.PauseKey(prefix(t), "sync")
 	until := time.Now().Add(2 * time.Second)
-	if err := a.Set(ctx, "sync", pauses.Pause{Reason: "short", Until: until}); err != nil {
+	if err := a.Set(ctx, "sync", gate.Pause{Reason: "short", Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	old := clientv3.LeaseID(raw(t, key).Kvs[0].Lease)
@@ -186,7 +186,7 @@ func TestPauseReplacedOutlivesLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Set(ctx, "sync", pauses.Pause{Reason: "until further notice"}); err != nil {
+	if err := b.Set(ctx, "sync", gate.Pause{Reason: "until further notice"}); err != nil {
 		t.Fatal(err)
 	}
 	if kv := raw(t, key).Kvs[0]; kv.Lease != 0 {
@@ -208,7 +208,7 @@ func TestPauseReplacedOutlivesLease(t *testing.T) {
 	}
 	// And back: a pause with an until replaces it and ends by itself.
 	until = time.Now().Add(2 * time.Second)
-	if err := a.Set(ctx, "sync", pauses.Pause{Reason: "short again", Until: until}); err != nil {
+	if err := a.Set(ctx, "sync", gate.Pause{Reason: "short again", Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	if kv := raw(t, key).Kvs[0]; kv.Lease == 0 {
@@ -239,10 +239,10 @@ func TestPauseConcurrent(t *testing.T) {
 			<-start
 			name := fmt.Sprintf("g%d", i)
 			who := fmt.Sprintf("ops@h%d", i)
-			if err := s.Set(ctx, name, pauses.Pause{Reason: name, Who: who}); err != nil {
+			if err := s.Set(ctx, name, gate.Pause{Reason: name, Who: who}); err != nil {
 				errs <- fmt.Errorf("Set %s: %w", name, err)
 			}
-			if err := s.Set(ctx, "shared", pauses.Pause{Reason: "from " + who, Who: who, Until: time.Now().Add(time.Hour)}); err != nil {
+			if err := s.Set(ctx, "shared", gate.Pause{Reason: "from " + who, Who: who, Until: time.Now().Add(time.Hour)}); err != nil {
 				errs <- fmt.Errorf("Set shared from %s: %w", who, err)
 			}
 			if i%2 == 1 {
@@ -294,7 +294,7 @@ func TestPauseCorruptValue(t *testing.T) {
 	need(t)
 	ctx := context.Background()
 	a := host(t, "a")
-	if err := a.Set(ctx, "good", pauses.Pause{Reason: "fine"}); err != nil {
+	if err := a.Set(ctx, "good", gate.Pause{Reason: "fine"}); err != nil {
 		t.Fatal(err)
 	}
 	cli, _ := cl.Client()
@@ -327,7 +327,7 @@ func TestPauseMemberKilled(t *testing.T) {
 	need(t)
 	ctx := context.Background()
 	r, w := host(t, "reader"), host(t, "writer")
-	if err := w.Set(ctx, "classifier", pauses.Pause{Reason: "0"}); err != nil {
+	if err := w.Set(ctx, "classifier", gate.Pause{Reason: "0"}); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
@@ -391,7 +391,7 @@ func TestPauseMemberKilled(t *testing.T) {
 				return
 			default:
 			}
-			err := w.Set(ctx, "classifier", pauses.Pause{Reason: fmt.Sprint(i)})
+			err := w.Set(ctx, "classifier", gate.Pause{Reason: fmt.Sprint(i)})
 			if err == nil {
 				mu.Lock()
 				last = i
@@ -443,7 +443,7 @@ func TestPauseClusterDown(t *testing.T) {
 	ctx := context.Background()
 	const timeout = 2 * time.Second
 	a := host(t, "a", func(c *etcdpause.Config) { c.Timeout = timeout })
-	if err := a.Set(ctx, "backup", pauses.Pause{Reason: "kept"}); err != nil {
+	if err := a.Set(ctx, "backup", gate.Pause{Reason: "kept"}); err != nil {
 		t.Fatal(err)
 	}
 	check := func(how string) {
@@ -451,7 +451,7 @@ func TestPauseClusterDown(t *testing.T) {
 		for name, f := range map[string]func() error{
 			"Get":   func() error { _, err := a.Get(ctx, "backup"); return err },
 			"List":  func() error { _, err := a.List(ctx); return err },
-			"Set":   func() error { return a.Set(ctx, "backup", pauses.Pause{Reason: "new"}) },
+			"Set":   func() error { return a.Set(ctx, "backup", gate.Pause{Reason: "new"}) },
 			"Clear": func() error { _, err := a.Clear(ctx, "other"); return err },
 		} {
 			// Bounded, not timed: a call that has not returned after
@@ -485,7 +485,7 @@ func TestPauseClusterDown(t *testing.T) {
 	// dials a member again after its back-off (at most 8 s and a
 	// jitter), so its first calls after the restart may still fail.
 	t0 := time.Now()
-	var p *pauses.Pause
+	var p *gate.Pause
 	var err error
 	waitFor(t, 30*time.Second, "the client to read the pause after the restart", func() bool {
 		p, err = a.Get(ctx, "backup")
@@ -507,7 +507,7 @@ func TestPauseUntilBeatsLeaderChange(t *testing.T) {
 	ctx := context.Background()
 	a := host(t, "a")
 	until := time.Now().Add(3 * time.Second)
-	if err := a.Set(ctx, "index", pauses.Pause{Until: until}); err != nil {
+	if err := a.Set(ctx, "index", gate.Pause{Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	leader, err := cl.Leader()

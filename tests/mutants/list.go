@@ -459,9 +459,9 @@ var Mutants = []Mutant{
 		Name:   "recycled-pid-no-slack",
 		Breaks: "the reused-PID rule has no slack: a pidfile's live writer may be judged recycled (item 12)",
 		Edits: []Edit{
-			{"internal/legacy/pidfile.go", "return started.After(written.Add(recycleSlack))", "return started.After(written)"},
+			{"gate/legacypidfile.go", "return started.After(written.Add(recycleSlack))", "return started.After(written)"},
 		},
-		Pkgs: []string{"./internal/legacy"}, Run: "TestPidfileAlive",
+		Pkgs: []string{"./gate"}, Run: "TestPidfileAlive",
 	},
 
 	// ---- issue 32 item 9: behaviours no test pinned ----

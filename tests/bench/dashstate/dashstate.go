@@ -17,7 +17,6 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/gate/pauses"
 )
 
 // Write makes gates gates (worker-0000...) under stateDir, each with a
@@ -34,7 +33,7 @@ func Write(stateDir string, gates, records int, now time.Time) (*gate.Config, []
 			return nil, nil, err
 		}
 		if i%20 == 3 {
-			if err := pauses.NewFile(stateDir).Set(context.Background(), name, pauses.Pause{Reason: "maintenance", Since: now, Until: now.Add(time.Hour), Who: "bench@host"}); err != nil {
+			if err := gate.NewPauseFile(stateDir).Set(context.Background(), name, gate.Pause{Reason: "maintenance", Since: now, Until: now.Add(time.Hour), Who: "bench@host"}); err != nil {
 				return nil, nil, err
 			}
 		}

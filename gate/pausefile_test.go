@@ -1,4 +1,4 @@
-package pauses
+package gate
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 func TestPauseExpiresAndConcurrentPausesMerge(t *testing.T) {
 	dir := t.TempDir()
-	f := NewFile(dir)
+	f := NewPauseFile(dir)
 	ctx := context.Background()
 	now := time.Now()
 	var wg sync.WaitGroup
@@ -24,7 +24,7 @@ func TestPauseExpiresAndConcurrentPausesMerge(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			name := "g" + string(rune('a'+i))
-			if err := NewFile(dir).Set(ctx, name, Pause{Reason: name, Since: now, Until: now.Add(time.Hour)}); err != nil {
+			if err := NewPauseFile(dir).Set(ctx, name, Pause{Reason: name, Since: now, Until: now.Add(time.Hour)}); err != nil {
 				t.Error(err)
 			}
 		}(i)
@@ -75,7 +75,7 @@ func TestPauseExpiresAndConcurrentPausesMerge(t *testing.T) {
 // nothing.
 func TestFileMissing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	f := NewFile(dir)
+	f := NewPauseFile(dir)
 	ps, err := f.List(context.Background())
 	if err != nil || len(ps) != 0 {
 		t.Fatalf("List = %v, %v", ps, err)
@@ -91,7 +91,7 @@ func TestFileMissing(t *testing.T) {
 // The resumes recorded by NoteResumed are kept across pauses and resumes
 // of other gates.
 func TestFileResumes(t *testing.T) {
-	f := NewFile(t.TempDir())
+	f := NewPauseFile(t.TempDir())
 	ctx := context.Background()
 	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	if err := f.NoteResumed("a", at); err != nil {
@@ -118,7 +118,7 @@ func TestFileGetUntrusted(t *testing.T) {
 	if err := os.Chown(dir, 64998, 64998); err != nil {
 		t.Fatal(err)
 	}
-	f := NewFile(dir)
+	f := NewPauseFile(dir)
 	p, err := f.Get(context.Background(), "g")
 	if p != nil || !errors.Is(err, ErrUntrusted) || !errors.Is(err, safeopen.ErrUnsafe) {
 		t.Fatalf("Get = %+v, %v; want ErrUntrusted", p, err)
@@ -134,7 +134,7 @@ func TestFileGetUntrusted(t *testing.T) {
 func TestMerge(t *testing.T) {
 	now := time.Now()
 	active, ended := Pause{Reason: "a"}, Pause{Reason: "e", Until: now.Add(-time.Second)}
-	m := Merge(map[string]Pause{"x": active, "y": ended}, map[string]Pause{"x": ended, "y": active, "z": active}, now)
+	m := MergePauses(map[string]Pause{"x": active, "y": ended}, map[string]Pause{"x": ended, "y": active, "z": active}, now)
 	if m["x"].Reason != "a" || m["y"].Reason != "a" || m["z"].Reason != "a" || len(m) != 3 {
 		t.Fatalf("%+v", m)
 	}
@@ -151,7 +151,7 @@ func TestFileTooLarge(t *testing.T) {
 	if err := os.Truncate(filepath.Join(dir, pausesFile), 16<<20+1); err != nil {
 		t.Fatal(err)
 	}
-	f := NewFile(dir)
+	f := NewPauseFile(dir)
 	if p, err := f.Get(context.Background(), "g"); p != nil || !errors.Is(err, safeopen.ErrTooLarge) || !strings.Contains(err.Error(), "16 MiB") {
 		t.Errorf("Get = %+v, %v; want ErrTooLarge naming 16 MiB", p, err)
 	}

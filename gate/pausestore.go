@@ -1,18 +1,19 @@
 //go:build linux
 
-// Package pauses keeps cron-gate's command-line pauses: `cron-gate pause
+package gate
+
+// Command-line pauses: this file keeps cron-gate's command-line pauses: `cron-gate pause
 // NAME` records one, `cron-gate resume NAME` lifts it, and the gate's runs
-// are skipped while it is active. A Store holds them. File is this host's,
-// pauses.json in the state dir; package etcdpause is a Store that every
+// are skipped while it is active. A PauseStore holds them. PauseFile is this host's,
+// pauses.json in the state dir; package etcdpause is a PauseStore that every
 // host naming the same etcd cluster shares (cron-gate-etcd). Which stores
 // apply to a config, and how a run, the status and pause/resume combine
 // them, is package gate's (gate.Pauses): pauses are passed explicitly,
 // never kept in a config.
 //
-// A pause set in the config file (`paused = true`) is not a Store's: it
+// A pause set in the config file (`paused = true`) is not a PauseStore's: it
 // is part of the config (gate.GateConfig.Paused), and gate.PauseOf
 // weighs it against the command-line one.
-package pauses
 
 import (
 	"context"
@@ -44,11 +45,11 @@ func (p *Pause) Active(now time.Time) bool {
 	return p != nil && (p.Until.IsZero() || now.Before(p.Until))
 }
 
-// Store holds command-line pauses by gate name. Every method returns in
+// PauseStore holds command-line pauses by gate name. Every method returns in
 // bounded time (a shared store's timeout, or the caller's ctx if sooner);
 // an error that means the store could not be reached wraps
 // ErrCoordinatorDown: the pause state is unknown, never "not paused".
-type Store interface {
+type PauseStore interface {
 	// Get returns the gate's pause, nil when there is none. It may
 	// return one that has ended: the caller decides with Active, at its
 	// own clock.
@@ -67,24 +68,24 @@ type Store interface {
 	Resumes(ctx context.Context) (map[string]time.Time, error)
 }
 
-// Warner is a Store that may have a warning about itself for each run
+// PauseWarner is a PauseStore that may have a warning about itself for each run
 // that reads it: cron-gate says it on stderr and in the run's start record.
 // (etcdpause: a cluster member older than the minimum safe server
 // version.)
-type Warner interface {
+type PauseWarner interface {
 	// Warning returns the warning, "" if none, waiting at most wait for
 	// a check still running.
 	Warning(wait time.Duration) string
 }
 
-// ErrCoordinatorDown is wrapped by a Store error that means the store
+// ErrCoordinatorDown is wrapped by a PauseStore error that means the store
 // could not be reached (an etcd cluster without quorum, say): the pause
 // state is unknown.
 var ErrCoordinatorDown = errors.New("etcd unavailable")
 
-// Merge merges shared pauses into local ones: where both have a gate, the
+// MergePauses merges shared pauses into local ones: where both have a gate, the
 // active one wins, the shared one if both are.
-func Merge(local, shared map[string]Pause, now time.Time) map[string]Pause {
+func MergePauses(local, shared map[string]Pause, now time.Time) map[string]Pause {
 	out := make(map[string]Pause, len(local)+len(shared))
 	for k, v := range local {
 		out[k] = v

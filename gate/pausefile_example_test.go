@@ -1,6 +1,6 @@
 //go:build linux
 
-package pauses_test
+package gate_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/crongate/crongate/gate/pauses"
+	"github.com/crongate/crongate/gate"
 )
 
 // A command-line pause with an expiry ends by itself; Clear lifts it
@@ -18,10 +18,10 @@ func ExampleFile() {
 	stateDir, _ := os.MkdirTemp("", "pauses-example-")
 	defer os.RemoveAll(stateDir)
 	ctx := context.Background()
-	f := pauses.NewFile(stateDir)
+	f := gate.NewPauseFile(stateDir)
 
 	now := time.Now()
-	f.Set(ctx, "translate", pauses.Pause{Reason: "API quota", Until: now.Add(2 * time.Hour)})
+	f.Set(ctx, "translate", gate.Pause{Reason: "API quota", Until: now.Add(2 * time.Hour)})
 	p, _ := f.Get(ctx, "translate")
 	fmt.Println(p.Reason, p.Active(now), p.Active(now.Add(3*time.Hour)))
 

@@ -1,6 +1,6 @@
 //go:build linux
 
-package legacy
+package gate
 
 import (
 	"errors"
@@ -90,7 +90,7 @@ type pidfileResult struct {
 	detail string
 }
 
-func (r pidfileResult) who() string { return who(r.pid, r.cmd) }
+func (r pidfileResult) who() string { return legacyWho(r.pid, r.cmd) }
 
 // readPidfile is PidfileAlive: the file's pid, then the process.
 func readPidfile(path string) (pidfileResult, error) {
@@ -98,7 +98,7 @@ func readPidfile(path string) (pidfileResult, error) {
 	if path == "" {
 		return r, errors.New("legacy pidfile: empty path")
 	}
-	content, mtime, err := readSmall(path)
+	content, mtime, err := readSmallLegacy(path)
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ENOENT):
@@ -147,10 +147,10 @@ func (r pidfileResult) judgeProcess(path string, mtime time.Time) (pidfileResult
 		}
 		r.alive = true
 		r.detail = fmt.Sprintf("%s from %s (its /proc/%d/stat cannot be used, so it was not checked for a zombie or a reused pid: %v)",
-			r.who(), path, pid, errText(err))
+			r.who(), path, pid, legacyErrText(err))
 		return r, nil
 	}
-	r.cmd = command(pid, st.Comm)
+	r.cmd = legacyCommand(pid, st.Comm)
 	if st.State == 'Z' || st.State == 'X' || st.State == 'x' {
 		r.detail = fmt.Sprintf("%s from %s has exited (a zombie its parent has not reaped yet)", r.who(), path)
 		return r, nil
@@ -161,10 +161,10 @@ func (r pidfileResult) judgeProcess(path string, mtime time.Time) (pidfileResult
 // judgeStart applies the reused-PID rule (recycled) to a live process
 // that started startTicks after boot.
 func (r pidfileResult) judgeStart(path string, mtime time.Time, startTicks uint64) pidfileResult {
-	boot, err := bootTime()
+	boot, err := legacyBootTime()
 	if err != nil {
 		r.alive = true
-		r.detail = fmt.Sprintf("%s from %s (boot time unknown, so it was not checked for a reused pid: %v)", r.who(), path, errText(err))
+		r.detail = fmt.Sprintf("%s from %s (boot time unknown, so it was not checked for a reused pid: %v)", r.who(), path, legacyErrText(err))
 		return r
 	}
 	started := procstat.StartTime(boot, startTicks)
@@ -182,11 +182,11 @@ func (r pidfileResult) judgeStart(path string, mtime time.Time, startTicks uint6
 	return r
 }
 
-// readSmall reads the regular file at path (following symlinks) through
+// readSmallLegacy reads the regular file at path (following symlinks) through
 // safeopen.ReadFile — stat before the open, so that a FIFO or a device is
 // never opened; O_NONBLOCK; fstat after — and returns its content and
 // mtime. A file over pidfileMax bytes gives safeopen.ErrTooLarge.
-func readSmall(path string) ([]byte, time.Time, error) {
+func readSmallLegacy(path string) ([]byte, time.Time, error) {
 	data, st, err := safeopen.ReadFile(path, pidfileMax, true)
 	if err != nil {
 		var fe *safeopen.FileError
@@ -259,23 +259,23 @@ func recycled(started, written time.Time) bool {
 	return started.After(written.Add(recycleSlack))
 }
 
-// bootTime gives the boot time used by the reused-PID rule. It is a
+// legacyBootTime gives the boot time used by the reused-PID rule. It is a
 // variable so that a test can give it any fraction of a second (the one
 // /proc/stat cuts off), see recycled.
-var bootTime = procstat.BootTime
+var legacyBootTime = procstat.BootTime
 
-// command gives pid's command line for a message, or its comm when that
+// legacyCommand gives pid's command line for a message, or its comm when that
 // cannot be read.
-func command(pid int, comm string) string {
+func legacyCommand(pid int, comm string) string {
 	if c := lockfile.ProcessCommand(pid); c != "" {
 		return c
 	}
 	return comm
 }
 
-// errText drops the path from a *PathError, which the message gives
+// legacyErrText drops the path from a *PathError, which the message gives
 // already.
-func errText(err error) string {
+func legacyErrText(err error) string {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err.Error()

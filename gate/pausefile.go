@@ -1,6 +1,6 @@
 //go:build linux
 
-package pauses
+package gate
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/crongate/crongate/internal/statefile"
 )
 
-// File is this host's pauses: pauses.json in a state dir, and the time
+// PauseFile is this host's pauses: pauses.json in a state dir, and the time
 // each gate was last resumed beside them (for the watchdog's resume
 // grace). Every change re-reads the file under its lock (.pauses.lock)
 // and writes it back atomically (package statefile), so concurrent
@@ -26,18 +26,18 @@ import (
 // because its pause was unreadable.
 //
 // A run and a view read it differently (Get, List): see there.
-type File struct {
+type PauseFile struct {
 	dir string
 }
 
-var _ Store = (*File)(nil)
+var _ PauseStore = (*PauseFile)(nil)
 
-// NewFile returns the pauses kept in the state dir stateDir. Nothing is
+// NewPauseFile returns the pauses kept in the state dir stateDir. Nothing is
 // opened until a method is called.
-func NewFile(stateDir string) *File { return &File{dir: stateDir} }
+func NewPauseFile(stateDir string) *PauseFile { return &PauseFile{dir: stateDir} }
 
 // Dir returns the state dir.
-func (f *File) Dir() string { return f.dir }
+func (f *PauseFile) Dir() string { return f.dir }
 
 const (
 	pausesFile     = "pauses.json"
@@ -47,8 +47,8 @@ const (
 	maxPausesBytes = 16 << 20
 )
 
-// doc is pauses.json.
-type doc struct {
+// pauseDoc is pauses.json.
+type pauseDoc struct {
 	V     int              `json:"v"`
 	Gates map[string]Pause `json:"gates"`
 	// Resumed is when each gate was last resumed (NoteResumed), for the
@@ -56,9 +56,9 @@ type doc struct {
 	Resumed map[string]time.Time `json:"resumed,omitempty"`
 }
 
-func newDoc() *doc { return &doc{V: 1, Gates: map[string]Pause{}} }
+func newPauseDoc() *pauseDoc { return &pauseDoc{V: 1, Gates: map[string]Pause{}} }
 
-// ErrUntrusted is wrapped by File.Get's error when the state dir, or a
+// ErrUntrusted is wrapped by PauseFile.Get's error when the state dir, or a
 // directory or symlink above it, is another user's (the /var/tmp
 // fallback made by someone else, a symlink planted in /tmp): it is not
 // this user's state, so the pauses found there are neither obeyed nor
@@ -83,12 +83,12 @@ func (e *untrustedError) Unwrap() []error { return []error{ErrUntrusted, e.err} 
 // otherwise the error wraps ErrUntrusted and no pause applies. A state
 // dir that is this user's but cannot be written (read-only) is still
 // read. The pause returned may have ended (Pause.Active).
-func (f *File) Get(_ context.Context, gate string) (*Pause, error) {
+func (f *PauseFile) Get(_ context.Context, gate string) (*Pause, error) {
 	sd, err := statefile.OpenDir(f.dir)
-	var d *doc
+	var d *pauseDoc
 	switch {
 	case err == nil:
-		d, err = readIn(sd)
+		d, err = readPauses(sd)
 		sd.Close()
 	case errors.Is(err, safeopen.ErrUnsafe):
 		return nil, &untrustedError{dir: f.dir, err: err}
@@ -110,7 +110,7 @@ func (f *File) Get(_ context.Context, gate string) (*Pause, error) {
 // pause's check of known names): read whoever owns the state dir, since
 // such a view may run as another user; it creates nothing. No state dir
 // or no pauses.json is no pauses.
-func (f *File) List(context.Context) (map[string]Pause, error) {
+func (f *PauseFile) List(context.Context) (map[string]Pause, error) {
 	d, err := f.read()
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (f *File) List(context.Context) (map[string]Pause, error) {
 // Resumes returns when each gate was last resumed, as NoteResumed
 // recorded it. (A command-line pause that ended by itself resumed at its
 // Until: the caller, who has the clock, sees that in List.)
-func (f *File) Resumes(context.Context) (map[string]time.Time, error) {
+func (f *PauseFile) Resumes(context.Context) (map[string]time.Time, error) {
 	d, err := f.read()
 	if err != nil {
 		return nil, err
@@ -130,9 +130,9 @@ func (f *File) Resumes(context.Context) (map[string]time.Time, error) {
 }
 
 // Set records a command-line pause of gate (replacing an earlier one).
-func (f *File) Set(ctx context.Context, gate string, p Pause) error {
+func (f *PauseFile) Set(ctx context.Context, gate string, p Pause) error {
 	p.By = ByCommand
-	return f.update(ctx, func(d *doc) bool {
+	return f.update(ctx, func(d *pauseDoc) bool {
 		d.Gates[gate] = p
 		return true
 	})
@@ -140,9 +140,9 @@ func (f *File) Set(ctx context.Context, gate string, p Pause) error {
 
 // Clear removes gate's command-line pause, expired or not, and reports
 // whether there was one. It does not record a resume: NoteResumed does.
-func (f *File) Clear(ctx context.Context, gate string) (bool, error) {
+func (f *PauseFile) Clear(ctx context.Context, gate string) (bool, error) {
 	had := false
-	err := f.update(ctx, func(d *doc) bool {
+	err := f.update(ctx, func(d *pauseDoc) bool {
 		_, had = d.Gates[gate]
 		delete(d.Gates, gate)
 		return had
@@ -155,8 +155,8 @@ func (f *File) Clear(ctx context.Context, gate string) (bool, error) {
 // after a resume it would look stale until its next run). `cron-gate
 // resume` records it for a command-line and for a config pause alike; a
 // config pause lifted by editing the file by hand leaves no record.
-func (f *File) NoteResumed(gate string, t time.Time) error {
-	return f.update(context.Background(), func(d *doc) bool {
+func (f *PauseFile) NoteResumed(gate string, t time.Time) error {
+	return f.update(context.Background(), func(d *pauseDoc) bool {
 		if d.Resumed == nil {
 			d.Resumed = map[string]time.Time{}
 		}
@@ -166,33 +166,33 @@ func (f *File) NoteResumed(gate string, t time.Time) error {
 }
 
 // read reads pauses.json for a view, whoever owns the state dir.
-func (f *File) read() (*doc, error) {
+func (f *PauseFile) read() (*pauseDoc, error) {
 	sd, err := statefile.OpenDirToRead(f.dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
 			// No state dir at all (or a state_dir that is a file):
 			// nobody has paused anything from the command line.
-			return newDoc(), nil
+			return newPauseDoc(), nil
 		}
 		return nil, fmt.Errorf("pause state: %w", err)
 	}
 	defer sd.Close()
-	return readIn(sd)
+	return readPauses(sd)
 }
 
-// readIn reads pauses.json in the open state dir sd: a missing file is no
+// readPauses reads pauses.json in the open state dir sd: a missing file is no
 // pause; a file that is not a regular file, is larger than 16 MiB or does
 // not parse is an error.
-func readIn(sd *safeopen.Dir) (*doc, error) {
+func readPauses(sd *safeopen.Dir) (*pauseDoc, error) {
 	p := sd.Join(pausesFile)
 	data, err := sd.ReadFile(pausesFile, maxPausesBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		return newDoc(), nil
+		return newPauseDoc(), nil
 	}
 	if err != nil {
 		return nil, statefile.FileErr("pause state", p, err)
 	}
-	d := &doc{}
+	d := &pauseDoc{}
 	if err := json.Unmarshal(data, d); err != nil || d.V != 1 {
 		return nil, fmt.Errorf("pause state %s is corrupt; fix or remove it (pauses set from the command line are lost then)", p)
 	}
@@ -204,7 +204,7 @@ func readIn(sd *safeopen.Dir) (*doc, error) {
 
 // update re-reads pauses.json under its lock, lets fn change it (false:
 // no change to write), and writes it back atomically.
-func (f *File) update(ctx context.Context, fn func(*doc) bool) error {
+func (f *PauseFile) update(ctx context.Context, fn func(*pauseDoc) bool) error {
 	dir, err := statefile.OpenDir(f.dir)
 	if err != nil {
 		return err
@@ -212,7 +212,7 @@ func (f *File) update(ctx context.Context, fn func(*doc) bool) error {
 	defer dir.Close()
 	p := dir.Join(pausesFile)
 	err = statefile.Update(ctx, dir, pausesLockFile, pausesFile, maxPausesBytes, 0, statefile.Options{Perm: 0o644}, func(old []byte) ([]byte, error) {
-		d := newDoc()
+		d := newPauseDoc()
 		if old != nil {
 			if err := json.Unmarshal(old, d); err != nil || d.V != 1 {
 				return nil, fmt.Errorf("pause state %s is corrupt; fix or remove it", p)

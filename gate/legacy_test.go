@@ -1,4 +1,4 @@
-package legacy
+package gate
 
 import (
 	"errors"
@@ -112,7 +112,7 @@ func TestPidfileAliveRecycled(t *testing.T) {
 	// rule computes that start: the message gives exactly 1h0m0s on a
 	// machine booted at any fraction of a second (/proc/stat's btime is
 	// whole seconds, so the real start may be up to 1 s later than this).
-	boot, err := bootTime()
+	boot, err := legacyBootTime()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,10 +151,10 @@ func TestPidfileAliveBootFraction(t *testing.T) {
 	// The process really started in [earliest, earliest + 1 tick).
 	earliest := procstat.StartTime(boot, ticks)
 	latest := earliest.Add(time.Second / procstat.ClockTicks)
-	saved := bootTime
-	t.Cleanup(func() { bootTime = saved })
+	saved := legacyBootTime
+	t.Cleanup(func() { legacyBootTime = saved })
 	for _, frac := range []time.Duration{0, time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, 999 * time.Millisecond, time.Second - 1} {
-		bootTime = func() (time.Time, error) { return boot.Add(-frac), nil }
+		legacyBootTime = func() (time.Time, error) { return boot.Add(-frac), nil }
 		for _, c := range []struct {
 			what    string
 			written time.Time
@@ -175,7 +175,7 @@ func TestPidfileAliveBootFraction(t *testing.T) {
 	}
 	// The boundary, with the exact boot time: recycled only when the
 	// computed start is after mtime + slack.
-	bootTime = func() (time.Time, error) { return boot, nil }
+	legacyBootTime = func() (time.Time, error) { return boot, nil }
 	for _, c := range []struct {
 		written time.Time
 		alive   bool
@@ -383,11 +383,11 @@ func TestCheckFlockHolder(t *testing.T) {
 	cmd := startCmd(t, flockBin, lock, "sleep", "30")
 	waitFlock(t, st.Ino)
 
-	found, err := Check([]string{dir + "/missing.lock", free, lock}, nil)
+	found, err := CheckLegacy([]string{dir + "/missing.lock", free, lock}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found == nil || found.Kind != Lock || found.Path != lock || len(found.Holders) == 0 || found.Holders[0].Pid != cmd.Process.Pid {
+	if found == nil || found.Kind != LegacyLockFile || found.Path != lock || len(found.Holders) == 0 || found.Holders[0].Pid != cmd.Process.Pid {
 		t.Fatalf("Check = %+v; want lock %s held by pid %d", found, lock, cmd.Process.Pid)
 	}
 	reason := found.String()
@@ -397,7 +397,7 @@ func TestCheckFlockHolder(t *testing.T) {
 	}
 	t.Log(reason)
 	// Without /proc/locks' answer, the lock is still held, by someone.
-	if s := (&Found{Kind: Lock, Path: lock}).String(); s != "legacy lock "+lock+" is held by another process" {
+	if s := (&LegacyFound{Kind: LegacyLockFile, Path: lock}).String(); s != "legacy lock "+lock+" is held by another process" {
 		t.Errorf("no holders: %q", s)
 	}
 
@@ -406,11 +406,11 @@ func TestCheckFlockHolder(t *testing.T) {
 	if err := os.Symlink(free, link); err != nil {
 		t.Fatal(err)
 	}
-	if found, err := Check([]string{link, lock}, nil); err != nil || found == nil || !strings.HasPrefix(found.String(), want) {
+	if found, err := CheckLegacy([]string{link, lock}, nil); err != nil || found == nil || !strings.HasPrefix(found.String(), want) {
 		t.Errorf("symlink then held: %+v, %v", found, err)
 	}
 	// ...and is an error when nothing is held.
-	found, err = Check([]string{free, link}, []string{dir + "/none.pid"})
+	found, err = CheckLegacy([]string{free, link}, []string{dir + "/none.pid"})
 	if found != nil || !errors.Is(err, lockfile.ErrUnsafe) {
 		t.Errorf("symlink alone: %+v, %v; want an ErrUnsafe error", found, err)
 	}
@@ -423,7 +423,7 @@ func TestCheckFlockHolder(t *testing.T) {
 }
 
 func TestCheckPidfiles(t *testing.T) {
-	if found, err := Check(nil, nil); found != nil || err != nil {
+	if found, err := CheckLegacy(nil, nil); found != nil || err != nil {
 		t.Errorf("nothing to check: %+v, %v", found, err)
 	}
 	dir := t.TempDir()
@@ -433,18 +433,18 @@ func TestCheckPidfiles(t *testing.T) {
 	garbage := dir + "/garbage.pid"
 	writeFile(t, garbage, "garbage")
 
-	found, err := Check([]string{dir + "/free.lock"}, []string{dir + "/missing.pid", garbage, live})
-	if err != nil || found == nil || found.Kind != Pidfile || found.Path != live || found.Pid != cmd.Process.Pid || found.Command != "sleep 30" {
+	found, err := CheckLegacy([]string{dir + "/free.lock"}, []string{dir + "/missing.pid", garbage, live})
+	if err != nil || found == nil || found.Kind != LegacyPidfileFile || found.Path != live || found.Pid != cmd.Process.Pid || found.Command != "sleep 30" {
 		t.Fatalf("Check = %+v, %v; want pidfile %s naming pid %d (sleep 30)", found, err, live, cmd.Process.Pid)
 	}
 	want := fmt.Sprintf("pidfile %s names live pid %d (sleep 30)", live, cmd.Process.Pid)
 	if reason := found.String(); reason != want {
 		t.Errorf("reason %q; want %q", reason, want)
 	}
-	if s := (&Found{Kind: Pidfile, Path: live, Pid: 7}).String(); s != "pidfile "+live+" names live pid 7" {
+	if s := (&LegacyFound{Kind: LegacyPidfileFile, Path: live, Pid: 7}).String(); s != "pidfile "+live+" names live pid 7" {
 		t.Errorf("no command: %q", s)
 	}
-	if found, err := Check(nil, []string{dir + "/missing.pid", garbage}); found != nil || err != nil {
+	if found, err := CheckLegacy(nil, []string{dir + "/missing.pid", garbage}); found != nil || err != nil {
 		t.Errorf("no live pidfile: %+v, %v", found, err)
 	}
 	if _, err := os.Lstat(dir + "/free.lock"); err == nil {

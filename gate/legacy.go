@@ -1,14 +1,15 @@
 //go:build linux
 
-// Package legacy probes the legacy locks and pidfiles of cron-gate's gates:
+package gate
+
+// Legacy probes: the legacy locks and pidfiles of cron-gate's gates:
 // the old, pre-cron-gate workers either flock a lock file or write a
 // pidfile, and a gate with legacy_locks / legacy_pidfiles skips its run
 // while one of them says an old process is still running. Both are only
 // looked at, never written, created, truncated or removed.
 //
-// Check's answer is typed (Found: which kind, which file, who), so the
+// CheckLegacy's answer is typed (LegacyFound: which kind, which file, who), so the
 // run path records the skip's reason from the kind, not from the text.
-package legacy
 
 import (
 	"errors"
@@ -18,21 +19,21 @@ import (
 	"github.com/crongate/crongate/lockfile"
 )
 
-// Kind says what kind of legacy file says an old process is running.
-type Kind int
+// LegacyKind says what kind of legacy file says an old process is running.
+type LegacyKind int
 
-// Kinds of Found.
+// Kinds of LegacyFound.
 const (
-	Lock    Kind = iota + 1 // a legacy lock file someone holds a flock on
-	Pidfile                 // a pidfile naming a live process
+	LegacyLockFile    LegacyKind = iota + 1 // a legacy lock file someone holds a flock on
+	LegacyPidfileFile                       // a pidfile naming a live process
 )
 
-// Found is a legacy lock or pidfile that says an old process is still
+// LegacyFound is a legacy lock or pidfile that says an old process is still
 // running.
-type Found struct {
-	Kind Kind
-	Path string // the lock file or pidfile, as configured
-	// Holders are the processes that hold a Lock, as far as /proc/locks
+type LegacyFound struct {
+	Kind LegacyKind
+	Path       string // the lock file or pidfile, as configured
+	// Holders are the processes that hold a LegacyLockFile, as far as /proc/locks
 	// tells; none when it cannot tell.
 	Holders []lockfile.Holder
 	Pid     int    // Pidfile: the live process it names
@@ -47,9 +48,9 @@ type Found struct {
 //
 // The paths come from the config; a command line is neutralised by
 // package lockfile.
-func (f *Found) String() string {
-	if f.Kind == Pidfile {
-		return fmt.Sprintf("pidfile %s names live %s", f.Path, who(f.Pid, f.Command))
+func (f *LegacyFound) String() string {
+	if f.Kind == LegacyPidfileFile {
+		return fmt.Sprintf("pidfile %s names live %s", f.Path, legacyWho(f.Pid, f.Command))
 	}
 	if len(f.Holders) == 0 {
 		// /proc/locks unreadable, or the holder is not visible here.
@@ -68,7 +69,7 @@ func (f *Found) String() string {
 // reader sees no more than their own /proc would show; the pids stay.
 // status and why look the command lines up again when they are read, with
 // the reader's own rights.
-func (f *Found) Recorded() string {
+func (f *LegacyFound) Recorded() string {
 	if lockfile.CommandsShownToAll() {
 		return f.String()
 	}
@@ -82,7 +83,7 @@ func (f *Found) Recorded() string {
 	return c.String()
 }
 
-// Check returns the first legacy lock or pidfile that says an old process
+// CheckLegacy returns the first legacy lock or pidfile that says an old process
 // is still running, or nil if none. It never modifies either file.
 //
 // Locks are probed first, in order, with lockfile.ProbeShared (see there for
@@ -95,7 +96,7 @@ func (f *Found) Recorded() string {
 // checked: if a later one is held, it is returned with a nil error;
 // otherwise the errors of all entries that could not be checked are
 // returned, joined.
-func Check(locks, pidfiles []string) (*Found, error) {
+func CheckLegacy(locks, pidfiles []string) (*LegacyFound, error) {
 	var errs []error
 	for _, p := range locks {
 		held, holders, err := lockfile.ProbeShared(p)
@@ -104,7 +105,7 @@ func Check(locks, pidfiles []string) (*Found, error) {
 			continue
 		}
 		if held {
-			return &Found{Kind: Lock, Path: p, Holders: holders}, nil
+			return &LegacyFound{Kind: LegacyLockFile, Path: p, Holders: holders}, nil
 		}
 	}
 	for _, p := range pidfiles {
@@ -114,14 +115,14 @@ func Check(locks, pidfiles []string) (*Found, error) {
 			continue
 		}
 		if r.alive {
-			return &Found{Kind: Pidfile, Path: p, Pid: r.pid, Command: r.cmd}, nil
+			return &LegacyFound{Kind: LegacyPidfileFile, Path: p, Pid: r.pid, Command: r.cmd}, nil
 		}
 	}
 	return nil, errors.Join(errs...)
 }
 
-// who gives "pid 1234 (python3 worker.py)".
-func who(pid int, cmd string) string {
+// legacyWho gives "pid 1234 (python3 worker.py)".
+func legacyWho(pid int, cmd string) string {
 	if cmd == "" {
 		return fmt.Sprintf("pid %d", pid)
 	}
