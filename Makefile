@@ -7,7 +7,7 @@
 #   make GOARCH=arm64 BUILD=build/arm64   # cross-build (GOARCH=arm GOARM=7 for armhf)
 #
 # The binaries are static (CGO_ENABLED=0), built with -trimpath, and carry
-# the version (internal/buildinfo/VERSION) and the commit: from git in a
+# the version (internal/runner/VERSION) and the commit: from git in a
 # checkout, else from the COMMIT file that `git archive` fills in, so a
 # source tarball without git builds the same --version. The man pages and
 # completions are generated from the code (make doc: internal/clidoc's TestWriteFiles).
@@ -26,7 +26,7 @@ BUILD       ?= build
 GO          ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go),go)
 
 MODULE  := github.com/crongate/crongate
-VERSION ?= $(shell cat internal/buildinfo/VERSION)
+VERSION ?= $(shell cat internal/runner/VERSION)
 # git only when this directory is the checkout itself, never a tree that
 # merely contains an unpacked tarball.
 ifneq ($(wildcard .git),)
@@ -42,7 +42,7 @@ endif
 # No build tags: the etcd binaries no longer link gRPC (internal/etcdv3),
 # whose tracing the tag grpcnotrace used to leave out.
 TAGS    :=
-LDFLAGS := -s -w -X $(MODULE)/internal/buildinfo.Version=$(VERSION) -X $(MODULE)/internal/buildinfo.Commit=$(COMMIT)
+LDFLAGS := -s -w -X $(MODULE)/internal/runner.Version=$(VERSION) -X $(MODULE)/internal/runner.Commit=$(COMMIT)
 
 BINS      := withlock withlock-etcd cron-gate cron-gate-full cron-gate-etcd
 MAN1      := withlock.1 cron-gate.1

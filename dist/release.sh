@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 command -v go >/dev/null || export PATH=$PATH:/usr/local/go/bin
 
 out=${1:-build/release}
-version=$(cat internal/buildinfo/VERSION)
+version=$(cat internal/runner/VERSION)
 if [ ! -e .git ]; then
 	echo "release.sh: run it in a git checkout (the source tarball is git archive's)" >&2
 	exit 1

@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "40443521e009313afeb7"
+const cacheSchema = "e40fd32d052be8d05a31"

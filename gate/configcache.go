@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/crongate/crongate/internal/buildinfo"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/statefile"
 )
@@ -84,7 +84,7 @@ func LookupGate(path string, missingOK bool, name string) (*Config, *CacheLookup
 	// defend against anyone (whoever can change the config can change the
 	// config), and crypto/sha256 would add its package set-up to every call.
 	h := fnv.New128a()
-	for _, part := range []string{cacheSchema, buildinfo.String(), path, name} {
+	for _, part := range []string{cacheSchema, runner.BuildString(), path, name} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

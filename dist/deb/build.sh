@@ -43,11 +43,11 @@ esac
 pkg=cron-gate
 epkg=cron-gate-etcd
 etcdbins="withlock-etcd cron-gate-etcd"
-version=$(cat internal/buildinfo/VERSION)
+version=$(cat internal/runner/VERSION)
 # The changelog's newest entry is this version: dpkg and lintian read it.
 top=$(sed -n '1s/^cron-gate (\([^)]*\)).*/\1/p' dist/deb/changelog)
 if [ "$top" != "$version" ]; then
-	echo "build.sh: dist/deb/changelog's newest entry is $top, internal/buildinfo/VERSION says $version; add an entry" >&2
+	echo "build.sh: dist/deb/changelog's newest entry is $top, internal/runner/VERSION says $version; add an entry" >&2
 	exit 1
 fi
 maintainer=$(sed -n 's/^ -- \(.*>\)  .*/\1/p' dist/deb/changelog | head -1)

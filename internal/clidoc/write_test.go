@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/crongate/crongate/internal/buildinfo"
+	"github.com/crongate/crongate/internal/runner"
 )
 
 // The build writes the generated man pages and shell completions with
@@ -23,7 +23,7 @@ import (
 // Nothing it writes is committed.
 var (
 	writeDir     = flag.String("write", "", "write every generated file under this absolute directory (make doc)")
-	writeVersion = flag.String("version", buildinfo.VersionString(), "with -write: the version the pages name")
+	writeVersion = flag.String("version", runner.VersionString(), "with -write: the version the pages name")
 	writeDate    = flag.String("date", "", "with -write: the pages' date, YYYY-MM-DD (the commit's, for reproducible builds)")
 )
 

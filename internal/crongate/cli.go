@@ -14,7 +14,6 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
 )
@@ -186,7 +185,7 @@ func newKong(c *CLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
 		kong.Name("cron-gate"),
 		kong.Description(description),
 		kong.Vars(gate.Vars()),
-		kong.Vars{"version": "cron-gate " + buildinfo.String()},
+		kong.Vars{"version": "cron-gate " + runner.BuildString()},
 		kong.Writers(stdout, os.Stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),

@@ -11,7 +11,6 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/hcping"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
@@ -194,6 +193,6 @@ func (c *HelpCmd) Run(e *env) error {
 
 // Run is `cron-gate version`.
 func (c *VersionCmd) Run(*env) error {
-	fmt.Println("cron-gate " + buildinfo.String())
+	fmt.Println("cron-gate " + runner.BuildString())
 	return nil
 }

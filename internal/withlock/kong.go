@@ -17,7 +17,6 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
@@ -113,7 +112,7 @@ func Parse(p Program, args []string, o *Options, stdout io.Writer, exit func(int
 		return err
 	}
 	if o.Version {
-		fmt.Fprintln(stdout, p.Name, buildinfo.String())
+		fmt.Fprintln(stdout, p.Name, runner.BuildString())
 		exit(0)
 		return nil
 	}

@@ -23,7 +23,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/crongate/crongate/internal/buildinfo"
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
@@ -51,7 +50,7 @@ func runWith(o *Options, sigs chan os.Signal, d Driver, w io.Writer) int {
 	report := runner.TakeBusyReport()
 	r := &run{o: o, backend: b.Name, out: &safetext.Printer{Prog: b.Binary, W: w, Quiet: o.Quiet, Verbose: o.Verbose}}
 	if o.Version {
-		fmt.Println("withlock", buildinfo.String())
+		fmt.Println("withlock", runner.BuildString())
 		return 0
 	}
 	var req lockset.Request

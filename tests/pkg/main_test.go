@@ -133,10 +133,10 @@ func release(t *testing.T) string {
 	return relDir
 }
 
-// version is internal/buildinfo/VERSION.
+// version is internal/runner/VERSION.
 func version(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "internal/buildinfo/VERSION"))
+	b, err := os.ReadFile(filepath.Join(root, "internal/runner/VERSION"))
 	if err != nil {
 		t.Fatal(err)
 	}

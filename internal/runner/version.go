@@ -1,7 +1,8 @@
-// Package buildinfo tells which version a binary is and which commit it
+package runner
+
+// The build: which version a binary is and which commit it
 // was built from, for every binary's --version and for keys that must
 // change with the code (the config cache).
-package buildinfo
 
 import (
 	_ "embed" // the VERSION file
@@ -11,14 +12,14 @@ import (
 
 // Version is the release version. The Makefile and the release scripts
 // set it at link time with
-// -ldflags "-X github.com/crongate/crongate/internal/buildinfo.Version=0.1.0";
+// -ldflags "-X github.com/crongate/crongate/internal/runner.Version=0.1.0";
 // when empty, the VERSION file next to this source (embedded, so that a
 // plain `go build` of a source tarball knows its version too) is used.
 var Version = ""
 
 // Commit is the full hash of the commit the binary was built from, set at
 // link time with -ldflags "-X
-// github.com/crongate/crongate/internal/buildinfo.Commit=HASH" (the
+// github.com/crongate/crongate/internal/runner.Commit=HASH" (the
 // Makefile takes it from git, else from the COMMIT file that `git archive`
 // fills in); when empty, the VCS revision the Go toolchain recorded is
 // used, if any.
@@ -68,8 +69,8 @@ func CommitString() string {
 	return rev
 }
 
-// String is what --version prints after the program's name: the version
+// BuildString is what --version prints after the program's name: the version
 // and the commit, as in "0.1.0 (commit 0123abc...)". It never is empty.
-func String() string {
+func BuildString() string {
 	return VersionString() + " (commit " + CommitString() + ")"
 }
