@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/internal/procstat"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/lockfile"
 )
 
@@ -125,7 +125,7 @@ var readLockTable = lockfile.ReadLockTable
 // once.
 type lookup struct {
 	table  *lockfile.LockTable
-	starts procstat.Starts
+	starts runner.ProcessStarts
 }
 
 func (l *lookup) locks() *lockfile.LockTable {

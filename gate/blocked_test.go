@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/internal/procstat"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/lockfile"
 )
 
@@ -105,7 +105,7 @@ func TestStatusBlocked(t *testing.T) {
 	h := sk.Locks[0].Holders[0]
 	// The start time where /proc gives one (not qemu-user's emulated stat
 	// of its own process, where the ARM tests run).
-	known := procstat.StartTicks(os.Getpid()) != 0
+	known := runner.StartTicks(os.Getpid()) != 0
 	if h.Pid != os.Getpid() || !strings.Contains(h.Command, filepath.Base(os.Args[0])) || (known && h.Started.IsZero()) || h.Started.After(time.Now()) {
 		t.Errorf("holder: %+v", h)
 	}

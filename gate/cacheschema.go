@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "e40fd32d052be8d05a31"
+const cacheSchema = "55cd39fc3d78265021a5"

@@ -12,7 +12,6 @@
 //
 //	gate/journal       the per-gate run journal, its summary and the output log
 //	internal/statefile opening the state dir safely, and writing its files whole
-//	internal/procstat  /proc/PID/stat and the boot time
 //
 // The pause stores are passed in (Pauses: this host's pauses.json and,
 // with [etcd], the store every host shares), never kept in a Config: a

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/crongate/crongate/internal/procstat"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/lockfile"
 )
 
@@ -116,7 +116,7 @@ func TestPidfileAliveRecycled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started := procstat.StartTime(boot, startTicksOf(t, cmd.Process.Pid))
+	started := runner.StartTime(boot, startTicksOf(t, cmd.Process.Pid))
 	setMtime(t, p, started.Add(-time.Hour))
 	alive, detail, err := PidfileAlive(p)
 	if err != nil || alive {
@@ -149,8 +149,8 @@ func TestPidfileAliveBootFraction(t *testing.T) {
 	ticks := startTicksOf(t, pid)
 	boot := realBoot(t)
 	// The process really started in [earliest, earliest + 1 tick).
-	earliest := procstat.StartTime(boot, ticks)
-	latest := earliest.Add(time.Second / procstat.ClockTicks)
+	earliest := runner.StartTime(boot, ticks)
+	latest := earliest.Add(time.Second / runner.ClockTicks)
 	saved := legacyBootTime
 	t.Cleanup(func() { legacyBootTime = saved })
 	for _, frac := range []time.Duration{0, time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, 999 * time.Millisecond, time.Second - 1} {
@@ -210,7 +210,7 @@ func realBoot(t *testing.T) time.Time {
 // startTicksOf reads pid's starttime (clock ticks since boot).
 func startTicksOf(t *testing.T, pid int) uint64 {
 	t.Helper()
-	st, err := procstat.Read(pid)
+	st, err := runner.ReadProcStat(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestPidfileAliveZombie(t *testing.T) {
 	pid := cmd.Process.Pid
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := procstat.Read(pid)
+		st, err := runner.ReadProcStat(pid)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/crongate/crongate/internal/procstat"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/lockfile"
 )
@@ -136,7 +136,7 @@ func (r pidfileResult) judgeProcess(path string, mtime time.Time) (pidfileResult
 	default:
 		return r, fmt.Errorf("pidfile %s: checking pid %d: %w", path, pid, err)
 	}
-	st, err := procstat.Read(pid)
+	st, err := runner.ReadProcStat(pid)
 	if err == nil && st.Pid != pid {
 		err = fmt.Errorf("it is for pid %d", st.Pid)
 	}
@@ -167,7 +167,7 @@ func (r pidfileResult) judgeStart(path string, mtime time.Time, startTicks uint6
 		r.detail = fmt.Sprintf("%s from %s (boot time unknown, so it was not checked for a reused pid: %v)", r.who(), path, legacyErrText(err))
 		return r
 	}
-	started := procstat.StartTime(boot, startTicks)
+	started := runner.StartTime(boot, startTicks)
 	if recycled(started, mtime) {
 		other := ""
 		if r.cmd != "" {
@@ -262,7 +262,7 @@ func recycled(started, written time.Time) bool {
 // legacyBootTime gives the boot time used by the reused-PID rule. It is a
 // variable so that a test can give it any fraction of a second (the one
 // /proc/stat cuts off), see recycled.
-var legacyBootTime = procstat.BootTime
+var legacyBootTime = runner.BootTime
 
 // legacyCommand gives pid's command line for a message, or its comm when that
 // cannot be read.

@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/runner"
 )
 
@@ -224,7 +223,7 @@ func (r *run) startFailed(err error, start time.Time, obs RunObserver) int {
 func (r *run) recordStart(pid int, start time.Time) {
 	rec := r.base
 	rec.Event, rec.Time, rec.ChildPid, rec.Argv, rec.Detail = journal.EventStart, start, pid, r.inv.Argv, r.note
-	rec.ChildStart = procstat.StartTicks(pid)
+	rec.ChildStart = runner.StartTicks(pid)
 	r.append(rec)
 }
 

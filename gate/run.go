@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/internal/procstat"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/statefile"
 )
@@ -181,7 +180,7 @@ func newRun(inv Invocation) *run {
 	}
 	r.called = r.now()
 	r.id = newRunID(r.called)
-	r.base = journal.Record{Run: r.id, Pid: os.Getpid(), PidStart: procstat.StartTicks(os.Getpid()), Host: hostname()}
+	r.base = journal.Record{Run: r.id, Pid: os.Getpid(), PidStart: runner.StartTicks(os.Getpid()), Host: hostname()}
 	if inv.ManualBy != "" {
 		r.base.Trigger, r.base.By, r.base.Forced = journal.TriggerManual, inv.ManualBy, inv.Force
 	}

@@ -40,7 +40,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/crongate/crongate/internal/procstat"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -248,7 +248,7 @@ type LockTable struct {
 	// (holderScanBudget), shared by every lookup of the table so that
 	// many lookups cost one budget, not one each; set by the first walk.
 	scanUntil time.Time
-	starts    procstat.Starts // btime read at the first lookup that needs it
+	starts    runner.ProcessStarts // btime read at the first lookup that needs it
 }
 
 // ReadLockTable reads and parses /proc/locks once. An unreadable one

@@ -12,9 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/crongate/crongate/internal/runner"
 	"golang.org/x/sys/unix"
-
-	"github.com/crongate/crongate/internal/procstat"
 )
 
 func TestParseProcLocks(t *testing.T) {
@@ -539,7 +538,7 @@ func TestLockTable(t *testing.T) {
 	// The start time, where /proc gives one: qemu-user's emulated
 	// /proc/PID/stat of its own process has no start time (the ARM
 	// tests run there), and Started is then zero, "unknown".
-	if len(hs) == 1 && hs[0].Started.IsZero() && procstat.StartTicks(os.Getpid()) != 0 {
+	if len(hs) == 1 && hs[0].Started.IsZero() && runner.StartTicks(os.Getpid()) != 0 {
 		t.Errorf("held: no start time for pid %d, which /proc gives one", hs[0].Pid)
 	}
 	if exists, hs, err := tb.HoldersOf(free); err != nil || !exists || len(hs) != 0 {

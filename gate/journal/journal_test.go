@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crongate/crongate/internal/procstat"
+	"github.com/crongate/crongate/internal/runner"
 )
 
 func TestJournalSummaryAndRotation(t *testing.T) {
@@ -158,7 +158,7 @@ func TestVanishedRunIsAFailure(t *testing.T) {
 	}
 	defer func() { live.Process.Kill(); live.Wait() }()
 	pid := live.Process.Pid
-	s.apply(Record{Gate: "g", Run: "y", Event: EventStart, Time: time.Now(), Pid: pid, PidStart: procstat.StartTicks(pid)})
+	s.apply(Record{Gate: "g", Run: "y", Event: EventStart, Time: time.Now(), Pid: pid, PidStart: runner.StartTicks(pid)})
 	s.ReapVanished(time.Now())
 	if len(s.Running) != 1 {
 		t.Fatal("a live run was reaped")
@@ -182,7 +182,7 @@ func TestWaitingRun(t *testing.T) {
 		{Gate: "g", Run: "a", Event: EventStart, Time: now, Pid: pid},
 		{Gate: "g", Run: "b", Event: EventSkip, Time: now, Pid: pid, Outcome: OutcomeSkipped, Reason: ReasonDone},
 	} {
-		s.apply(Record{Gate: "g", Run: next.Run, Event: EventWait, Time: now, Until: now.Add(time.Minute), Pid: pid, PidStart: procstat.StartTicks(pid)})
+		s.apply(Record{Gate: "g", Run: next.Run, Event: EventWait, Time: now, Until: now.Add(time.Minute), Pid: pid, PidStart: runner.StartTicks(pid)})
 		s.ReapVanished(now)
 		if w, ok := s.Waiting[next.Run]; !ok || !w.Until.Equal(now.Add(time.Minute)) || w.Pid != pid {
 			t.Fatalf("wait record of run %s: Waiting %+v", next.Run, s.Waiting)

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/crongate/crongate/internal/procstat"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
 	"github.com/crongate/crongate/internal/statefile"
 )
@@ -358,7 +358,7 @@ func (s *Summary) ReapVanished(now time.Time) bool {
 // recorded, so once it is gone too the run is judged vanished.
 func (r Running) alive() bool {
 	same := func(pid int, ticks uint64) bool {
-		t := procstat.StartTicks(pid)
+		t := runner.StartTicks(pid)
 		return t != 0 && (ticks == 0 || t == ticks)
 	}
 	return same(r.Pid, r.StartTicks) || (r.ChildPid > 0 && r.ChildTicks != 0 && same(r.ChildPid, r.ChildTicks))

@@ -12,7 +12,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/internal/procstat"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/watch"
 	"github.com/crongate/crongate/tests/browsertest"
 )
@@ -361,7 +361,7 @@ func TestBrowserWaiting(t *testing.T) {
 	e.declare(&gate.GateConfig{Name: "w", Interval: time.Hour, Jitter: time.Hour})
 	pid := os.Getpid()
 	e.journal(t, "w", journal.Record{Run: "20261204T000000.000000Z-" + strconv.Itoa(pid), Event: journal.EventWait,
-		Time: now.Add(-time.Minute), Until: now.Add(3 * time.Minute), Pid: pid, PidStart: procstat.StartTicks(pid)})
+		Time: now.Add(-time.Minute), Until: now.Add(3 * time.Minute), Pid: pid, PidStart: runner.StartTicks(pid)})
 	srv, _ := server(t, e.options())
 	wd := browsertest.Start(t, 1280, 700)
 	wd.Open(srv.URL + "/")

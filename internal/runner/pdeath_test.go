@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/crongate/crongate/internal/procstat"
 )
 
 const pdeathHelperEnv = "RUNNER_PDEATH_HELPER"
@@ -98,5 +96,5 @@ func TestKillWithParent(t *testing.T) {
 // orphan stays a zombie until PID 1 reaps it, which some containers never
 // do).
 func alive(pid int) bool {
-	return procstat.Live(pid)
+	return ProcessLive(pid)
 }

@@ -47,8 +47,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/crongate/crongate/internal/procstat"
 )
 
 // DefaultKillAfter is the grace between TERM and KILL when a timeout fires.
@@ -601,7 +599,7 @@ func (c *Child) groupAlive() bool {
 		if err != nil {
 			continue
 		}
-		if st, err := procstat.Read(pid); err == nil && st.Pgrp == pgid && st.State != 'Z' && st.State != 'X' {
+		if st, err := ReadProcStat(pid); err == nil && st.Pgrp == pgid && st.State != 'Z' && st.State != 'X' {
 			return true
 		}
 	}

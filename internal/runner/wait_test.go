@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/crongate/crongate/internal/procstat"
 )
 
 // syncBuffer is a bytes.Buffer safe for the runner's copy goroutines.
@@ -55,7 +53,7 @@ func waitFile(t *testing.T, path string) int {
 
 // live reports whether pid exists and is not a zombie.
 func live(pid int) bool {
-	return procstat.Live(pid)
+	return ProcessLive(pid)
 }
 
 // waitBounded runs Wait in a goroutine and fails the test if it has not

@@ -14,7 +14,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/crongate/crongate/internal/procstat"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/tests/etcd/cluster"
 )
 
@@ -51,10 +51,10 @@ func tv(t syscall.Timeval) time.Duration {
 }
 
 // clockTick is USER_HZ, the unit of /proc's CPU times.
-const clockTick = time.Second / procstat.ClockTicks
+const clockTick = time.Second / runner.ClockTicks
 
 func procCPU(pid int) time.Duration {
-	st, err := procstat.Read(pid)
+	st, err := runner.ReadProcStat(pid)
 	if err != nil {
 		return 0
 	}

@@ -1,10 +1,11 @@
 //go:build linux
 
-// Package procstat reads what cron-gate needs of /proc: a process's state
+package runner
+
+// /proc/PID/stat: reads what cron-gate needs of /proc: a process's state
 // and start time (/proc/PID/stat) and the boot time (/proc/stat). A PID
 // and its start time identify a process: a recycled PID has another start
 // time. It is Linux-only.
-package procstat
 
 import (
 	"bytes"
@@ -23,8 +24,8 @@ const procRoot = "/proc"
 // whatever the kernel's internal HZ).
 const ClockTicks = 100
 
-// Stat is what cron-gate reads of /proc/PID/stat.
-type Stat struct {
+// ProcStat is what cron-gate reads of /proc/PID/stat.
+type ProcStat struct {
 	Pid        int
 	Comm       string // raw, unsanitized: any byte but NUL, chosen by the process
 	State      byte   // field 3: R, S, D, Z, X, ...
@@ -33,12 +34,12 @@ type Stat struct {
 	CPUTicks   uint64 // fields 14 and 15: user and system CPU time, clock ticks (0 if unreadable)
 }
 
-// Parse parses /proc/PID/stat: "PID (COMM) STATE PPID ...". COMM may
+// ParseProcStat parses /proc/PID/stat: "PID (COMM) STATE PPID ...". COMM may
 // contain spaces, parentheses, newlines and any other byte but NUL, so it
 // runs from the first '(' to the LAST ')': the fields after it are all
 // numbers or a one-letter state. It never panics.
-func Parse(data []byte) (Stat, error) {
-	var st Stat
+func ParseProcStat(data []byte) (ProcStat, error) {
+	var st ProcStat
 	open := bytes.IndexByte(data, '(')
 	end := bytes.LastIndexByte(data, ')')
 	if open < 0 || end < open {
@@ -84,20 +85,20 @@ func Parse(data []byte) (Stat, error) {
 	return st, nil
 }
 
-// Live reports whether the process pid exists and is not a zombie (or
+// ProcessLive reports whether the process pid exists and is not a zombie (or
 // dead): a zombie holds no file and no lock, and PID 1 may never reap it.
-func Live(pid int) bool {
-	st, err := Read(pid)
+func ProcessLive(pid int) bool {
+	st, err := ReadProcStat(pid)
 	return err == nil && st.State != 'Z' && st.State != 'X'
 }
 
-// Read reads and parses /proc/PID/stat.
-func Read(pid int) (Stat, error) {
+// ReadProcStat reads and parses /proc/PID/stat.
+func ReadProcStat(pid int) (ProcStat, error) {
 	data, err := os.ReadFile(procRoot + "/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return Stat{}, err
+		return ProcStat{}, err
 	}
-	return Parse(data)
+	return ParseProcStat(data)
 }
 
 // StartTicks returns the start time of a live process in clock ticks since
@@ -106,7 +107,7 @@ func StartTicks(pid int) uint64 {
 	if pid <= 0 {
 		return 0
 	}
-	st, err := Read(pid)
+	st, err := ReadProcStat(pid)
 	if err != nil || st.State == 'Z' || st.State == 'X' {
 		return 0
 	}
@@ -141,17 +142,17 @@ func BootTime() (time.Time, error) {
 	return time.Time{}, fmt.Errorf("no btime in %s/stat", procRoot)
 }
 
-// Starts tells when processes started, reading the boot time once (at its
+// ProcessStarts tells when processes started, reading the boot time once (at its
 // first use) for as many lookups as its owner makes. The zero value is
 // ready.
-type Starts struct {
+type ProcessStarts struct {
 	boot time.Time
 	read bool
 }
 
 // Of returns when pid started, zero when unknown (no such process, or
 // the boot time could not be read).
-func (s *Starts) Of(pid int) time.Time {
+func (s *ProcessStarts) Of(pid int) time.Time {
 	if pid <= 0 {
 		return time.Time{}
 	}

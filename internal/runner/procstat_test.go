@@ -1,4 +1,4 @@
-package procstat
+package runner
 
 import (
 	"os"
@@ -9,11 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestParse(t *testing.T) {
+func TestParseProcStat(t *testing.T) {
 	tail := " S 1 1 1 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 123456 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
 	for _, comm := range []string{"sleep", "", "a b", "x) S 1 2 3 (y", ")", "((", "a\nb", "python3 w.py) Z 9"} {
 		data := []byte("4242 (" + comm + ")" + tail)
-		st, err := Parse(data)
+		st, err := ParseProcStat(data)
 		if err != nil {
 			t.Errorf("comm %q: %v", comm, err)
 			continue
@@ -25,7 +25,7 @@ func TestParse(t *testing.T) {
 	// qemu-user's emulated stat of its own process: state "0", the start
 	// time in its place.
 	qemu := "8193 (p.test) 0 8136 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2048591 0 0 0 0 0 365080610800 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
-	if st, err := Parse([]byte(qemu)); err != nil || st.Pid != 8193 || st.State != '0' || st.StartTicks != 2048591 {
+	if st, err := ParseProcStat([]byte(qemu)); err != nil || st.Pid != 8193 || st.State != '0' || st.StartTicks != 2048591 {
 		t.Errorf("qemu-user's stat: %+v, %v", st, err)
 	}
 	for _, bad := range []string{
@@ -33,11 +33,11 @@ func TestParse(t *testing.T) {
 		"4242 (x)S" + tail[2:], "4242 (x) SS" + tail[2:], "4242 (x) S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 -5 1",
 		"99999999999999999999 (x)" + tail, "4242 (x)\x00 0 0", "4242 (x) \x00 0 0",
 	} {
-		if st, err := Parse([]byte(bad)); err == nil {
+		if st, err := ParseProcStat([]byte(bad)); err == nil {
 			t.Errorf("%q parsed as %+v", bad, st)
 		}
 	}
-	st, err := Read(os.Getpid())
+	st, err := ReadProcStat(os.Getpid())
 	if err != nil || st.Pid != os.Getpid() || st.StartTicks == 0 || st.Pgrp != unix.Getpgrp() {
 		t.Fatalf("/proc/self/stat: %+v, %v", st, err)
 	}
@@ -92,7 +92,7 @@ func realBoot(t *testing.T) time.Time {
 // FuzzParse: /proc/PID/stat's comm is chosen by the process, so the
 // parser meets hostile bytes; it never panics and finds the comm and the
 // state where the kernel writes them.
-func FuzzParse(f *testing.F) {
+func FuzzParseProcStat(f *testing.F) {
 	if data, err := os.ReadFile("/proc/self/stat"); err == nil {
 		f.Add(data)
 	}
@@ -101,7 +101,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("7 ()"))
 	f.Add([]byte(")(("))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		st, err := Parse(data)
+		st, err := ParseProcStat(data)
 		if err != nil {
 			return
 		}
@@ -118,7 +118,7 @@ func FuzzParse(f *testing.F) {
 // TestStartsOf: this process started in the past, after boot; a PID that
 // is not there, or not a PID, started at no known time.
 func TestStartsOf(t *testing.T) {
-	var s Starts
+	var s ProcessStarts
 	got := s.Of(os.Getpid())
 	boot, err := BootTime()
 	if err != nil {
