@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "55cd39fc3d78265021a5"
+const cacheSchema = "0c91c0573c2571ce061a"

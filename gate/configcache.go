@@ -22,7 +22,7 @@ import (
 // another layout or meaning: it is the fingerprint of cacheEntry's types
 // (GateConfig, EtcdConfig and what they hold) and of the source that
 // decodes and validates a config into them (the config files of this
-// package, internal/gateconf, internal/duration, internal/etcdendpoint,
+// package, internal/gateconf, internal/runner/duration.go, internal/etcdendpoint,
 // internal/cronexpr). TestCacheSchema recomputes it and fails, naming the
 // command, when it is stale: nothing is bumped by hand.
 //

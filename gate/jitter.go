@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/runner"
 )
 
@@ -61,7 +60,7 @@ func (r *run) checkJitter() (code int, decided bool) {
 	if d <= 0 {
 		return 0, false
 	}
-	p := GateTable.Key("jitter").Problems(Value{D: d, S: dur.Format(d)})
+	p := GateTable.Key("jitter").Problems(Value{D: d, S: runner.FormatDuration(d)})
 	if p == nil {
 		return 0, false
 	}

@@ -25,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	dur "github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -307,7 +307,7 @@ func byteCount(s *Spec, v Value) string {
 func duration(s *Spec, v Value) string {
 	switch {
 	case s.Max > 0 && v.D > time.Duration(s.Max):
-		return s.text(v) + " is too long; use at most " + dur.Format(time.Duration(s.Max))
+		return s.text(v) + " is too long; use at most " + runner.FormatDuration(time.Duration(s.Max))
 	case v.D >= time.Duration(s.Min):
 		return ""
 	case s.Min > 0:
@@ -436,7 +436,7 @@ func (s *Spec) typeText() string {
 		return "number" + rng
 	case KindDuration:
 		if s.Min > 0 && s.Max > 0 {
-			return "duration, > 0, at most " + dur.Format(time.Duration(s.Max))
+			return "duration, > 0, at most " + runner.FormatDuration(time.Duration(s.Max))
 		}
 		if s.Min > 0 {
 			return "duration, > 0"
@@ -481,7 +481,7 @@ func (s *Spec) defaultText() string {
 	case d.F != 0:
 		return strconv.FormatFloat(d.F, 'g', -1, 64)
 	case d.D != 0:
-		return strconv.Quote(dur.Format(d.D))
+		return strconv.Quote(runner.FormatDuration(d.D))
 	case d.L != nil:
 		return "[" + strings.Join(quoteEach(d.L), ", ") + "]"
 	case s.Kind == KindBool && d.B:

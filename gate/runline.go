@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	dur "github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/runner"
 )
 
@@ -64,7 +63,7 @@ type RunLine struct {
 func Vars() map[string]string {
 	v := runner.FlagVars("; the config's report_skips does the same", ", nor what pause, resume and edit did")
 	v["config"] = DefaultConfigPath
-	v["max_jitter"] = dur.Format(MaxJitter)
+	v["max_jitter"] = runner.FormatDuration(MaxJitter)
 	return v
 }
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate/journal"
-	dur "github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safeopen"
 )
 
@@ -225,7 +225,7 @@ func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]
 	}
 	st := GateStatus{Name: name, Declared: declared, Pause: PauseOf(g, cmd, now)}
 	if g.Interval > 0 {
-		st.Interval = dur.Format(g.Interval)
+		st.Interval = runner.FormatDuration(g.Interval)
 	}
 	s, err := readSummary(jr, name)
 	if err != nil {
@@ -245,7 +245,7 @@ func gateStatus(cfg *Config, jr *journal.Reader, name string, paused map[string]
 	st.Digest = s.Digest
 	st.Skipping = look.skipping(g, &st.Digest)
 	if g.MaxRuntime > 0 {
-		st.MaxRuntime = dur.Format(g.MaxRuntime)
+		st.MaxRuntime = runner.FormatDuration(g.MaxRuntime)
 		for _, r := range st.Running {
 			st.Overrun = st.Overrun || now.Sub(r.Since) > g.MaxRuntime
 		}

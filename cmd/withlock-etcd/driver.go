@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/etcdclient"
 	"github.com/crongate/crongate/internal/etcdlock"
 	"github.com/crongate/crongate/internal/lockset"
@@ -118,13 +117,13 @@ func fromEnv(v *string, env string) {
 }
 
 // lockDelay parses --lock-delay with the one duration rule
-// (duration.Parse): "" is the default, 0s none. It is a string, not a
+// (runner.ParseDuration): "" is the default, 0s none. It is a string, not a
 // duration flag, because "" (the default) and 0s (none) differ.
 func lockDelay(s string) (time.Duration, error) {
 	if s == "" {
 		return etcdlock.DefaultLockDelay, nil
 	}
-	d, err := duration.Parse(s)
+	d, err := runner.ParseDuration(s)
 	if err != nil || d < 0 || d%time.Second != 0 {
 		return 0, wc.UsageError{Msg: fmt.Sprintf("--lock-delay %q: give whole seconds, 0s for none (etcd leases have whole seconds)", s)}
 	}

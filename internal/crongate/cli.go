@@ -14,8 +14,8 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/runner/kongduration"
 )
 
 // CLI is cron-gate's command line. `cron-gate [flags] NAME -- COMMAND` is

@@ -20,7 +20,6 @@ import (
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
 	"github.com/crongate/crongate/internal/cronexpr"
-	"github.com/crongate/crongate/internal/duration"
 	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 	"github.com/crongate/crongate/internal/watch"
@@ -355,9 +354,9 @@ func (r *WhyReport) print(w io.Writer, now time.Time) {
 	case n.Time.IsZero():
 		line("next try: never by cron (%s:%d: %s)", n.Where, n.Line, n.Expr)
 	default:
-		s := fmt.Sprintf("next try: %s (in %s), %s:%d: %s", stampIn(n.Time.In(r.zone)), duration.Short(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
+		s := fmt.Sprintf("next try: %s (in %s), %s:%d: %s", stampIn(n.Time.In(r.zone)), runner.ShortDuration(n.Time.Sub(now)), n.Where, n.Line, n.Expr)
 		if n.JitterMS > 0 {
-			s += fmt.Sprintf(", after a jitter of %s", duration.Short(time.Duration(n.JitterMS)*time.Millisecond))
+			s += fmt.Sprintf(", after a jitter of %s", runner.ShortDuration(time.Duration(n.JitterMS)*time.Millisecond))
 		}
 		if len(r.Blockers) > 0 {
 			s += "; it will be skipped unless that changes"
@@ -375,7 +374,7 @@ func (r *WhyReport) print(w io.Writer, now time.Time) {
 				s += fmt.Sprintf("  exit %d", *a.Exit)
 			}
 			if a.DurationMS > 0 {
-				s += "  " + duration.Short(time.Duration(a.DurationMS)*time.Millisecond)
+				s += "  " + runner.ShortDuration(time.Duration(a.DurationMS)*time.Millisecond)
 			}
 			line("%s", s)
 		}

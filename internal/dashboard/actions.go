@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -144,7 +144,7 @@ func ParseAction(contentType string, body []byte, now time.Time) (Action, error)
 // parseDuration reads 90m, 2h30m or 3d as every duration is read
 // (package duration).
 func parseDuration(s string) (time.Duration, error) {
-	d, err := duration.Parse(s)
+	d, err := runner.ParseDuration(s)
 	if err != nil {
 		return 0, bad("duration %s is not a duration like 30m, 2h or 3d", safetext.Quote(s))
 	}

@@ -50,7 +50,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/crongate/crongate/gate"
-	"github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -397,7 +397,7 @@ func (p *cfgParser) decodeValue(prim toml.Primitive, s *gate.Spec, key string, l
 		if !ok {
 			return bad("%s: must be a duration string like %s, not %s", key, s.Example, cfgDescribe(v))
 		}
-		d, err := duration.Parse(str)
+		d, err := runner.ParseDuration(str)
 		if err != nil {
 			return bad("%s: %s is not a duration (e.g. %s, or 3d for days)", key, safetext.Quote(str), s.Example)
 		}

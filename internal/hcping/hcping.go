@@ -59,7 +59,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
-	dur "github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/runner"
 )
 
 // hcTimeout bounds one ping.
@@ -145,7 +145,7 @@ func (p *hcPinger) Skipped(rec journal.Record, sk *gate.Skipping) {
 	case p.g.CountsAsSkipping(sk, rec.Time):
 		suffix = "fail"
 		msg += fmt.Sprintf("; skipping: blocked since %s (%d skips in a row, skipping_after %v); now: %s",
-			sk.Since.UTC().Format(time.RFC3339), sk.Skips, dur.Format(p.g.SkippingAfterFor()), sk.Words())
+			sk.Since.UTC().Format(time.RFC3339), sk.Skips, runner.FormatDuration(p.g.SkippingAfterFor()), sk.Words())
 	}
 	p.send(suffix, msg)
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/crongate/crongate/internal/duration"
 )
 
 // The flags both wrappers share, defined once: withlock's CLI and
@@ -35,7 +33,7 @@ type OutputFlags struct {
 // ends of the -v and -q sentences; each tool adds its own values.
 func FlagVars(verboseMore, quietMore string) map[string]string {
 	return map[string]string{
-		"killafter":    duration.Format(DefaultKillAfter),
+		"killafter":    FormatDuration(DefaultKillAfter),
 		"verbose_more": verboseMore,
 		"quiet_more":   quietMore,
 	}
@@ -258,7 +256,7 @@ func readTag(st reflect.StructTag) (t fieldTag) {
 func (f *fastFlag) set(val string) bool {
 	switch v := f.v; {
 	case v.Type() == durationType:
-		d, err := duration.Parse(val)
+		d, err := ParseDuration(val)
 		if err != nil {
 			return false
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -225,7 +225,7 @@ func (m *machine) note(kind string, o Observation, e *Cond, to []string, now tim
 		body.WriteString(o.Detail)
 		fmt.Fprintf(&body, "\nBad since %s (%d checks).", stamp(e.Since), e.Count)
 		if e.KnownAtInstall {
-			fmt.Fprintf(&body, "\nKnown at install: already bad at the watchdog's first check, muted, and still bad after remind_after %s.", duration.Short(m.Remind))
+			fmt.Fprintf(&body, "\nKnown at install: already bad at the watchdog's first check, muted, and still bad after remind_after %s.", runner.ShortDuration(m.Remind))
 		}
 		if o.Output != "" {
 			n.Output = o.Output

@@ -12,7 +12,7 @@ import (
 
 	"github.com/crongate/crongate/gate"
 	"github.com/crongate/crongate/gate/journal"
-	"github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/runner"
 	"github.com/crongate/crongate/internal/safetext"
 )
 
@@ -228,7 +228,7 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 			return Held, fmt.Sprintf("resumed at %s; stale is held until %s", stamp(resumed), stamp(until)), none
 		}
 	}
-	rule := fmt.Sprintf("interval %s, stale after %s", duration.Short(iv), duration.Short(limit))
+	rule := fmt.Sprintf("interval %s, stale after %s", runner.ShortDuration(iv), runner.ShortDuration(limit))
 	if gc.Interval == 0 {
 		per := gc.OncePer
 		if per == "" {
@@ -237,7 +237,7 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 		if per == "" {
 			per = "--once-per of its crontab line"
 		}
-		rule = fmt.Sprintf("once_per %s, stale after %s", per, duration.Short(limit))
+		rule = fmt.Sprintf("once_per %s, stale after %s", per, runner.ShortDuration(limit))
 	}
 	if gs.PeriodDone {
 		// The period's run succeeded: nothing is due before it ends.
@@ -254,9 +254,9 @@ func (o *observer) stale(gs *gate.GateStatus, gc *gate.GateConfig, gst *GateStat
 			return OK, fmt.Sprintf("last success at %s, in the future (was the clock stepped back?)", stamp(gs.LastSuccess.Time)), none
 		}
 		if age > limit {
-			return Bad, fmt.Sprintf("no successful run for %s (last success %s; %s)%s", duration.Short(age), stamp(gs.LastSuccess.Time), rule, running), gs.LastSuccess.Time.Add(limit)
+			return Bad, fmt.Sprintf("no successful run for %s (last success %s; %s)%s", runner.ShortDuration(age), stamp(gs.LastSuccess.Time), rule, running), gs.LastSuccess.Time.Add(limit)
 		}
-		return OK, fmt.Sprintf("last success %s ago", duration.Short(age)), none
+		return OK, fmt.Sprintf("last success %s ago", runner.ShortDuration(age)), none
 	}
 	if watched := o.now.Sub(gst.FirstSeen); watched > limit {
 		return Bad, fmt.Sprintf("missing: no successful run since the watchdog began watching it at %s (%s)%s", stamp(gst.FirstSeen), rule, running), gst.FirstSeen.Add(limit)
@@ -336,13 +336,13 @@ func (o *observer) skipping(gs *gate.GateStatus, gc *gate.GateConfig) (string, s
 	blocked := o.now.Sub(k.Since)
 	rule := ""
 	if limit > 0 {
-		rule = ", alert after " + duration.Short(limit)
+		rule = ", alert after " + runner.ShortDuration(limit)
 	}
 	if !gc.CountsAsSkipping(k, o.now) {
-		return OK, fmt.Sprintf("blocked for %s (%s)%s", duration.Short(blocked), k.Reason, rule)
+		return OK, fmt.Sprintf("blocked for %s (%s)%s", runner.ShortDuration(blocked), k.Reason, rule)
 	}
 	return Bad, fmt.Sprintf("blocked for %s: skipped %d times in a row since %s (%s)%s; now: %s",
-		duration.Short(blocked), k.Skips, stamp(k.Since), k.Reason, rule, k.Words())
+		runner.ShortDuration(blocked), k.Skips, stamp(k.Since), k.Reason, rule, k.Words())
 }
 
 // overrun: a run in progress has run longer than max_runtime (the
@@ -350,7 +350,7 @@ func (o *observer) skipping(gs *gate.GateStatus, gc *gate.GateConfig) (string, s
 func (o *observer) overrun(gs *gate.GateStatus, gc *gate.GateConfig) (string, string) {
 	if !gs.Overrun {
 		if len(gs.Running) > 0 {
-			return OK, fmt.Sprintf("running for %s, max_runtime %s", duration.Short(o.now.Sub(gs.Running[0].Since)), gs.MaxRuntime)
+			return OK, fmt.Sprintf("running for %s, max_runtime %s", runner.ShortDuration(o.now.Sub(gs.Running[0].Since)), gs.MaxRuntime)
 		}
 		return OK, ""
 	}
@@ -360,7 +360,7 @@ func (o *observer) overrun(gs *gate.GateStatus, gc *gate.GateConfig) (string, st
 		pid = r.Pid
 	}
 	return Bad, fmt.Sprintf("run %s (pid %d) has been running for %s since %s, longer than max_runtime %s",
-		r.Run, pid, duration.Short(o.now.Sub(r.Since)), stamp(r.Since), gs.MaxRuntime)
+		r.Run, pid, runner.ShortDuration(o.now.Sub(r.Since)), stamp(r.Since), gs.MaxRuntime)
 }
 
 // Bounds of a failure alert's output.
@@ -423,7 +423,7 @@ func DescribeEnd(e *journal.Event) string {
 	}
 	s += " at " + stamp(e.Time)
 	if e.DurationMS > 0 {
-		s += " after " + duration.Short(time.Duration(e.DurationMS)*time.Millisecond)
+		s += " after " + runner.ShortDuration(time.Duration(e.DurationMS)*time.Millisecond)
 	}
 	if e.Detail != "" {
 		s += ": " + e.Detail

@@ -17,8 +17,8 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/runner/kongduration"
 	"github.com/crongate/crongate/internal/safetext"
 )
 

@@ -14,9 +14,9 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/crongate/crongate/internal/duration/kongduration"
 	"github.com/crongate/crongate/internal/lockset"
 	"github.com/crongate/crongate/internal/runner"
+	"github.com/crongate/crongate/internal/runner/kongduration"
 	"github.com/crongate/crongate/internal/safetext"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/crongate/crongate/internal/duration/kongduration"
+	"github.com/crongate/crongate/internal/runner/kongduration"
 )
 
 // Parse parses args into dst (a pointer to a kong struct) with kong,

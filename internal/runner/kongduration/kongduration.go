@@ -8,18 +8,17 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
-
-	"github.com/crongate/crongate/internal/duration"
+	"github.com/crongate/crongate/internal/runner"
 )
 
-// Option is kong's option that maps time.Duration to duration.Parse.
+// Option is kong's option that maps time.Duration to runner.ParseDuration.
 func Option() kong.Option {
 	return kong.TypeMapper(reflect.TypeOf(time.Duration(0)), kong.MapperFunc(func(ctx *kong.DecodeContext, target reflect.Value) error {
 		var s string
 		if err := ctx.Scan.PopValueInto("duration", &s); err != nil {
 			return err
 		}
-		d, err := duration.Parse(s)
+		d, err := runner.ParseDuration(s)
 		if err != nil {
 			return err
 		}

@@ -1,12 +1,15 @@
-// Package duration reads every duration both binaries take — their flags
+//go:build linux
+
+package runner
+
+// Durations: one rule reads every duration both binaries take — their flags
 // (--timeout, --kill-after, --wait, --ttl, --lock-delay, pause --for), the
 // config's duration keys and the dashboard's pause form — with one rule, so
 // that "3d" means the same everywhere: Go's durations (90m, 2h30m, 1.5h,
 // 300ms) and days, "d", 24 hours each (3d, 1d12h, 1.5d). It writes them
-// back the same way (Format) and, rounded, for people (Short). It links
+// back the same way (FormatDuration) and, rounded, for people (ShortDuration). It links
 // nothing but the standard library's time and strconv: the per-tick
 // binaries use it.
-package duration
 
 import (
 	"errors"
@@ -18,18 +21,18 @@ import (
 // Day is the unit "d".
 const Day = 24 * time.Hour
 
-// ErrSyntax is wrapped by every error of Parse.
-var ErrSyntax = errors.New("not a duration")
+// ErrDurationSyntax is wrapped by every error of ParseDuration.
+var ErrDurationSyntax = errors.New("not a duration")
 
-// Parse reads a duration: an optional sign, then one or more numbers
+// ParseDuration reads a duration: an optional sign, then one or more numbers
 // (decimal, with an optional fraction) each followed by a unit — ns, us
 // (or µs), ms, s, m, h as Go's time.ParseDuration, or d for 24 hours —
 // or "0" alone. Time zones and calendar days play no part: 1d is 24
-// hours. An error wraps ErrSyntax and quotes s; a value past about 292
+// hours. An error wraps ErrDurationSyntax and quotes s; a value past about 292
 // years overflows and is an error too.
-func Parse(s string) (time.Duration, error) {
+func ParseDuration(s string) (time.Duration, error) {
 	bad := func() (time.Duration, error) {
-		return 0, &Error{Text: s}
+		return 0, &DurationError{Text: s}
 	}
 	rest, neg := s, false
 	if rest != "" && (rest[0] == '-' || rest[0] == '+') {
@@ -80,20 +83,20 @@ func Parse(s string) (time.Duration, error) {
 	return total, nil
 }
 
-// Error is Parse's error: Text is not a duration.
-type Error struct{ Text string }
+// DurationError is ParseDuration's error: Text is not a duration.
+type DurationError struct{ Text string }
 
-func (e *Error) Error() string {
+func (e *DurationError) Error() string {
 	return strconv.Quote(e.Text) + " is not a duration like 90m, 2h30m or 3d (units: ms, s, m, h, d)"
 }
 
-// Unwrap makes the error match ErrSyntax.
-func (e *Error) Unwrap() error { return ErrSyntax }
+// Unwrap makes the error match ErrDurationSyntax.
+func (e *DurationError) Unwrap() error { return ErrDurationSyntax }
 
-// Format writes d as Parse reads it, short: whole days as "3d", else as
+// FormatDuration writes d as ParseDuration reads it, short: whole days as "3d", else as
 // time.Duration.String without trailing zero units ("30m", "1h30m",
 // "1d2h" for 26 hours).
-func Format(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	if d == 0 {
 		return "0s"
 	}
@@ -113,12 +116,12 @@ func Format(d time.Duration) string {
 	return sign + s
 }
 
-// Short writes d for people, rounded to what a reader of a message uses:
+// ShortDuration writes d for people, rounded to what a reader of a message uses:
 // to the minute from an hour up (2h30m), to the second from a minute up
 // (1m30s, 45m), to a tenth of a second from a second up (1.2s), to the
 // millisecond below (350ms); hours are not made days. It loses precision:
-// it is for messages, never for a value read back (Format is).
-func Short(d time.Duration) string {
+// it is for messages, never for a value read back (FormatDuration is).
+func ShortDuration(d time.Duration) string {
 	switch {
 	case d >= time.Hour:
 		d = d.Round(time.Minute)
