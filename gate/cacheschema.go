@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "0c91c0573c2571ce061a"
+const cacheSchema = "c071f24b4b69150384e6"

@@ -32,7 +32,7 @@ const (
 // running.
 type LegacyFound struct {
 	Kind LegacyKind
-	Path       string // the lock file or pidfile, as configured
+	Path string // the lock file or pidfile, as configured
 	// Holders are the processes that hold a LegacyLockFile, as far as /proc/locks
 	// tells; none when it cannot tell.
 	Holders []lockfile.Holder
