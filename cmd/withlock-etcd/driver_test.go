@@ -9,7 +9,7 @@ import (
 	"github.com/crongate/crongate/internal/etcdlock"
 )
 
-// --lock-delay reads durations as every other flag does (duration.Parse),
+// --lock-delay reads durations as every other flag does (runner.ParseDuration),
 // and etcd leases have whole seconds.
 func TestLockDelay(t *testing.T) {
 	for in, want := range map[string]time.Duration{

@@ -142,7 +142,7 @@ func ParseAction(contentType string, body []byte, now time.Time) (Action, error)
 }
 
 // parseDuration reads 90m, 2h30m or 3d as every duration is read
-// (package duration).
+// (runner.ParseDuration).
 func parseDuration(s string) (time.Duration, error) {
 	d, err := runner.ParseDuration(s)
 	if err != nil {

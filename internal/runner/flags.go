@@ -48,7 +48,7 @@ func FlagVars(verboseMore, quietMore string) map[string]string {
 // positional arg: — so each flag is defined once. It accepts long flags
 // with "=" or a separate value (not starting with "-", but "-" itself),
 // a short flag alone, a bool flag once, ints in plain decimal, durations
-// by package duration's rule; anything else — help, an unknown, repeated
+// by runner.ParseDuration's rule; anything else — help, an unknown, repeated
 // or bundled flag, an empty value, a tag it does not read (enum:, xor:,
 // type:, …, or fast:"-", which leaves a flag to kong), a second
 // positional — returns false, and kong parses the

@@ -1,5 +1,5 @@
 // Package kongduration makes kong read every time.Duration flag with
-// package duration's rule (days included), for the binaries that parse
+// runner.ParseDuration's rule (days included), for the binaries that parse
 // with kong, so that they and the fast parsers read a duration alike.
 package kongduration
 
