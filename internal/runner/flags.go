@@ -219,13 +219,12 @@ func readTag(st reflect.StructTag) (t fieldTag) {
 		}
 		raw := s[k+1 : j+1]
 		s = s[j+1:]
-		val := raw[1 : len(raw)-1]
-		if strings.IndexByte(val, '\\') >= 0 {
-			var err error
-			if val, err = strconv.Unquote(raw); err != nil {
-				t.unread = true
-				continue
-			}
+		// As reflect.StructTag.Lookup reads it (strconv.Unquote: no copy
+		// for a plain value; bytes that are not UTF-8 become U+FFFD).
+		val, err := strconv.Unquote(raw)
+		if err != nil {
+			t.unread = true
+			continue
 		}
 		switch key {
 		case "name":
