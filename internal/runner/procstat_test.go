@@ -2,7 +2,9 @@ package runner
 
 import (
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,11 +39,21 @@ func TestParseProcStat(t *testing.T) {
 			t.Errorf("%q parsed as %+v", bad, st)
 		}
 	}
-	st, err := ReadProcStat(os.Getpid())
-	if err != nil || st.Pid != os.Getpid() || st.StartTicks == 0 || st.Pgrp != unix.Getpgrp() {
-		t.Fatalf("/proc/self/stat: %+v, %v", st, err)
+	// A child's, not this process's: under qemu-user (the ARM tests)
+	// /proc/self/stat is qemu's imitation, with a process group of 0;
+	// what cron-gate reads is always another process's.
+	child := exec.Command("sleep", "60")
+	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if got := StartTicks(os.Getpid()); got != st.StartTicks {
+	defer func() { child.Process.Kill(); child.Wait() }()
+	pid := child.Process.Pid
+	st, err := ReadProcStat(pid)
+	if pgid, _ := unix.Getpgid(pid); err != nil || st.Pid != pid || st.StartTicks == 0 || st.Pgrp != pgid || st.Pgrp != pid {
+		t.Fatalf("/proc/%d/stat: %+v, %v", pid, st, err)
+	}
+	if got := StartTicks(pid); got != st.StartTicks {
 		t.Errorf("StartTicks = %d, want %d", got, st.StartTicks)
 	}
 	boot, err := BootTime()
