@@ -214,11 +214,18 @@ func TestSlotCap(t *testing.T) {
 						mu.Lock()
 						codes[r.code]++
 						mu.Unlock()
-						if r.code != 0 && r.code != 75 {
+						// 125 "etcd unavailable" with nothing run is the
+						// honest answer of a cluster that could not
+						// answer within the 5 s bound, as 48 processes
+						// and 3 members on 2 loaded cores sometimes do:
+						// it is not a cap broken (the marks and the
+						// keys say that), so it only paces the worker.
+						overloaded := r.code == 125 && strings.Contains(r.stderr, "etcd unavailable") && strings.Contains(r.stderr, "the command did not run")
+						if r.code != 0 && r.code != 75 && !overloaded {
 							t.Errorf("exit %d: %s", r.code, r.stderr)
 							return
 						}
-						if r.code == 75 {
+						if r.code != 0 {
 							time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond) // back-off pacing the load, not a wait
 						}
 					}
@@ -229,7 +236,7 @@ func TestSlotCap(t *testing.T) {
 			<-sampled
 			n := checkMarks(t, mark)
 			m := maxInside(t, mark, "cap")
-			t.Logf("pool of %d, %d processes: %d critical sections, exits %v, at most %d slots held and %d holders inside at once", c.size, c.workers, n, codes, held.Load(), m)
+			t.Logf("pool of %d, %d processes: %d critical sections, exits %v (125: etcd unavailable within the bound, nothing run), at most %d slots held and %d holders inside at once", c.size, c.workers, n, codes, held.Load(), m)
 			if m > c.size || held.Load() > int64(c.size) {
 				t.Errorf("%d holders inside, %d slots held at once, in a pool of %d", m, held.Load(), c.size)
 			}
