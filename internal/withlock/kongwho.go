@@ -20,38 +20,22 @@ import (
 	"github.com/crongate/crongate/internal/safetext"
 )
 
-// whoCLI is `withlock who`'s command line: the paths and pools of a
-// withlock line, without its command.
+// whoCLI is `withlock who`'s command line: withlock's own flags (CLI,
+// their one definition), so that a crontab line can be pasted whole, and
+// the paths as arguments. The flags that only shape a run (--wait,
+// --timeout, --skip-code, ...) are checked as withlock checks them, then
+// ignored, and hidden from who's help (whoShown).
 type whoCLI struct {
-	Args      []string `arg:"" optional:"" name:"path" help:"Paths to look up."`
-	Paths     []string `short:"p" sep:"none" placeholder:"PATH,..." help:"Paths to look up (comma-separated, repeatable), as withlock takes them."`
-	PathsFrom string   `placeholder:"FILE" help:"Read paths from FILE, one per line ('-' for stdin)."`
-	Null      bool     `short:"0" help:"--paths-from is NUL-separated."`
-	LockDir   string   `env:"WITHLOCK_LOCK_DIR" placeholder:"DIR" default:"${lockdir}" help:"Directory of the per-path lock files (default ${lockdir})."`
-	Slots     []int    `sep:"none" placeholder:"N" help:"A pool of N slots (repeatable)."`
-	SlotFile  []string `sep:"none" placeholder:"TEMPLATE" help:"Slot file template with {i}, paired with the --slots of the same position (default LOCKDIR/withlock-slot-{i}.lock)."`
-	JSON      bool     `help:"Print the documented JSON."`
-
-	Backend           string        `placeholder:"local|etcd" help:"Where the locks live (default local; also $WITHLOCK_BACKEND)."`
-	Endpoints         []string      `sep:"," placeholder:"URL,..." help:"etcd: the cluster's endpoints."`
-	KeyRoot           string        `placeholder:"DIR" help:"etcd: paths are named relative to DIR."`
-	KeyPrefix         string        `placeholder:"PREFIX" help:"etcd: key prefix (default /withlock)."`
-	TTL               time.Duration `name:"ttl" hidden:""`
-	OnCoordinatorDown string        `hidden:""`
-
-	// withlock's flags that only shape a run, so that a crontab line can
-	// be pasted whole: checked as withlock checks them, then ignored.
-	Wait      time.Duration `hidden:""`
-	Timeout   time.Duration `hidden:""`
-	KillAfter time.Duration `hidden:""`
-	SkipCode  int           `hidden:""`
-	Verbose   bool          `short:"v" hidden:""`
-	Quiet     bool          `short:"q" hidden:""`
-	LockDelay string        `hidden:""`
-	// A --first-of line is many questions, not one: refused.
-	FirstOf        bool   `hidden:""`
-	CandidatesFrom string `hidden:""`
+	Args []string `arg:"" optional:"" name:"path" help:"Paths to look up."`
+	JSON bool     `help:"Print the documented JSON."`
+	CLI
 }
+
+// whoShown are the flags `withlock who --help` lists: what names the
+// locks to look up, and where they live.
+var whoShown = map[string]bool{"paths": true, "paths-from": true, "null": true, "lock-dir": true, "slots": true, "slot-file": true, "json": true,
+	"backend": true, "endpoints": true, "key-root": true, "key-prefix": true, "ca-file": true, "cert-file": true, "key-file": true,
+	"server-name": true, "etcd-user": true, "password-file": true, "help": true}
 
 const whoDescription = `Say who holds the locks a withlock line would take: for each path its
 canonical form (the Python rule), its lock file and its holders (pid,
@@ -68,13 +52,23 @@ const WhoDescription = whoDescription
 
 // newWhoKong is kong set up for `withlock who`'s command line c.
 func newWhoKong(p Program, c *whoCLI, stdout io.Writer, exit func(int)) (*kong.Kong, error) {
-	return kong.New(c, kong.Name(p.Name+" who"), kong.Description(whoDescription), kong.Vars(Vars()),
+	k, err := kong.New(c, kong.Name(p.Name+" who"), kong.Description(whoDescription), kong.Vars(Vars()),
 		kong.Writers(stdout, os.Stderr), kong.Exit(exit), kongduration.Option(),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoAppSummary: true}),
 		kong.Help(func(opts kong.HelpOptions, ctx *kong.Context) error {
 			fmt.Fprintln(ctx.Stdout, "Usage: "+p.Name+" who [flags] [PATH...]")
 			return kong.DefaultHelpPrinter(opts, ctx)
 		}))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range k.Model.Flags {
+		f.Hidden = f.Hidden || !whoShown[f.Name]
+		if f.Name == "paths" {
+			f.Help = "Paths to look up (comma-separated, repeatable), as withlock takes them."
+		}
+	}
+	return k, nil
 }
 
 // Who is `withlock who PATH... [--paths-from FILE] [--slots N --slot-file
@@ -120,9 +114,7 @@ func Who(p Program, d Driver, args []string, stdout io.Writer) int {
 		out.Hintf("see withlock who --help")
 		return runner.ExitFailure
 	}
-	o := Options{CLI: CLI{Paths: c.Paths, PathsFrom: c.PathsFrom, Null: c.Null, LockDir: c.LockDir, Slots: c.Slots, SlotFile: c.SlotFile,
-		Backend: c.Backend, Endpoints: c.Endpoints, KeyRoot: c.KeyRoot, KeyPrefix: c.KeyPrefix, TTL: c.TTL, OnCoordinatorDown: c.OnCoordinatorDown,
-		Wait: c.Wait, TimeoutFlags: runner.TimeoutFlags{Timeout: c.Timeout, KillAfter: c.KillAfter}, SkipCode: c.SkipCode, LockDelay: c.LockDelay}}
+	o := Options{CLI: c.CLI}
 	// The checks of a withlock line, so that who refuses what withlock
 	// would refuse; with a stand-in command when the line has none.
 	o.Command = []string{"true"}
