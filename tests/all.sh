@@ -4,7 +4,8 @@
 # fault and hostile-input tests under the race detector, the etcd backend's
 # suite against a real 3-member cluster (.ci/etcd.sh), the packages, their
 # install and the ARM builds under emulation (.ci/pkg.sh), and a short run
-# of every fuzz target.
+# of every fuzz target (.ci/fuzz.sh); tests/realcron beside the race tier,
+# the packages and the fuzzing beside the etcd suite at low priority.
 #
 #   bash tests/all.sh            # the README's test command
 #
@@ -73,11 +74,16 @@ export CRONGATE_TESTS=full
 
 # The stages, in order, and what became of each: the list is printed at
 # the end whatever happens (EXIT trap), so a failure says which stages
-# never ran. stage NAME TITLE starts one (the header carries the seconds
-# since the start: CI has a time budget, docs/tests.md); skip NAME WHY
-# passes one over; done_stage NAME ends one that ran.
-stages=(gofmt vet test etcd pkg fuzz mutants)
-declare -A outcome=()
+# never ran. stage NAME TITLE starts one in the foreground (the header
+# carries the seconds since the start: CI has a time budget,
+# docs/tests.md); skip NAME WHY passes one over; done_stage NAME ends one
+# that ran. bg_stage NAME TITLE low|normal CMD... starts one beside the
+# others, in a process group of its own (for the trap); low is the lowest
+# CPU and I/O priority (nice 19, ionice idle), so that what runs in the
+# foreground is never starved by it. bg_wait NAME waits for it and prints
+# its output.
+stages=(gofmt vet realcron test etcd pkg fuzz mutants)
+declare -A outcome=() bgpid=() bglog=()
 current=
 t0=$(date +%s)
 stage() {
@@ -91,13 +97,35 @@ done_stage() {
 	outcome[$1]=ran
 	[ "$current" != "$1" ] || current=
 }
+bg_stage() {
+	local name=$1 title=$2 prio=()
+	[ "$3" = normal ] || prio=(nice -n 19 ionice -c 3)
+	shift 3
+	echo "== [$(($(date +%s) - t0))s] $title (beside what follows; its output comes at its end)"
+	bglog[$name]=$(mktemp)
+	"${prio[@]}" setsid "$@" >"${bglog[$name]}" 2>&1 &
+	bgpid[$name]=$!
+}
+bg_wait() {
+	local name=$1 rc=0
+	wait "${bgpid[$name]}" || rc=$?
+	unset "bgpid[$name]"
+	echo "== [$(($(date +%s) - t0))s] $name: its output"
+	cat "${bglog[$name]}"
+	if [ "$rc" != 0 ]; then
+		outcome[$name]="failed (exit $rc)"
+		echo "the $name stage failed (exit $rc)"
+		exit 1
+	fi
+	outcome[$name]=ran
+}
 ledger() {
 	local rc=$1 name ran=() skipped=() failed=() never=()
-	# The stage under way when the script exits non-zero failed; pkg runs
-	# beside the fuzzing, so it may still be under way, and is stopped.
+	# The stage under way when the script exits non-zero failed; one
+	# still going beside it is stopped.
 	if [ "$rc" != 0 ]; then
 		[ -z "$current" ] || outcome[$current]=failed
-		[ -z "${pkgpid:-}" ] || outcome[pkg]=stopped
+		for name in "${!bgpid[@]}"; do outcome[$name]=stopped; done
 	elif [ -n "$current" ]; then
 		outcome[$current]=ran
 	fi
@@ -119,33 +147,22 @@ ledger() {
 }
 
 log=$(mktemp)
-pkglog=$(mktemp)
+summary=$(mktemp --suffix .py)
 cleanup() {
-	local rc=$?
-	rm -f "$log" "$pkglog"
-	[ -z "${pkgpid:-}" ] || kill -- -"$pkgpid" 2>/dev/null || true
+	local rc=$? name
+	for name in "${!bgpid[@]}"; do kill -- -"${bgpid[$name]}" 2>/dev/null || true; done
+	rm -f "$log" "$summary" "${bglog[@]}"
 	ledger "$rc"
 	exit "$rc"
 }
 trap cleanup EXIT
 
-stage gofmt "gofmt"
-bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
-if [ -n "$bad" ]; then
-	echo "gofmt would change:"; echo "$bad"; exit 1
-fi
-stage vet "go vet"
-go vet ./...
-
-stage test "go test -race (the full tier: CRONGATE_TESTS=full)"
-status=0
-go test -race -count=1 -timeout 15m -json ./... >"$log" || status=$?
-
-# Summarise from the JSON event stream: every test and subtest that passed,
-# failed or was skipped; the output of every failing one (subtests
-# included: a testscript's failure is in its subtest's output) and of a
-# package that failed outside any test (build error, panic, timeout).
-python3 - "$log" <<'EOF' || status=1
+# summary LOG: the summary of a `go test -json` event stream: every test
+# and subtest that passed, failed or was skipped; the output of every
+# failing one (subtests included: a testscript's failure is in its
+# subtest's output) and of a package that failed outside any test (build
+# error, panic, timeout). Fails on a failure, and under CI on a skip.
+cat >"$summary" <<'EOF'
 import json, os, sys
 result, output, pkgout, pkgfail = {}, {}, {}, []
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
@@ -203,10 +220,46 @@ if skipped and os.environ.get("CI"):
     print("CI: every test and subtest is required here; a skipped one fails the run")
     sys.exit(1)
 EOF
+
+stage gofmt "gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then
+	echo "gofmt would change:"; echo "$bad"; exit 1
+fi
+stage vet "go vet"
+go vet ./...
+done_stage vet
+
+# Debian's cron ticks once a minute: tests/realcron waits through four
+# minutes of ticks, nearly idle, so it goes beside the race tier instead
+# of holding one of its two package slots; at normal priority, as its
+# jobs must run within their minute.
+bg_stage realcron "real cron (tests/realcron under go test -race)" normal \
+	bash -c 'status=0; go test -race -count=1 -timeout 15m -json ./tests/realcron >"$1.json" || status=$?; python3 "$2" "$1.json" || status=1; rm -f "$1.json"; exit $status' sh "$log.realcron" "$summary"
+
+stage test "go test -race (the full tier: CRONGATE_TESTS=full; tests/realcron beside it)"
+status=0
+go test -race -count=1 -timeout 15m -json $(go list ./... | grep -v '/tests/realcron$') >"$log" || status=$?
+python3 "$summary" "$log" || status=1
 [ "$status" -eq 0 ] || { echo "go test failed"; exit 1; }
+done_stage test
+bg_wait realcron
+
+# The package stage (ARM builds under emulation, the .deb in a mount
+# namespace) and the fuzzing are CPU-bound; the etcd suite mostly waits
+# on leases and elections, and a starved cluster makes its timing flaky.
+# So the two go beside it at the lowest priority: the suite takes the
+# CPU whenever it wants it, they take the rest.
+bg_stage pkg "packages, install, ARM under emulation (tests/pkg: .ci/pkg.sh)" low bash .ci/pkg.sh
+fuzztime=${FUZZTIME:-5s}
+if [ "$fuzztime" = 0 ]; then
+	skip fuzz "FUZZTIME=0"
+else
+	bg_stage fuzz "fuzz ($fuzztime per target: .ci/fuzz.sh)" low bash .ci/fuzz.sh "$fuzztime"
+fi
 
 if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
-	stage etcd "etcd backend (tests/etcd, on its own: a starved cluster makes lease timing flaky)"
+	stage etcd "etcd backend (tests/etcd: .ci/etcd.sh; the stages above beside it, at low priority)"
 	bash .ci/etcd.sh
 	done_stage etcd
 else
@@ -214,62 +267,8 @@ else
 	skip etcd "etcd is not installed"
 fi
 
-# The package tests build every architecture, install a .deb and run the
-# ARM tests under qemu: minutes of mostly single-threaded work, so they
-# run beside the fuzzing below (which uses one core), not before it; their
-# output is printed once both are done. The "ARM per call" ratios it
-# prints are measured beside the fuzzing, so they are noisier there than
-# in `bash .ci/pkg.sh` alone; nothing is asserted on them.
-stage pkg "packages, install, ARM under emulation (tests/pkg: .ci/pkg.sh, beside the fuzzing; its output follows it)"
-setsid bash .ci/pkg.sh >"$pkglog" 2>&1 & # a process group of its own, for the trap
-pkgpid=$!
-current= # it goes on beside the fuzzing; its outcome is known at the wait
-
-fuzztime=${FUZZTIME:-5s}
-if [ "$fuzztime" = 0 ]; then
-	skip fuzz "FUZZTIME=0"
-else
-	stage fuzz "fuzz ($fuzztime per target)"
-	# -fuzzminimizetime 1s: the fuzzer minimizes every new interesting
-	# input for up to 60 s by default, executing nothing new meanwhile; for
-	# a slow target (FuzzFastParse builds a kong parser per input) that
-	# took whole fuzz runs. One second of minimizing is plenty for a
-	# corpus entry; a failing input is still minimized (and written).
-	for pkg in $(go list ./...); do
-		dir=$(go list -f '{{.Dir}}' "$pkg")
-		for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
-			echo "-- $pkg $f"
-			if ! go test "$pkg" -run '^$' -fuzz "^$f\$" -fuzztime "$fuzztime" -fuzzminimizetime 1s -parallel 1 -timeout 5m >"$log" 2>&1; then
-				# Go 1.26's fuzz coordinator can fail a target at the
-				# -fuzztime boundary with a bare "context deadline
-				# exceeded" when a worker is busy as the deadline fires
-				# (go.dev/issue/75804, fixed in Go 1.27): nothing was
-				# found then. Anything else — a failing input written, a
-				# panic, a timeout — fails the run.
-				if grep -q 'Failing input written\|panic:\|test timed out' "$log" ||
-					[ "$(grep -c '^--- FAIL' "$log")" != 1 ] ||
-					! grep -A1 '^--- FAIL' "$log" | tail -1 | grep -qx '[[:space:]]*context deadline exceeded'; then
-					cat "$log"
-					exit 1
-				fi
-				echo "   (ended by Go's fuzztime deadline race, go.dev/issue/75804; no failing input; corpus re-run:)"
-				go test "$pkg" -run "^$f\$" -count=1 >"$log" 2>&1 || { cat "$log"; exit 1; }
-			fi
-		done
-	done
-	done_stage fuzz
-fi
-echo "== [$(($(date +%s) - t0))s] packages, install, ARM under emulation: .ci/pkg.sh's output"
-pkgstatus=0
-wait "$pkgpid" || pkgstatus=$?
-pkgpid=
-cat "$pkglog"
-if [ "$pkgstatus" -ne 0 ]; then
-	outcome[pkg]="failed (.ci/pkg.sh exit $pkgstatus)"
-	echo "the package tests failed (.ci/pkg.sh exit $pkgstatus)"
-	exit 1
-fi
-outcome[pkg]=ran
+[ "$fuzztime" = 0 ] || bg_wait fuzz
+bg_wait pkg
 if [ -n "${MUTANTS:-}" ]; then
 	stage mutants "mutation check (go run ./tests/mutants)"
 	go run ./tests/mutants
