@@ -44,10 +44,10 @@ endif
 TAGS    :=
 LDFLAGS := -s -w -X $(MODULE)/internal/runner.Version=$(VERSION) -X $(MODULE)/internal/runner.Commit=$(COMMIT)
 
-BINS      := withlock withlock-etcd cron-gate cron-gate-full cron-gate-etcd
+BINS      := withlock withlock-etcd cron-gate cron-gate-etcd
 MAN1      := withlock.1 cron-gate.1
 # The companions' pages are links to their program's.
-MAN1LINKS := withlock-etcd.1:withlock.1 cron-gate-full.1:cron-gate.1 cron-gate-etcd.1:cron-gate.1
+MAN1LINKS := withlock-etcd.1:withlock.1 cron-gate-etcd.1:cron-gate.1
 MAN5      := cron-gate.toml.5
 PROGS     := withlock cron-gate
 

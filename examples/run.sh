@@ -29,5 +29,5 @@ else
 fi
 mkdir "$tmp/bin"
 echo "building withlock and cron-gate (CGO_ENABLED=0) into $tmp/bin"
-(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/bin/" ./cmd/withlock ./cmd/cron-gate ./cmd/cron-gate-full)
+(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/bin/" ./cmd/withlock ./cmd/cron-gate)
 python3 "$root/examples/blog-workers/run.py" --bin "$tmp/bin" --workdir "$tmp/work" "$@"

@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "c071f24b4b69150384e6"
+const cacheSchema = "b716a826a3448f94e15d"

@@ -317,8 +317,8 @@ func (c *Config) Validate() error {
 
 // validateRun is Validate for what a run reads, and all that a cache entry
 // holds: the top level, the gates and [etcd]. The run path (a cache hit)
-// calls it instead of Validate, so that cron-gate's lean binary does not
-// link the checks of the other tables.
+// calls it instead of Validate, so that a cached run checks only what it
+// reads.
 func (c *Config) validateRun() error {
 	if c == nil {
 		return errors.New("config: no configuration (nil); load one with gateconf.Load")

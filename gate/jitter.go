@@ -52,8 +52,8 @@ func (r *run) jitterFor() time.Duration {
 
 // checkJitter refuses (125, recorded as a config error) a run form's
 // --jitter that the `jitter` key would refuse: the bound is the key
-// table's (MaxJitter), whichever parser read the line, so the fast
-// binary and cron-gate-full refuse the same lines. A negative one never
+// table's (MaxJitter), whichever parser read the line, so a cached run
+// and one parsed by kong refuse the same lines. A negative one never
 // gets here (crongate.RunArgs.Check, a usage error).
 func (r *run) checkJitter() (code int, decided bool) {
 	d := r.inv.Jitter

@@ -197,9 +197,10 @@ func checkSplitPort(t *testing.T, s string) {
 	}
 }
 
-// The table of keys lives here rather than in gateconf so that cron-gate's
-// lean binary, which validates a cached config with it, links neither the
-// TOML library nor net (splitPort stands in for net.SplitHostPort).
+// The table of keys lives here rather than in gateconf so that package
+// gate, which validates a cached config with it on every cached run,
+// stays free of the TOML library and of net: decoding is gateconf's
+// (splitPort stands in for net.SplitHostPort).
 func TestGateLinksNoTOML(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {

@@ -1,14 +1,15 @@
 //go:build linux
 
-// What cron-gate's binaries share of the command line, beyond the split
-// at "--" that both wrappers share (runner.SplitCommand): the run form's
-// flags, defined once (RunLine: cron-gate-full's kong structs embed
+// What cron-gate's run form is on the command line, beyond the split at
+// "--" that both wrappers share (runner.SplitCommand): the run form's
+// flags, defined once (RunLine: package crongate's kong structs embed
 // GlobalFlags and RunFlags), and the fast parser of the run forms found in
-// crontabs (FastParse, from those tags). cron-gate (cmd/cron-gate, run on
-// every cron tick) links only this package and the child runner; every
-// other line, and a run whose config is not in the cache, is handed to
-// cron-gate-full, which parses with kong and decodes the TOML.
-// FuzzFastParse (internal/crongate) holds FastParse to kong's result.
+// crontabs (FastParse, from those tags). A cron tick whose gate is in the
+// config cache is parsed and run with this package and the child runner
+// only (cmd/cron-gate); every other line, and a run whose config is not
+// in the cache, goes to package crongate, which parses with kong and
+// decodes the TOML. FuzzFastParse (internal/crongate) holds FastParse to
+// kong's result.
 
 package gate
 
@@ -21,19 +22,15 @@ import (
 	"github.com/crongate/crongate/internal/runner"
 )
 
-// FullBinary is the binary with kong's parser, the TOML decoder and every
-// subcommand.
-const FullBinary = "cron-gate-full"
-
-// EtcdBinary is cron-gate-full with the etcd client, for configs whose
-// pauses are shared ([etcd]).
+// EtcdBinary is cron-gate with the etcd client, for configs whose pauses
+// are shared ([etcd]); cron-gate execs it for them.
 const EtcdBinary = "cron-gate-etcd"
 
 // TriggerEnv names the variable by which cron-gate trigger tells the
 // cron-gate of the line it runs that the run is a manual one (a JSON
-// object: the gate, the config, who asked, --force). cron-gate-full reads
-// and removes it; cmd/cron-gate hands a line run with it set to
-// cron-gate-full.
+// object: the gate, the config, who asked, --force). Package crongate
+// reads and removes it; cmd/cron-gate never runs such a line from the
+// cache.
 const TriggerEnv = "CRON_GATE_TRIGGER"
 
 // GlobalFlags are cron-gate's flags that every form of its line takes.
@@ -51,7 +48,7 @@ type RunFlags struct {
 }
 
 // RunLine is `cron-gate [FLAGS] NAME` as the per-tick parser reads it:
-// the same fields kong fills in cron-gate-full (its CLI embeds
+// the same fields kong fills in package crongate (its CLI embeds
 // GlobalFlags, its run command RunFlags), so each flag is defined once.
 type RunLine struct {
 	GlobalFlags
@@ -59,7 +56,7 @@ type RunLine struct {
 }
 
 // Vars are the values the flags' tags name, for kong and the fast parser
-// alike (cron-gate-full adds ${version}).
+// alike (package crongate adds ${version}).
 func Vars() map[string]string {
 	v := runner.FlagVars("; the config's report_skips does the same", ", nor what pause, resume and edit did")
 	v["config"] = DefaultConfigPath

@@ -1,9 +1,14 @@
 package tests
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -11,19 +16,18 @@ import (
 )
 
 // forbiddenDeps is what each binary must not link, by import path or
-// import path prefix (ending in "/"). The lean binaries are what cron and
-// the workers run on every call: what they leave out is start-up time
-// saved on each one (docs/benchmarks.md, "cron-gate: start-up cost").
+// import path prefix (ending in "/"): no etcd client outside the -etcd
+// companions, and no network code in withlock.
 var forbiddenDeps = map[string][]string{
-	// No CLI library, no TOML decoder, no network code at all, no etcd.
-	"./cmd/cron-gate": {"net", "net/http", "crypto/tls", "github.com/alecthomas/kong", "github.com/BurntSushi/toml", "go.etcd.io/", "google.golang.org/grpc"},
+	// cron-gate is one binary for every local feature (docs/design.md,
+	// "One cron-gate binary"): kong, the TOML decoder and net/http (the
+	// dashboard, healthchecks pings), but no etcd client: a config that
+	// needs one is handed to cron-gate-etcd.
+	"./cmd/cron-gate": {"go.etcd.io/", "google.golang.org/grpc"},
 	// withlock is one binary for every local line: it links kong (for
 	// help, errors and rare forms; docs/design.md, "One withlock binary")
 	// but no TOML decoder, no network code and no etcd.
 	"./cmd/withlock": {"net", "net/http", "crypto/tls", "github.com/BurntSushi/toml", "go.etcd.io/", "google.golang.org/grpc"},
-	// The full binary links its libraries but no etcd client: a config
-	// that needs one is handed to the -etcd binary.
-	"./cmd/cron-gate-full": {"go.etcd.io/", "google.golang.org/grpc"},
 	// The etcd binaries speak to etcd through etcd's own client
 	// (requiredDeps), never its server.
 	"./cmd/withlock-etcd":  {"go.etcd.io/etcd/server/"},
@@ -65,6 +69,70 @@ func TestLeanBinariesDeps(t *testing.T) {
 				t.Errorf("%s links %s (%d packages: %s); see go list -deps %s", pkg, b, len(hits), strings.Join(hits[:min(3, len(hits))], " "), pkg)
 			}
 		}
+	}
+}
+
+// TestCachedRunPath: a `cron-gate NAME -- COMMAND` line whose config is
+// cached runs through at most 10 of the module's packages, in one
+// process (docs/design.md, "The packages"): cmd/cron-gate's cachedRun
+// and Run path call only gate, runner and safetext (and the standard
+// library), whose packages of ours, with cmd/cron-gate, are counted; the
+// rest of the binary (package crongate: kong, the TOML decoder, the
+// dashboard) is linked but never called on that path.
+func TestCachedRunPath(t *testing.T) {
+	const most = 10
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filepath.Join(testbin.Module(), "cmd/cron-gate/main.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := map[string]string{} // name -> import path
+	for _, im := range f.Imports {
+		p := strings.Trim(im.Path.Value, `"`)
+		imports[p[strings.LastIndex(p, "/")+1:]] = p
+	}
+	used := map[string]bool{}
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Name.Name != "cachedRun" {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && imports[id.Name] != "" {
+					used[imports[id.Name]] = true
+				}
+			}
+			return true
+		})
+	}
+	// run's cached branch: runner.Notify and gate.Run.
+	used["github.com/crongate/crongate/gate"], used["github.com/crongate/crongate/internal/runner"] = true, true
+	var ours []string
+	for p := range used {
+		if p == "github.com/crongate/crongate/internal/crongate" {
+			t.Errorf("cachedRun calls package crongate: the cached run path must not go through kong or the TOML decoder")
+		}
+		if strings.HasPrefix(p, "github.com/crongate/crongate/") {
+			ours = append(ours, "./"+strings.TrimPrefix(p, "github.com/crongate/crongate/"))
+		}
+	}
+	sort.Strings(ours)
+	cmd := exec.Command("go", append([]string{"list", "-deps"}, ours...)...)
+	cmd.Dir = testbin.Module()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %v: %v", ours, err)
+	}
+	path := []string{"github.com/crongate/crongate/cmd/cron-gate"}
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, "github.com/crongate/crongate/") {
+			path = append(path, p)
+		}
+	}
+	t.Logf("a cached run crosses %d packages: %s", len(path), strings.Join(path, " "))
+	if len(path) > most {
+		t.Errorf("a cached run crosses %d of our packages, over %d: %s", len(path), most, strings.Join(path, " "))
 	}
 }
 

@@ -1,8 +1,7 @@
 package tests
 
 // TestEditCommand: `cron-gate edit` end to end, through the real binaries
-// (cron-gate execs cron-gate-full for it) on a pseudo-terminal, since it
-// refuses to run without one. The editor is a shell script named by
+// on a pseudo-terminal, since it refuses to run without one. The editor is a shell script named by
 // $EDITOR or $VISUAL; the test answers cron-gate's question through the
 // terminal, after it has seen the question.
 

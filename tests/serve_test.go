@@ -1,8 +1,7 @@
 package tests
 
 // TestServe and TestServeToken: `cron-gate serve` end to end, through the
-// real binaries built by TestMain (cron-gate, which execs cron-gate-full
-// for serve, status and the first run of each config), a hand-written
+// real binaries built by TestMain (cron-gate), a hand-written
 // config with comments (testdata/serve/config.toml) and journals made by
 // really running gates. The browser part drives Debian's headless
 // chromium (tests/browsertest, over chromedp) and checks every click

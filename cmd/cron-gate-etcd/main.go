@@ -1,10 +1,9 @@
 //go:build linux
 
-// Command cron-gate-etcd is cron-gate-full with the etcd client linked in:
-// for a config with an [etcd] section, the command-line pauses live in the
-// cluster and apply to every host (package etcdpause). cron-gate and
-// cron-gate-full exec it for such configs; it is never on the path of a
-// config without [etcd]. See docs/etcd.md, "Across hosts (etcd)".
+// Command cron-gate-etcd is cron-gate with the etcd client linked in: for
+// a config with an [etcd] section, the command-line pauses live in the
+// cluster and apply to every host (package etcdpause). cron-gate execs it
+// for such configs; it is never on the path of a config without [etcd]. See docs/etcd.md, "Across hosts (etcd)".
 package main
 
 import (

@@ -6,8 +6,8 @@
 #
 # It writes OUTDIR/cron-gate_VERSION_ARCH.deb and
 # OUTDIR/cron-gate-etcd_VERSION_ARCH.deb and prints their paths, one a
-# line. cron-gate is everything local: withlock, cron-gate and
-# cron-gate-full. cron-gate-etcd adds the etcd backend's two binaries
+# line. cron-gate is everything local: withlock and cron-gate, one file
+# each. cron-gate-etcd adds the etcd backend's two binaries
 # (withlock-etcd, cron-gate-etcd, which link etcd's client and are most of
 # the size), their man page links, its copyright and changelog, and
 # depends on cron-gate of the same version. The base

@@ -336,7 +336,7 @@ func cronGatePage(c *Command, o Options) string {
 	r.pp()
 	r.text("A gate is a name for one crontab line's job. It need not be declared in the config to run; declaring it ([gates.NAME], see cron-gate.toml(5)) adds a pause, legacy locks, an interval for the watchdog, a skip code, a history bound and an output log. A run is skipped (exit " + strconv.Itoa(runner.ExitSkip) + ") while its gate is paused, in the config or from the command line, or while another process holds one of its legacy locks or pidfiles; a config that cannot be read never lets a job run. The journal records every start, end and skip with its reason.")
 	r.pp()
-	r.text("cron-gate is the binary cron runs on every tick: it runs a gate whose validated config is cached by itself and hands anything else (a subcommand, --help, a config not decoded since its last edit) to cron-gate-full, and a config with [etcd] to cron-gate-etcd, found next to itself or on PATH. Install the three together.")
+	r.text("cron-gate is one file for every local feature: a gate whose validated config is cached runs without decoding the config again; a config with [etcd] is handed to cron-gate-etcd, found next to cron-gate or on PATH (Debian package cron-gate-etcd).")
 	r.sh("OPTIONS")
 	options(&r, c.Flags)
 	r.sh("COMMANDS")

@@ -51,7 +51,7 @@ func exit(code int) error {
 }
 
 // errHandOff: the config names an etcd cluster and this binary has no etcd
-// client (cron-gate-full); Main execs cron-gate-etcd with the same line.
+// client (cron-gate); Main execs cron-gate-etcd with the same line.
 var errHandOff = errors.New("the config names an etcd cluster")
 
 // load loads the config (through the cache and with only that gate when

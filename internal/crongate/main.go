@@ -1,10 +1,10 @@
 //go:build linux
 
 // Package crongate is the cron-gate command: every subcommand, kong's parser
-// and the TOML decoder: the binaries cron-gate-full, and cron-gate-etcd
-// (the same with the etcd client, for configs with shared pauses).
-// cron-gate (cmd/cron-gate) execs cron-gate-full for every line but a run
-// whose config is cached. See docs/benchmarks.md, "cron-gate: start-up cost".
+// and the TOML decoder, in the binaries cron-gate and cron-gate-etcd (the
+// same with the etcd client, for configs with shared pauses). cron-gate
+// (cmd/cron-gate) calls Main for every line but a run whose config is
+// cached. See docs/design.md, "One cron-gate binary".
 package crongate
 
 import (
@@ -26,7 +26,8 @@ import (
 // returned func closes it. Only cron-gate-etcd has one.
 type OpenShared func(cfg *gate.Config) (gate.PauseStore, func(), error)
 
-// Main is cron-gate-full's main, and with open set, cron-gate-etcd's.
+// Main is cron-gate's command for every line but a cached run, and with
+// open set, cron-gate-etcd's.
 // Without open, a config that names an etcd cluster is handed to
 // cron-gate-etcd by exec, with the same arguments.
 func Main(args []string, open OpenShared) int {

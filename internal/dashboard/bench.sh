@@ -15,7 +15,7 @@ command -v wrk >/dev/null || { echo "bench.sh: wrk is missing (apt-get install -
 
 tmp=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-CGO_ENABLED=0 go build -o "$tmp/bin/" ./cmd/cron-gate ./cmd/cron-gate-full ./tests/bench/dashgen
+CGO_ENABLED=0 go build -o "$tmp/bin/" ./cmd/cron-gate ./tests/bench/dashgen
 config=$("$tmp/bin/dashgen" -gates "$gates" -records "$records" -dir "$tmp")
 "$tmp/bin/cron-gate" --config "$config" serve --listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
 pid=$!

@@ -23,9 +23,8 @@ package hcping
 //     healthchecks UUID, a token in the query); callers name the target
 //     themselves, redacted.
 //
-// Only cron-gate-full and cron-gate-etcd link this code (and so
-// net/http, which also serves their dashboard); the lean cron-gate, which
-// cron runs on every tick, does not (tests/deps_test.go).
+// cron-gate and cron-gate-etcd link this code (and so net/http, which
+// also serves their dashboard); withlock does not (tests/deps_test.go).
 
 import (
 	"bytes"

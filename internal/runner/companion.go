@@ -3,8 +3,8 @@
 package runner
 
 // ExecCompanion hands a command line over to a companion binary by exec:
-// withlock to withlock-etcd (etcd backend),
-// cron-gate to cron-gate-full (every form but the cached run path). The
+// withlock to withlock-etcd (etcd backend), cron-gate to cron-gate-etcd
+// (a config with [etcd]). The
 // exec keeps the PID, the process group and the signals a supervisor sends
 // those of the process it started.
 

@@ -256,7 +256,7 @@ func startDisarming(start func() error) error {
 }
 
 // HandOff is called just before this process execs another binary that
-// will run the command (cron-gate → cron-gate-full or cron-gate-etcd;
+// will run the command (cron-gate → cron-gate-etcd;
 // withlock execs withlock-etcd before Notify, and needs none). It stops the guard and
 // returns the forwarded signals to their default action, so one that
 // arrives from now on ends this process (killed by it) before any command

@@ -5,12 +5,11 @@
 #
 #   bash tests/bench/crongate.sh [ROUNDS]      # default 400
 #
-# Cases: cron-gate with a 50-gate config (config cache warm, the lean
-# binary's own path); cron-gate-full doing the same run (what every call
-# cost before the split); the same gate with a 10- and a 10,000-record
-# journal; withlock and flock -n FILE true for reference. With etcd
-# installed (Debian's etcd-server), also a gate whose pauses are shared
-# through a one-member etcd on loopback: cron-gate -> cron-gate-full ->
+# Cases: cron-gate with a 50-gate config (config cache warm: the run path
+# that skips kong and the TOML decoder); the same gate with a 10- and a
+# 10,000-record journal; withlock and flock -n FILE true for reference.
+# With etcd installed (Debian's etcd-server), also a gate whose pauses are
+# shared through a one-member etcd on loopback: cron-gate ->
 # cron-gate-etcd, and cron-gate-etcd called directly.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -49,7 +48,7 @@ for p in procs: p.wait()
 PY
 for g in g1 j10 j10k; do "$b/cron-gate" --config "$d/c50.toml" $g -- true; done # warm the cache
 echo "journal records: j10 $(grep -c end "$d/state/gates/j10/journal.jsonl"), j10k $(grep -c end "$d/state/gates/j10k/journal.jsonl")"
-ls -l "$b/cron-gate" "$b/cron-gate-full" "$b/anchor" | awk '{print $5, $NF}'
+ls -l "$b/cron-gate" "$b/anchor" | awk '{print $5, $NF}'
 etcd_cases=()
 if command -v etcd >/dev/null; then
 	etcd --name b --data-dir "$d/etcd" --listen-client-urls http://127.0.0.1:24379 \
@@ -63,7 +62,6 @@ fi
 python3 tests/bench/interleave.py "$rounds" \
 	"$b/anchor true" \
 	"$b/cron-gate --config $d/c50.toml g1 -- true" \
-	"$b/cron-gate-full --config $d/c50.toml g1 -- true" \
 	"$b/cron-gate --config $d/c50.toml j10 -- true" \
 	"$b/cron-gate --config $d/c50.toml j10k -- true" \
 	"$b/withlock --lock-dir $d/locks --paths a,b --slots 4 -- true" \

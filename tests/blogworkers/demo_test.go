@@ -71,11 +71,11 @@ func TestDemo(t *testing.T) {
 	}
 	root := filepath.Dir(strings.TrimSpace(string(mod)))
 	bin := t.TempDir()
-	build := exec.CommandContext(ctx, goTool(), "build", "-o", bin+"/", "./cmd/withlock", "./cmd/cron-gate", "./cmd/cron-gate-full")
+	build := exec.CommandContext(ctx, goTool(), "build", "-o", bin+"/", "./cmd/withlock", "./cmd/cron-gate")
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/withlock ./cmd/cron-gate ./cmd/cron-gate-full: %v\n%s", err, out)
+		t.Fatalf("go build ./cmd/withlock ./cmd/cron-gate: %v\n%s", err, out)
 	}
 
 	work := t.TempDir()

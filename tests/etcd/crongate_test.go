@@ -46,8 +46,8 @@ func newCGHostAt(t *testing.T, name string, endpoints []string, extra string) *c
 	return h
 }
 
-// cg runs the lean cron-gate (which hands an [etcd] config to
-// cron-gate-full, which hands it to cron-gate-etcd) as this host.
+// cg runs cron-gate (which hands an [etcd] config to cron-gate-etcd) as
+// this host.
 func (h *cgHost) cg(args ...string) result {
 	h.t.Helper()
 	return run(h.t, []string{"CRON_GATE_CACHE_DIR=" + filepath.Join(h.dir, "cache")}, "cron-gate", append([]string{"--config", h.config}, args...)...)

@@ -15,7 +15,7 @@ import (
 // file at random moments — cron-gate pause and resume (pauses.json),
 // cron-gate runs of a gate whose summary.json is rewritten at every
 // rotation (history 10), cron-gate check (check.json), and runs after a
-// config edit (a config-cache entry, written by cron-gate-full) — and then
+// config edit (a config-cache entry, written when cron-gate decodes the config) — and then
 // makes one more normal write of each. No temporary file may remain: a
 // writer killed between naming its temp and renaming it leaves one, which
 // the next write of the same file removes (package statefile). Before

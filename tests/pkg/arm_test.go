@@ -34,7 +34,8 @@ func qemuWrapper(t *testing.T, path, qemu, bin string) {
 // arm64 and armv7 (GOARM=7, a 32-bit Raspberry Pi OS) and run under
 // qemu-user; then withlock and cron-gate from the release tarball under
 // emulation: a lock, a busy lock (75), a gate run from the cache by the
-// lean binary, a paused gate (75), the journal and status. Prints each
+// binary alone (no companion for a config without [etcd]), a paused gate
+// (75), the journal and status. Prints each
 // build's per-call cost as a ratio to a bare Go runner in the same
 // environment, beside the native ratio (emulation is not a Pi: only
 // ratios are comparable).
@@ -166,11 +167,17 @@ func smoke(t *testing.T, qemu, tarball, name string) {
 	}
 	run1 := "cron-gate --config " + cfg + " g -- " + lock + " -- true"
 	os.Remove(calls)
-	sh(0, run1) // decoded by cron-gate-full, which fills the cache
-	sh(0, run1) // the lean binary alone, from the cache
+	sh(0, run1) // decoded (kong, TOML) by cron-gate itself, which fills the cache
+	if ents, _ := os.ReadDir(cache); len(ents) == 0 {
+		t.Errorf("%s: the first run of a gate left no config cache entry in %s", name, cache)
+	}
+	sh(0, run1) // from the cache
+	if out := sh(0, "cron-gate --help"); !strings.Contains(out, "Usage: cron-gate") {
+		t.Errorf("%s: cron-gate --help (kong, in cron-gate itself): %q", name, out)
+	}
 	b, _ := os.ReadFile(calls)
-	if string(b) != "cron-gate-full\n" {
-		t.Errorf("%s: companions run for two runs of a gate: %q; want cron-gate-full once (the second run from the cache)", name, b)
+	if len(b) != 0 {
+		t.Errorf("%s: companions run for a config without [etcd]: %q; want none (one file per tool)", name, b)
 	}
 	sh(1, "cron-gate --config "+cfg+" g -- sh -c 'exit 1'")
 	if out := sh(75, "cron-gate -v --config "+cfg+" held -- true"); !strings.Contains(out, "paused") {
@@ -204,7 +211,7 @@ func smoke(t *testing.T, qemu, tarball, name string) {
 	if err != nil || strings.Count(string(j), `"event":"end"`) != 3 {
 		t.Errorf("%s: journal of g: %v\n%s", name, err, j)
 	}
-	fmt.Printf("ARM %s smoke: lock, busy 75, a run from the cache by the lean binary, paused 75, journal, status: ok\n", name)
+	fmt.Printf("ARM %s smoke: lock, busy 75, a run decoded and one from the cache, help, no companion, paused 75, journal, status: ok\n", name)
 }
 
 // ratioRounds is how many interleaved rounds callRatios times: 20, a
@@ -235,16 +242,7 @@ func callRatios(t *testing.T, qemu, tarball, goarch, goarm string) [2]float64 {
 	cfg := filepath.Join(d, "config.toml")
 	write(t, cfg, fmt.Sprintf("state_dir = %q\n[gates.g]\ninterval = \"10m\"\n", filepath.Join(d, "state")), 0o644)
 	env := []string{"PATH=/usr/bin:/bin", "HOME=" + d, "CRON_GATE_CACHE_DIR=" + cache}
-	// The lean cron-gate hands a run whose config is not cached yet to
-	// cron-gate-full: under qemu, through a script (see qemuWrapper).
 	x := filepath.Join(d, "bin")
-	if qemu != "" {
-		full := filepath.Join(d, "bin", "cron-gate-full")
-		if err := os.Rename(full, full+".arm"); err != nil {
-			t.Fatal(err)
-		}
-		qemuWrapper(t, full, qemu, full+".arm")
-	}
 	cmds := [][]string{
 		{anchor, "true"},
 		{filepath.Join(x, "withlock"), "--lock-dir", filepath.Join(d, "locks"), "--paths", d + "/a," + d + "/b", "--slots", "4", "--", "true"},

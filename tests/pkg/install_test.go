@@ -59,7 +59,7 @@ func asNobody(home string, argv ...string) []string {
 }
 
 // The Debian packages, installed with dpkg -i (cron-gate-etcd alone
-// refused for its dependency on cron-gate): the five
+// refused for its dependency on cron-gate): the four
 // binaries are on cron's default PATH and print their version and commit;
 // man finds every page; bash-completion, zsh and fish load the
 // completions; the demo and crontab-style calls (run, lock, skip 75,

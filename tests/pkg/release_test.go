@@ -13,9 +13,9 @@ import (
 	"testing"
 )
 
-// binaries are the five programs, in /usr/bin of the package and bin/ of
+// binaries are the four programs, in /usr/bin of the package and bin/ of
 // a tarball.
-var binaries = []string{"withlock", "withlock-etcd", "cron-gate", "cron-gate-full", "cron-gate-etcd"}
+var binaries = []string{"withlock", "withlock-etcd", "cron-gate", "cron-gate-etcd"}
 
 // checkELF checks that every binary in dir is a static executable for
 // the architecture, built with its GOARM.

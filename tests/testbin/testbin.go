@@ -40,7 +40,7 @@ func Dir() (string, error) {
 		}
 		// Tests run the binaries as other users too (setpriv): they must
 		// be able to reach them, and a binary must be able to find its
-		// companion (cron-gate-full, withlock-etcd) next to itself.
+		// companion (cron-gate-etcd, withlock-etcd) next to itself.
 		if err = os.Chmod(dir, 0o755); err != nil {
 			return
 		}
