@@ -4,8 +4,9 @@
 # fault and hostile-input tests under the race detector, the etcd backend's
 # suite against a real 3-member cluster (.ci/etcd.sh), the packages, their
 # install and the ARM builds under emulation (.ci/pkg.sh), and a short run
-# of every fuzz target (.ci/fuzz.sh); tests/realcron beside the race tier,
-# the packages and the fuzzing beside the etcd suite at low priority.
+# of every fuzz target (.ci/fuzz.sh); tests/realcron and the packages
+# (at low priority) beside the race tier, the fuzzing (at low priority)
+# beside the etcd suite.
 #
 #   bash tests/all.sh            # the README's test command
 #
@@ -243,11 +244,16 @@ done_stage vet
 # Debian's cron ticks once a minute: tests/realcron waits through four
 # minutes of ticks, nearly idle, so it goes beside the race tier instead
 # of holding one of its two package slots; at normal priority, as its
-# jobs must run within their minute.
+# jobs must run within their minute. The package stage (ARM builds under
+# emulation, the .deb in a mount namespace: CPU-bound, with idle stretches
+# of its own) starts now too, at the lowest priority, so that it fills
+# the race tier's idle stretches and then the etcd suite's.
 bg_stage realcron "real cron (tests/realcron under go test -race)" normal \
 	bash -c 'status=0; go test -race -count=1 -timeout 15m -json ./tests/realcron >"$1.json" || status=$?; python3 "$2" "$1.json" || status=1; rm -f "$1.json"; exit $status' sh "$log.realcron" "$summary"
 
-stage test "go test -race (the full tier: CRONGATE_TESTS=full; tests/realcron beside it)"
+bg_stage pkg "packages, install, ARM under emulation (tests/pkg: .ci/pkg.sh)" low bash .ci/pkg.sh
+
+stage test "go test -race (the full tier: CRONGATE_TESTS=full; tests/realcron and the packages beside it)"
 status=0
 go test -race -count=1 -timeout 15m -json $(go list ./... | grep -v '/tests/realcron$') >"$log" || status=$?
 python3 "$summary" "$log" || status=1
@@ -255,12 +261,11 @@ python3 "$summary" "$log" || status=1
 done_stage test
 bg_wait realcron
 
-# The package stage (ARM builds under emulation, the .deb in a mount
-# namespace) and the fuzzing are CPU-bound; the etcd suite mostly waits
-# on leases and elections, and a starved cluster makes its timing flaky.
-# So the two go beside it at the lowest priority: the suite takes the
-# CPU whenever it wants it, they take the rest.
-bg_stage pkg "packages, install, ARM under emulation (tests/pkg: .ci/pkg.sh)" low bash .ci/pkg.sh
+# The fuzzing is CPU-bound; the etcd suite mostly waits on leases and
+# elections, and a starved cluster makes its timing flaky. So the
+# fuzzing, like the package stage still going, runs beside it at the
+# lowest priority: the suite takes the CPU whenever it wants it, they
+# take the rest.
 fuzztime=${FUZZTIME:-5s}
 if [ "$fuzztime" = 0 ]; then
 	skip fuzz "FUZZTIME=0"
@@ -269,7 +274,7 @@ else
 fi
 
 if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
-	stage etcd "etcd backend (tests/etcd: .ci/etcd.sh; the stages above beside it, at low priority)"
+	stage etcd "etcd backend (tests/etcd: .ci/etcd.sh; the fuzzing and the packages beside it, at low priority)"
 	bash .ci/etcd.sh
 	done_stage etcd
 else
