@@ -5,9 +5,12 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crongate/crongate/tests/testbin"
 )
 
 // Every package comment names its own package ("// Package NAME ..."),
@@ -100,5 +103,28 @@ func TestHouseSizes(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPackageCount: at most 30 packages outside tests/ (docs/design.md,
+// "The packages"): a helper of one file belongs in the package that uses
+// it, not in a package of its own.
+func TestPackageCount(t *testing.T) {
+	const most = 30
+	cmd := exec.Command("go", "list", "./...")
+	cmd.Dir = testbin.Module()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	var pkgs []string
+	for _, p := range strings.Fields(string(out)) {
+		if p != "github.com/crongate/crongate/tests" && !strings.HasPrefix(p, "github.com/crongate/crongate/tests/") {
+			pkgs = append(pkgs, p)
+		}
+	}
+	t.Logf("%d packages outside tests/", len(pkgs))
+	if len(pkgs) > most {
+		t.Errorf("%d packages outside tests/, over %d: fold a small one where it is used\n%s", len(pkgs), most, strings.Join(pkgs, "\n"))
 	}
 }
