@@ -389,6 +389,9 @@ func TestZshCompletionLoads(t *testing.T) {
 // (zsh/zpty) with the completions of the current directory and PATH $2,
 // types $1 and a TAB, and prints every candidate completion adds, each
 // after "<c>" (compadd wrapped, as Valodim/zsh-capture-completion does).
+// TAB is bound to a widget that completes, then prints a mark; nothing
+// more is typed until the mark is read, so the completion never runs
+// with typeahead pending (under load it then offered nothing, once).
 const zshCapture = `zmodload zsh/zpty || exit 3
 zpty z "$3 -f -i"
 zpty -w z "PS1='' RPS1=''; PATH=$2; fpath=($PWD/completions/zsh \$fpath); autoload -Uz compinit; compinit -u -D"
@@ -398,11 +401,13 @@ zpty -w z 'compadd() {
 	(( $#hits )) && print -r -l -- "<c>"${^hits}
 	builtin compadd "$@"; return r
 }'
+zpty -w z 'tabmark() { zle expand-or-complete; print -n "__CD""ONE__"; }; zle -N tabmark; bindkey "^I" tabmark'
 zpty -w z "print __RE''ADY__"
 zpty -r z out '*__READY__*' || exit 4
 zpty -w -n z "$1"$'\t'
+zpty -r z out '*__CDONE__*' || exit 6
 zpty -w z $'\C-u'"print __E''ND__"
-zpty -r z out '*__END__*' || exit 5
+zpty -r z end '*__END__*' || exit 5
 print -r -- "$out"
 zpty -d z`
 
