@@ -111,6 +111,7 @@ func TestSetPausedCommented(t *testing.T) {
 	}
 	for _, crlf := range []bool{false, true} {
 		t.Run(fmt.Sprintf("crlf=%v", crlf), func(t *testing.T) {
+			t.Parallel() // each its own directory
 			content := string(orig)
 			eol := "\n"
 			if crlf {
@@ -257,6 +258,7 @@ func TestSetPausedHeaderForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each its own directory; most of its time is waiting
 			path, lock := editSetup(t, tt.src)
 			trustWritten(t, path, lock) // written as an edit would: no wait for it to settle
 			if err := SetPaused(path, tt.gname, true, lock); err != nil {
