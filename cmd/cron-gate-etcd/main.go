@@ -3,7 +3,8 @@
 // Command cron-gate-etcd is cron-gate with the etcd client linked in: for
 // a config with an [etcd] section, the command-line pauses live in the
 // cluster and apply to every host (package etcdpause). cron-gate execs it
-// for such configs; it is never on the path of a config without [etcd]. See docs/etcd.md, "Across hosts (etcd)".
+// for such configs; it is never on the path of a config without [etcd].
+// See docs/etcd.md, "Across hosts (etcd)".
 package main
 
 import (

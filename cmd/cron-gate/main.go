@@ -17,7 +17,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 
 	"github.com/crongate/crongate/gate"
@@ -40,18 +39,7 @@ func run(args []string) int {
 	case runFull:
 		return crongate.Main(args, nil)
 	}
-	if code, stop := runner.HandOff(sigs); stop {
-		return code
-	}
-	out := &safetext.Printer{Prog: "cron-gate"}
-	err := runner.ExecCompanion(gate.EtcdBinary, "cron-gate", args)
-	if errors.Is(err, runner.ErrCompanionNotFound) {
-		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", gate.EtcdBinary)
-		out.Hintf("%s", runner.CompanionHint(gate.EtcdBinary))
-	} else {
-		out.Errorf("%v", err)
-	}
-	return runner.ExitFailure
+	return crongate.ExecEtcd(args, sigs)
 }
 
 // How a command line is run.

@@ -37,9 +37,18 @@ func Main(args []string, open OpenShared) int {
 	if done {
 		return code
 	}
+	return ExecEtcd(args, sigs)
+}
+
+// ExecEtcd hands the command line args to cron-gate-etcd by exec (same
+// PID, same arguments), for a config that names an etcd cluster; sigs is
+// runner.Notify's channel. It returns only when the exec did not happen:
+// 128+N for a signal that came first, else 125 with what to install.
+func ExecEtcd(args []string, sigs chan os.Signal) int {
 	if code, stop := runner.HandOff(sigs); stop {
 		return code
 	}
+	out := &safetext.Printer{Prog: "cron-gate"}
 	err := runner.ExecCompanion(gate.EtcdBinary, "cron-gate", args)
 	if errors.Is(err, runner.ErrCompanionNotFound) {
 		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", gate.EtcdBinary)
