@@ -95,6 +95,7 @@ type GateConfig struct {
 	History        int           // `history` per gate, >= MinHistory; 0 = use the global
 	LogOutput      bool          // `log_output`: keep the command's output in a per-gate log
 	LogMaxBytes    int64         // `log_max_bytes`, >= MinLogMaxBytes; DefaultLogMaxBytes when LogOutput and not set, else 0 when not set
+	Chronic        bool          // `chronic`: hold the output; write it out only when the run fails
 	PausedLine     int           // line of the `paused` key in the file, 0 if absent (for the editor and messages)
 
 	// The watchdog's per-gate settings (cron-gate check, docs/watchdog.md).

@@ -138,7 +138,9 @@ func (e *cacheEntry) config(path string) *Config {
 const maxCacheEntryBytes = 1 << 20
 
 func readCacheEntry(d *safeopen.Dir, file, key, path string) *Config {
-	b, err := d.ReadFile(file, maxCacheEntryBytes)
+	// Only an entry this user wrote: the directory is private now, but
+	// may not always have been.
+	b, err := d.ReadOwnFile(file, maxCacheEntryBytes)
 	if err != nil {
 		return nil
 	}

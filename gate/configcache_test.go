@@ -246,3 +246,58 @@ func TestCacheEntryBounded(t *testing.T) {
 		}
 	}
 }
+
+// A cache entry is used only if this user alone could have written it:
+// owned by this user, one link, not writable by group or others — an
+// entry planted while the directory was open to others, or linked in from
+// elsewhere, is a miss (the config is decoded again).
+func TestCacheEntryOwnFile(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	if err := os.Mkdir(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CRON_GATE_CACHE_DIR", cache)
+	path := filepath.Join(dir, "c.toml")
+	if err := os.WriteFile(path, []byte("[gates.g]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, miss, _ := LookupGate(path, false, "g")
+	full := DefaultConfig()
+	full.Path, full.Gates["g"] = path, &GateConfig{Name: "g"}
+	miss.Store(full)
+	ents, _ := os.ReadDir(cache)
+	if len(ents) != 1 {
+		t.Fatalf("cache holds %d entries", len(ents))
+	}
+	f := filepath.Join(cache, ents[0].Name())
+	hit := func() bool { cfg, _, _ := LookupGate(path, false, "g"); return cfg != nil }
+	if !hit() {
+		t.Fatal("the entry as written is a miss")
+	}
+	for _, mode := range []os.FileMode{0o666, 0o620, 0o602} {
+		os.Chmod(f, mode)
+		if hit() {
+			t.Errorf("an entry of mode %o was used", mode)
+		}
+	}
+	os.Chmod(f, 0o600)
+	if err := os.Link(f, filepath.Join(dir, "second-link")); err != nil {
+		t.Fatal(err)
+	}
+	if hit() {
+		t.Error("an entry with two links was used")
+	}
+	os.Remove(filepath.Join(dir, "second-link"))
+	if !hit() {
+		t.Fatal("the entry, its own again, is a miss")
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(f, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if hit() {
+			t.Error("an entry owned by another user was used")
+		}
+	}
+}

@@ -134,6 +134,7 @@ func (r *run) execute() int {
 		Env:     []string{"CRON_GATE_NAME=" + r.inv.Gate, "CRON_GATE_RUN=" + r.id},
 		Environ: r.inv.Environ, Dir: r.inv.Dir, Credential: r.inv.Credential}
 	olog := r.outputLog(&spec)
+	held := r.hold(&spec, olog)
 	// A withlock in the command that finds its locks busy names them here
 	// (runner.BusyReport); read only after a run that ended busy.
 	if f, env, err := runner.NewBusyReport(3 + len(spec.ExtraFiles)); err == nil {
@@ -177,8 +178,25 @@ func (r *run) execute() int {
 	if r.lost.Load() {
 		end.Detail = strings.TrimPrefix(end.Detail+"; stopped: the period's claim across hosts (etcd lease) was lost", "; ")
 	}
+	// A chronic run's output is written out before the lines that say
+	// how the run ended, so all of it must have come: the drain comes
+	// first (bounded, as ever).
+	cut, drained := false, false
+	if held != nil {
+		cut, drained = child.Drain(), true
+		held.Release(failed(end) || r.lost.Load())
+		if err := held.Passed(); err != nil {
+			r.out.Warnf("gate %s: chronic: %v; the output was written out as it came", r.inv.Gate, err)
+		}
+	}
+	if res.TimedOut {
+		r.out.Errorf("gate %s: command timed out after %v", r.inv.Gate, r.inv.Timeout)
+	}
 	r.append(end)
 	code := r.endClaim(&end, res.Code)
+	if held != nil && failed(end) && !res.TimedOut && !r.lost.Load() {
+		r.out.Errorf("gate %s: %s%s", r.inv.Gate, endWords(end), cutWords(cut))
+	}
 	switch {
 	case obs == nil:
 	case end.Outcome == journal.OutcomeSkipped:
@@ -186,10 +204,57 @@ func (r *run) execute() int {
 	default:
 		obs.Finished(end)
 	}
+	if !drained {
+		cut = child.Drain()
+	}
 	if olog != nil {
-		r.saveOutput(olog, child.Drain(), end)
+		r.saveOutput(olog, cut, end)
 	}
 	return code
+}
+
+// hold holds the command's output until the run ends, for a chronic run
+// (the gate's chronic, or --chronic): written out only if it fails. With
+// log_output, the log sees the output as it comes, held or not.
+func (r *run) hold(spec *runner.Spec, olog *journal.OutputLog) *runner.Held {
+	if !r.inv.Chronic && (r.g == nil || !r.g.Chronic) {
+		return nil
+	}
+	h := runner.NewHeld(os.Stdout, os.Stderr)
+	spec.Stdout, spec.Stderr = h.Stdout(), h.Stderr()
+	// Under cron, stdout and stderr are one pipe: one pipe for the
+	// command too keeps its lines in the order it wrote them.
+	spec.OneOutput = runner.SameFile(os.Stdout, os.Stderr)
+	if olog != nil {
+		spec.Stdout, spec.Stderr = olog.Tee(spec.Stdout), olog.Tee(spec.Stderr)
+	}
+	return h
+}
+
+// failed reports whether an end record is a failed run: one whose output
+// a chronic run writes out (a busy end, the skip code, is not).
+func failed(end journal.Record) bool {
+	return end.Outcome != journal.OutcomeSuccess && end.Outcome != journal.OutcomeSkipped
+}
+
+// endWords says how a failed run ended, for the line after a chronic
+// run's output.
+func endWords(end journal.Record) string {
+	switch {
+	case end.Signal != "":
+		return fmt.Sprintf("the command died of %s after %v", end.Signal, runner.ShortDuration(time.Duration(end.DurationMS)*time.Millisecond))
+	case end.Exit != nil:
+		return fmt.Sprintf("the command failed with exit %d after %v", *end.Exit, runner.ShortDuration(time.Duration(end.DurationMS)*time.Millisecond))
+	}
+	return "the command failed"
+}
+
+// cutWords is what a chronic run's end line adds when the output was cut.
+func cutWords(cut bool) string {
+	if !cut {
+		return ""
+	}
+	return fmt.Sprintf("; its output was cut %v after it ended (a process it started still holds its stdout or stderr)", runner.DefaultDrain)
 }
 
 // outputLog tees the command's output into an output log when the gate
@@ -239,7 +304,6 @@ func (r *run) endRecord(res runner.Result, start time.Time) journal.Record {
 	switch {
 	case res.TimedOut:
 		rec.Outcome, rec.Detail = journal.OutcomeTimeout, fmt.Sprintf("ran past %v", r.inv.Timeout)
-		r.out.Errorf("gate %s: command timed out after %v", r.inv.Gate, r.inv.Timeout)
 	case res.Signal != 0:
 		rec.Outcome, rec.Signal = journal.OutcomeSignal, signalName(res.Signal)
 	case code == 0:

@@ -42,6 +42,9 @@ type Invocation struct {
 	// Jitter, if positive, is the run form's --jitter: it overrides the
 	// gate's jitter.
 	Jitter time.Duration
+	// Chronic is the run form's --chronic: the output is held as with
+	// the gate's chronic.
+	Chronic bool
 	// Wait, if set, is called instead of sleeping the jitter offset (an
 	// injected clock for tests).
 	Wait func(time.Duration)

@@ -39,11 +39,26 @@ type GlobalFlags struct {
 	runner.OutputFlags
 }
 
+// EmptyConfig returns a usage error when the flags before "--" give
+// --config an empty value ("--config=" or "--config ”"): most likely a
+// crontab's `--config "$CFG"` with CFG unset, which must not quietly mean
+// the default config (where the gate may not be paused). An empty
+// $CRON_GATE_CONFIG is unset, as for most variables.
+func EmptyConfig(flagArgs []string) string {
+	for i, a := range flagArgs {
+		if a == "--config=" || a == "--config" && i+1 < len(flagArgs) && flagArgs[i+1] == "" {
+			return "--config is empty (an unset variable?): name the config file, or leave --config out for the default"
+		}
+	}
+	return ""
+}
+
 // RunFlags are the run form's own flags and its NAME.
 type RunFlags struct {
 	runner.TimeoutFlags
 	OncePer string        `placeholder:"1h|1d|1w|slot" help:"Run at most once per period with success: 1h, 1d, 1w or slot (overrides the gate's once_per)."`
 	Jitter  time.Duration `placeholder:"DURATION" help:"Wait a stable offset in [0, DURATION), from the gate's and host's names, before starting the command (overrides the gate's jitter); at most ${max_jitter}."`
+	Chronic bool          `help:"Hold the command's output and write it out only when the run fails, with one line saying how it ended (as the gate's chronic)."`
 	Name    string        `arg:"" help:"Gate name."`
 }
 
@@ -71,6 +86,14 @@ func Vars() map[string]string {
 func FastParse(args []string) (l RunLine, ok bool) {
 	ok = runner.FastParse(args, &l, Vars())
 	return l, ok
+}
+
+// Invocation is the run these flags ask for, of command: what the
+// Invocation takes from the run form (the caller adds the config, the
+// printer, the signals).
+func (c *RunFlags) Invocation(command []string) Invocation {
+	return Invocation{Gate: c.Name, Argv: command, Timeout: c.Timeout, KillAfter: c.KillAfter,
+		OncePer: c.OncePer, Jitter: c.Jitter, Chronic: c.Chronic}
 }
 
 // Check returns "" when a parsed run line is usable, else the usage error.

@@ -63,7 +63,7 @@ func cachedRun(args []string) (inv gate.Invocation, how int) {
 		return inv, runFull
 	}
 	ra, ok := gate.FastParse(flags)
-	if !ok || ra.Check(command) != "" {
+	if !ok || ra.Check(command) != "" || gate.EmptyConfig(flags) != "" {
 		return inv, runFull
 	}
 	path, missingOK := gate.ConfigPath(ra.Config)
@@ -74,9 +74,8 @@ func cachedRun(args []string) (inv gate.Invocation, how int) {
 	case cfg != nil && cfg.Etcd.Set():
 		return inv, runEtcd
 	}
-	return gate.Invocation{
-		Gate: ra.Name, Argv: command, Config: cfg, ConfigErr: err,
-		Timeout: ra.Timeout, KillAfter: ra.KillAfter, OncePer: ra.OncePer, Jitter: ra.Jitter,
-		Out: &safetext.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose, ReportSkips: cfg != nil && cfg.ReportSkips},
-	}, runCached
+	inv = ra.Invocation(command)
+	inv.Config, inv.ConfigErr = cfg, err
+	inv.Out = &safetext.Printer{Prog: "cron-gate", Quiet: ra.Quiet, Verbose: ra.Verbose, ReportSkips: cfg != nil && cfg.ReportSkips}
+	return inv, runCached
 }

@@ -95,7 +95,8 @@ type MetricsCmd struct{}
 const description = `Run a cron job's command unless its gate is paused or an old process still
 holds its legacy lock, and record every run, skip and failure.
 
-  cron-gate [--config FILE] [-q] [-v] [--timeout D] [--kill-after D] NAME -- COMMAND [ARG...]
+  cron-gate [--config FILE] [-q] [-v] [--timeout D] [--kill-after D] [--once-per P]
+            [--jitter D] [--chronic] NAME -- COMMAND [ARG...]
   cron-gate pause NAME [--for D | --until TIME] [--reason TEXT] [--force]
   cron-gate resume NAME
   cron-gate status [NAME] [--json] [--output]
@@ -138,6 +139,9 @@ type checker interface{ check(command []string) error }
 func parse(args []string, stdout io.Writer, exit func(int)) (*parsed, error) {
 	var p parsed
 	flagArgs, command, isRun := runner.SplitCommand(args)
+	if msg := gate.EmptyConfig(flagArgs); msg != "" {
+		return nil, usageError{msg}
+	}
 	if isRun {
 		p.command = command
 		if fastParse(flagArgs, &p.CLI) {

@@ -101,11 +101,8 @@ func (c *RunCmd) Run(e *env) error {
 		return errHandOff
 	}
 	e.out.ReportSkips = cfg != nil && cfg.ReportSkips
-	inv := gate.Invocation{
-		Gate: c.Name, Argv: e.command, Config: cfg, ConfigErr: cfgErr, Pauses: e.ps,
-		Timeout: c.Timeout, KillAfter: c.KillAfter, OncePer: c.OncePer, Jitter: c.Jitter, Out: e.out, Sigs: e.sigs,
-		Observer: hcping.New,
-	}
+	inv := c.Invocation(e.command)
+	inv.Config, inv.ConfigErr, inv.Pauses, inv.Out, inv.Sigs, inv.Observer = cfg, cfgErr, e.ps, e.out, e.sigs, hcping.New
 	// A line cron-gate trigger runs now (trigger.go): a manual run.
 	if m := takeTrigger(c.Name, e.cli.Config); m != nil {
 		inv.ManualBy, inv.Force = m.By, m.Force

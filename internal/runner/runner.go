@@ -95,9 +95,14 @@ type Spec struct {
 	// given to the command as it is. Any other writer gets a pipe the
 	// runner owns and copies from (any other reader, one it copies into),
 	// so that Wait decides when to stop reading: see Drain.
-	Stdin     io.Reader
-	Stdout    io.Writer
-	Stderr    io.Writer
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// OneOutput gives the command's stdout and stderr one pipe, copied to
+	// Stdout (which must not be a file; Stderr is not used), so that
+	// their order is kept, as when both go to one file: for a wrapper
+	// whose own stdout and stderr are one file (SameFile), as under cron.
+	OneOutput bool
 	Timeout   time.Duration
 	KillAfter time.Duration // 0: DefaultKillAfter
 	// Drain bounds how long the runner still reads a pipe it owns after
@@ -399,6 +404,10 @@ func (c *Child) openPipes() error {
 		c.close = append(c.close, pw)
 		c.pipes = append(c.pipes, &pipe{r: pr, dst: out.w, done: make(chan struct{})})
 		*out.set = pw
+		if c.spec.OneOutput {
+			c.cmd.Stderr = pw
+			break
+		}
 	}
 	return nil
 }

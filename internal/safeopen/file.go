@@ -3,6 +3,7 @@
 package safeopen
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -18,12 +19,15 @@ type FileError struct {
 	Path string
 	Kind string // what it is instead, "a FIFO"; "" when too large
 	Max  int64  // the limit, when too large
-	Err  error  // ErrNotRegular or ErrTooLarge
+	Err  error  // ErrNotRegular, ErrTooLarge or ErrNotOwn
 }
 
 func (e *FileError) Error() string {
-	if e.Err == ErrTooLarge {
+	switch e.Err {
+	case ErrTooLarge:
 		return fmt.Sprintf("%s is larger than %s", e.Path, Size(e.Max))
+	case ErrNotOwn:
+		return fmt.Sprintf("%s is %v", e.Path, ErrNotOwn)
 	}
 	return fmt.Sprintf("%s is %s, not a regular file", e.Path, e.Kind)
 }
@@ -111,6 +115,26 @@ func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
 	defer unix.Close(fd)
 	return readBounded(fd, st.Size, max, d.Join(name))
 }
+
+// ReadOwnFile is ReadFile for a file that only this process's user may
+// have written: it must be owned by the effective user, have one link,
+// and be closed to writing by group and others, else a *FileError
+// wrapping ErrNotOwn (a file planted while the directory was open to
+// others, or linked in from elsewhere).
+func (d *Dir) ReadOwnFile(name string, max int64) ([]byte, error) {
+	fd, st, err := d.openIn(name, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	if st.Uid != uint32(os.Geteuid()) || st.Nlink != 1 || st.Mode&0o022 != 0 {
+		return nil, &FileError{Path: d.Join(name), Err: ErrNotOwn}
+	}
+	return readBounded(fd, st.Size, max, d.Join(name))
+}
+
+// ErrNotOwn: a file ReadOwnFile refuses.
+var ErrNotOwn = errors.New("not this user's own file (owner, links or mode)")
 
 // OpenFile opens the regular file name in d with flag (O_RDONLY,
 // O_WRONLY|O_APPEND|O_CREAT, ...) and perm, as the package doc says. The

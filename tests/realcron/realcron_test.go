@@ -126,6 +126,12 @@ const etcCrontab = env + `* * * * * root timeout 30 sh -c 'until grep -qs "\"eve
 * * * * * root withlock --paths @W@/post.md -- touch @W@/ran-bare; echo $? >> @W@/bare.codes
 * * * * * root cron-gate failing -- sh -c 'echo failing-output; exit 3'
 * * * * * root cron-gate ok -- true
+* * * * * root cron-gate plainsilent -- false
+* * * * * root cron-gate --chronic chronicok -- sh -c 'echo chatty-success; echo more >&2'
+* * * * * root cron-gate chronicfail -- sh -c 'echo chronic-output; echo chronic-stderr >&2; exit 4'
+* * * * * root cron-gate chronicsilent -- false
+* * * * * root cron-gate --chronic chronicbusy -- sh -c 'echo before-the-lock; withlock --paths @W@/post.md -- touch @W@/ran-chronicbusy'
+* * * * * root cron-gate chronicpaused -- sh -c 'echo never; touch @W@/ran-chronicpaused'
 `
 
 // The files of /etc/cron.d: one cron reads, and three it ignores (a
@@ -147,6 +153,16 @@ paused = true
 reason = "maintenance"
 
 [gates.pausedv]
+paused = true
+
+[gates.chronicfail]
+chronic = true
+
+[gates.chronicsilent]
+chronic = true
+
+[gates.chronicpaused]
+chronic = true
 paused = true
 
 [gates.legacy]
@@ -309,11 +325,15 @@ func TestRealCron(t *testing.T) {
 	// the failing job's mails match its runs (a run of the last tick may
 	// still be ending).
 	var mails []mail
-	failing := 0
+	failing, chronicFail, chronicSilent := 0, 0, 0
 	for end := time.Now().Add(30 * time.Second); ; {
 		mails = readMails(t, w)
 		failing = count(endOutcomes(w, "failing"), "failure")
-		if countSubject(mails, "cron-gate failing") == failing || time.Now().After(end) {
+		chronicFail = count(endOutcomes(w, "chronicfail"), "failure")
+		chronicSilent = count(endOutcomes(w, "chronicsilent"), "failure")
+		if countSubject(mails, "cron-gate failing") == failing &&
+			countSubject(mails, "cron-gate chronicfail") == chronicFail &&
+			countSubject(mails, "cron-gate chronicsilent") == chronicSilent || time.Now().After(end) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -322,7 +342,7 @@ func TestRealCron(t *testing.T) {
 	// What cron ran: every job at every tick.
 	ticks := len(tickMinutes(w, "ok"))
 	skips := map[string]int{}
-	for _, g := range []string{"paused", "pausedv", "legacy", "pair"} {
+	for _, g := range []string{"paused", "pausedv", "legacy", "pair", "chronicbusy", "chronicpaused"} {
 		skips[g] = countSkips(w, g)
 		if skips[g] < ticks-1 {
 			t.Errorf("gate %s skipped %d times in %d ticks: cron did not run it each minute", g, skips[g], ticks)
@@ -332,10 +352,17 @@ func TestRealCron(t *testing.T) {
 	if bare < ticks-1 || strings.Trim(readFile(w.path("bare.codes")), "75\n") != "" {
 		t.Errorf("bare withlock: exit codes %q, want 75 at each of %d ticks", readFile(w.path("bare.codes")), ticks)
 	}
-	if failing < ticks-1 {
-		t.Errorf("the failing job ran %d times in %d ticks", failing, ticks)
+	plainSilent := count(endOutcomes(w, "plainsilent"), "failure")
+	chronicOK := count(endOutcomes(w, "chronicok"), "success")
+	for _, r := range []struct {
+		gate string
+		n    int
+	}{{"failing", failing}, {"plainsilent", plainSilent}, {"chronicok", chronicOK}, {"chronicfail", chronicFail}, {"chronicsilent", chronicSilent}} {
+		if r.n < ticks-1 {
+			t.Errorf("the job of gate %s ran %d times in %d ticks, with the outcome it always has", r.gate, r.n, ticks)
+		}
 	}
-	for _, f := range []string{"ran-paused", "ran-pausedv", "ran-legacy", "ran-pair", "ran-bare"} {
+	for _, f := range []string{"ran-paused", "ran-pausedv", "ran-legacy", "ran-pair", "ran-bare", "ran-chronicbusy", "ran-chronicpaused"} {
 		if _, err := os.Stat(w.path(f)); err == nil {
 			t.Errorf("%s exists: a skipped command ran", f)
 		}
@@ -348,6 +375,15 @@ func TestRealCron(t *testing.T) {
 		case strings.Contains(m.subject, "cron-gate failing"):
 			if !strings.Contains(m.subject, "(failed)") || !strings.Contains(m.body, "failing-output") {
 				t.Errorf("the failing job's mail: subject %q, body %q", m.subject, m.body)
+			}
+		case strings.Contains(m.subject, "cron-gate chronicfail"):
+			// The output, in the order written, then the line.
+			if !strings.Contains(m.body, "chronic-output\nchronic-stderr\ncron-gate: gate chronicfail: the command failed with exit 4 after ") {
+				t.Errorf("the chronic failing job's mail: subject %q, body %q", m.subject, m.body)
+			}
+		case strings.Contains(m.subject, "cron-gate chronicsilent"):
+			if !strings.Contains(m.body, "cron-gate: gate chronicsilent: the command failed with exit 1 after ") {
+				t.Errorf("the chronic silent failing job's mail: subject %q, body %q", m.subject, m.body)
 			}
 		case strings.Contains(m.subject, "cron-gate -v pausedv"):
 			if !strings.Contains(m.body, "cron-gate: skipped gate pausedv: paused by config") {
@@ -363,6 +399,11 @@ func TestRealCron(t *testing.T) {
 	if failMails != failing {
 		t.Errorf("the failing job ran %d times and was mailed %d times", failing, failMails)
 	}
+	chronicFailMails, chronicSilentMails := countSubject(mails, "cron-gate chronicfail"), countSubject(mails, "cron-gate chronicsilent")
+	if chronicFailMails != chronicFail || chronicSilentMails != chronicSilent {
+		t.Errorf("chronic: the failing job with output ran %d times and was mailed %d times; the one without, %d and %d",
+			chronicFail, chronicFailMails, chronicSilent, chronicSilentMails)
+	}
 	if vMails != skips["pausedv"] {
 		t.Errorf("the -v job skipped %d times and was mailed %d times", skips["pausedv"], vMails)
 	}
@@ -371,6 +412,11 @@ func TestRealCron(t *testing.T) {
 		"from the -v paused gate: %d of %d skips; from the failing job: %d of %d runs",
 		ticks, ran.Round(time.Second), len(mails), skipMails, skips["paused"], skips["legacy"], skips["pair"], bare,
 		vMails, skips["pausedv"], failMails, failing)
+	t.Logf("mails under chronic: success with output %d of %d runs; failure with output %d of %d runs; failure without output %d of %d runs "+
+		"(without chronic: %d of %d); busy skips %d of %d, paused skips %d of %d",
+		countSubject(mails, "cron-gate --chronic chronicok"), chronicOK, chronicFailMails, chronicFail, chronicSilentMails, chronicSilent,
+		countSubject(mails, "cron-gate plainsilent"), plainSilent,
+		countSubject(mails, "cron-gate --chronic chronicbusy"), skips["chronicbusy"], countSubject(mails, "cron-gate chronicpaused"), skips["chronicpaused"])
 
 	// The crontabs cron reads: the files it ignores ran nothing, the one
 	// it reads did; cron-gate check, in cron's namespace (so reading
