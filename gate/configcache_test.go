@@ -19,16 +19,7 @@ import (
 // A cache entry is used only for its own config path, whatever its key
 // says: an entry written for one config never stands in for another.
 func TestCacheEntryPathChecked(t *testing.T) {
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	if err := os.Mkdir(cache, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("CRON_GATE_CACHE_DIR", cache)
-	path := filepath.Join(dir, "c.toml")
-	if err := os.WriteFile(path, []byte("[gates.g]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, cache, path := cacheFixture(t)
 	cfg, miss, err := LookupGate(path, false, "g")
 	if cfg != nil || miss == nil || err != nil {
 		t.Fatalf("first lookup: %v %v %v", cfg, miss, err)
@@ -210,16 +201,7 @@ func TestTypeShape(t *testing.T) {
 // A cache entry is read within 1 MiB (docs/security.md): an entry padded
 // to exactly 1 MiB is still used, one byte more is a miss.
 func TestCacheEntryBounded(t *testing.T) {
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	if err := os.Mkdir(cache, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("CRON_GATE_CACHE_DIR", cache)
-	path := filepath.Join(dir, "c.toml")
-	if err := os.WriteFile(path, []byte("[gates.g]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, cache, path := cacheFixture(t)
 	_, miss, err := LookupGate(path, false, "g")
 	if miss == nil || err != nil {
 		t.Fatalf("first lookup: %v %v", miss, err)
@@ -252,16 +234,7 @@ func TestCacheEntryBounded(t *testing.T) {
 // entry planted while the directory was open to others, or linked in from
 // elsewhere, is a miss (the config is decoded again).
 func TestCacheEntryOwnFile(t *testing.T) {
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	if err := os.Mkdir(cache, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("CRON_GATE_CACHE_DIR", cache)
-	path := filepath.Join(dir, "c.toml")
-	if err := os.WriteFile(path, []byte("[gates.g]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, cache, path := cacheFixture(t)
 	_, miss, _ := LookupGate(path, false, "g")
 	full := DefaultConfig()
 	full.Path, full.Gates["g"] = path, &GateConfig{Name: "g"}
@@ -300,4 +273,21 @@ func TestCacheEntryOwnFile(t *testing.T) {
 			t.Error("an entry owned by another user was used")
 		}
 	}
+}
+
+// cacheFixture is a private cache dir in $CRON_GATE_CACHE_DIR and a config
+// declaring gate g, in a new temporary dir.
+func cacheFixture(t *testing.T) (dir, cache, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	cache = filepath.Join(dir, "cache")
+	if err := os.Mkdir(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CRON_GATE_CACHE_DIR", cache)
+	path = filepath.Join(dir, "c.toml")
+	if err := os.WriteFile(path, []byte("[gates.g]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cache, path
 }
