@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,8 +46,30 @@ func (p *Printer) line(format string, args ...any) {
 	// path, command line, pause reason or holder with a newline, an escape
 	// sequence or a bidi override in it must not forge a second message,
 	// recolour or reorder the line (Line escapes them).
-	s := Line(fmt.Sprintf(format, args...))
+	s := Middle(Line(fmt.Sprintf(format, args...)), MaxMessage)
 	fmt.Fprintf(p.out(), "%s: %s\n", p.Prog, s)
+}
+
+// MaxMessage bounds a message line's bytes (a 100 KB argument echoed in
+// an error must not become a 100 KB mail): Middle keeps its start and its
+// end, where what went wrong is said.
+const MaxMessage = 2048
+
+// Middle cuts a line s longer than max bytes in the middle, keeping whole
+// characters of its start and end and saying how many bytes it left out.
+func Middle(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	keep := max / 2
+	head, tail := keep, len(s)-keep
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return fmt.Sprintf("%s …[%d bytes left out]… %s", s[:head], tail-head, s[tail:])
 }
 
 // Errorf reports a failure. It is never silenced.

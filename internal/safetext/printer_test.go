@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -91,5 +92,25 @@ func TestSkipSaidOnlyToAPerson(t *testing.T) {
 	(&Printer{Prog: "cron-gate", W: &b}).Skipf("skipped")
 	if b.Len() != 0 {
 		t.Errorf("to a buffer: %q", b.String())
+	}
+}
+
+// A message line is bounded: a huge argument is cut in the middle, its
+// start and end kept in whole characters, and the line says so.
+func TestMessageBounded(t *testing.T) {
+	var b bytes.Buffer
+	p := &Printer{Prog: "cron-gate", W: &b}
+	huge := strings.Repeat("é", 60000)
+	p.Errorf("--timeout %q: not a duration; hint at the end", huge)
+	line := b.String()
+	if strings.Count(line, "\n") != 1 || len(line) > MaxMessage+len("cron-gate: \n")+64 {
+		t.Fatalf("a message of %d bytes in %d lines", len(line), strings.Count(line, "\n"))
+	}
+	if !strings.HasPrefix(line, "cron-gate: --timeout \"éé") || !strings.HasSuffix(line, "éé\": not a duration; hint at the end\n") ||
+		!strings.Contains(line, " bytes left out]… ") || !utf8.ValidString(line) {
+		t.Fatalf("cut wrong: %.80q … %.80q", line, line[len(line)-80:])
+	}
+	if got := Middle("short", 10); got != "short" {
+		t.Fatalf("Middle cut a short line: %q", got)
 	}
 }
