@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "ef20d150ceb2f0511627"
+const cacheSchema = "5fb1f5698a42389c780f"

@@ -43,6 +43,24 @@ func (r *run) refuseConfig() int {
 	return runner.ExitFailure
 }
 
+// RecordRefused records in the gate's journal (in the config's state dir;
+// without a config, where refuseConfig records) that its run was refused
+// for err, the command not run: for a refusal found outside Run (a config
+// with [etcd] and no cron-gate-etcd to hand it to), so that status and the
+// watchdog see it. It prints nothing: the caller has said why.
+func RecordRefused(inv Invocation, err error) {
+	if CheckName(inv.Gate) != nil {
+		return
+	}
+	r := newRun(inv)
+	j, jerr := journal.Open(StateDirFor(r.cfg), inv.Gate, r.cfg.HistoryFor(inv.Gate))
+	if jerr != nil {
+		return
+	}
+	defer j.Close()
+	_ = j.Append(r.record(journal.EventError, journal.OutcomeError, journal.ReasonConfig, err.Error()))
+}
+
 // openState reads this host's pauses and opens the journal. A state dir
 // that another user could have made or redirected (the /var/tmp
 // fallback, a symlink planted in /tmp) is not this user's state: a pause

@@ -51,10 +51,19 @@ func ExecEtcd(args []string, sigs chan os.Signal) int {
 	out := &safetext.Printer{Prog: "cron-gate"}
 	err := runner.ExecCompanion(gate.EtcdBinary, "cron-gate", args)
 	if errors.Is(err, runner.ErrCompanionNotFound) {
-		out.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", gate.EtcdBinary)
+		err = fmt.Errorf("the config names an etcd cluster ([etcd]), which needs %s, not installed next to cron-gate or on PATH", gate.EtcdBinary)
+		out.Errorf("%v", err)
 		out.Hintf("%s", runner.CompanionHint(gate.EtcdBinary))
 	} else {
 		out.Errorf("%v", err)
+	}
+	// A run is recorded as refused, in the config's state dir.
+	if flags, command, isRun := runner.SplitCommand(args); isRun {
+		if l, ok := gate.FastParse(flags); ok && l.Check(command) == "" {
+			inv := l.Invocation(command)
+			inv.Config, _ = loadConfig(l.Config, l.Name)
+			gate.RecordRefused(inv, err)
+		}
 	}
 	return runner.ExitFailure
 }
