@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "b716a826a3448f94e15d"
+const cacheSchema = "73f0ee5d90fa109402cf"
