@@ -67,11 +67,7 @@ func TestBrowserTimeline(t *testing.T) {
 		shot string
 	}{{1280, 800, "dashboard-timeline.png"}, {390, 844, "dashboard-timeline-390.png"}} {
 		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
-			wd := browsertest.Start(t, size.w, size.h)
-			if size.w < 500 {
-				wd.Viewport(size.w, size.h)
-			}
-			wd.Open(srv.URL + "/?token=" + h.token)
+			wd := openPage(t, srv.URL, h, size.w, size.h)
 			var l timelineLayout
 			browsertest.WaitFor(t, "the timeline's ten lanes", 20*time.Second, func() bool {
 				wd.Eval(timelineJS, &l)
