@@ -131,7 +131,7 @@ func (h *handler) timeline(stateDir string, s *Summary, days int, now time.Time)
 	var total int64
 	for i := range gates {
 		g := &gates[i]
-		ln := Lane{Gate: g.Name, Category: category(g), Runs: []Span{}, Skips: []Mark{}}
+		ln := Lane{Gate: g.Name, Category: g.Category, Runs: []Span{}, Skips: []Mark{}}
 		if jr != nil && total < timelineTotal {
 			var recs []journal.Record
 			var cut bool
@@ -233,40 +233,4 @@ func markOf(rec journal.Record, hide bool) Mark {
 		m.Holders = append(m.Holders, mh)
 	}
 	return m
-}
-
-// categories are the table's order, most pressing first: the page's
-// CATEGORIES (app.js), which sorts the table by the same rule.
-var categories = []string{"failing", "blocked", "stale", "overrun", "skipped", "paused", "running", "waiting", "done", "ok", "never-run"}
-
-// category is the page's category(g) (app.js): the state, with what only
-// the watchdog knows (stale) and what a running gate may be (overrun).
-func category(g *GateSummary) string {
-	switch {
-	case g.State == "failing" || g.State == "error":
-		return "failing"
-	case g.State == "blocked":
-		return "blocked"
-	}
-	if g.State == "ok" || g.State == "skipped" || g.State == "never-run" {
-		for _, c := range g.Conditions {
-			if c.Condition == "stale" && c.Bad {
-				return "stale"
-			}
-		}
-	}
-	if g.Overrun {
-		return "overrun"
-	}
-	return g.State
-}
-
-func categoryRank(g *GateSummary) int {
-	c := category(g)
-	for i, x := range categories {
-		if x == c {
-			return i
-		}
-	}
-	return len(categories)
 }

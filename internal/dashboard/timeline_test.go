@@ -3,10 +3,12 @@
 package dashboard
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +166,28 @@ func TestTimelineItemBound(t *testing.T) {
 	ln.fill(recs, &GateSummary{}, now.Add(-24*time.Hour), now, newZoner(time.UTC), true)
 	if len(ln.Skips) != timelineItems || ln.Cut == "" || !ln.Skips[len(ln.Skips)-1].Time.Equal(recs[len(recs)-1].Time) {
 		t.Errorf("%d skips, cut %q", len(ln.Skips), ln.Cut)
+	}
+}
+
+// The page orders its table and counts its summary by app.js's
+// CATEGORIES; the timeline's lanes by summary.go's categories: one list.
+func TestCategoriesAgree(t *testing.T) {
+	js, err := assets.ReadFile("assets/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`const CATEGORIES = \[([^\]]*)\];`).FindSubmatch(js)
+	if m == nil {
+		t.Fatal("app.js has no CATEGORIES list")
+	}
+	var got []string
+	for _, q := range strings.Split(string(m[1]), ",") {
+		got = append(got, strings.Trim(strings.TrimSpace(q), "'"))
+	}
+	if strings.Join(got, " ") != strings.Join(categories, " ") {
+		t.Errorf("app.js's CATEGORIES %v, summary.go's categories %v", got, categories)
+	}
+	if !bytes.Contains(js, []byte("function category(g) { return g.category || g.state; }")) {
+		t.Error("app.js decides a category itself again; it reads the summary's")
 	}
 }

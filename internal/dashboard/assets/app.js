@@ -181,18 +181,13 @@
     return (g.conditions || []).find(c => c.condition === name);
   }
 
-  // category: what the page sorts, counts and filters by — the status's
-  // state, with what only the watchdog knows (stale) and what a running
-  // gate may be (overrun). Most pressing first.
+  // category: what the page sorts, counts and filters by — the server's
+  // (summary.go's category: the status's state, with what only the
+  // watchdog knows, stale, and what a running gate may be, overrun),
+  // which the timeline's lanes are ordered by too. Most pressing first:
+  // the order of summary.go's categories (TestCategoriesAgree).
   const CATEGORIES = ['failing', 'blocked', 'stale', 'overrun', 'skipped', 'paused', 'running', 'waiting', 'done', 'ok', 'never-run'];
-  function category(g) {
-    if (g.state === 'failing' || g.state === 'error') return 'failing';
-    if (g.state === 'blocked') return 'blocked';
-    const st = cond(g, 'stale');
-    if ((g.state === 'ok' || g.state === 'skipped' || g.state === 'never-run') && st && st.bad) return 'stale';
-    if (g.overrun) return 'overrun';
-    return g.state;
-  }
+  function category(g) { return g.category || g.state; }
   // badgeOf: the word on the badge.
   function badgeOf(g) {
     if (g.state === 'error') return 'error';
