@@ -19,7 +19,7 @@ import (
 // whole lines are records. It never writes and never waits on the gate's
 // lock; what it reads is a snapshot that may miss the record appended
 // meanwhile.
-func (j *Journal) Tail(maxBytes int64) (recs []Record, cut bool, errs []error) {
+func (j *Journal) Tail(maxBytes int64) (recs []Record, cut bool, read int64, errs []error) {
 	left := maxBytes
 	var parts [][]Record
 	for _, name := range []string{journalFile, journalOldFile} {
@@ -35,6 +35,7 @@ func (j *Journal) Tail(maxBytes int64) (recs []Record, cut bool, errs []error) {
 		}
 		parts = append(parts, rs)
 		left -= n
+		read += n
 		if c {
 			cut = true
 			break
@@ -43,7 +44,7 @@ func (j *Journal) Tail(maxBytes int64) (recs []Record, cut bool, errs []error) {
 	for i := len(parts) - 1; i >= 0; i-- {
 		recs = append(recs, parts[i]...)
 	}
-	return recs, cut, errs
+	return recs, cut, read, errs
 }
 
 // tailOf reads the records in the last limit bytes of the file name; cut

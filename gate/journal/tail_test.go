@@ -55,17 +55,17 @@ func TestTail(t *testing.T) {
 		}
 		return strings.Join(s, " ")
 	}
-	recs, cut, errs := j.Tail(1 << 20)
-	if runs(recs) != "o1 o2 c1 c2" || cut || len(errs) != 0 {
-		t.Errorf("whole: %q cut %v %v", runs(recs), cut, errs)
+	recs, cut, read, errs := j.Tail(1 << 20)
+	if runs(recs) != "o1 o2 c1 c2" || cut || len(errs) != 0 || read != int64(len(old)+len(cur)) {
+		t.Errorf("whole: %q cut %v, %d bytes read, %v", runs(recs), cut, read, errs)
 	}
 	// Enough for the current file and one old line and a half: the cut
 	// old line is no record.
 	n := int64(len(cur) + len(tailLine("o2")) + 10)
-	if recs, cut, _ = j.Tail(n); runs(recs) != "o2 c1 c2" || !cut {
+	if recs, cut, _, _ = j.Tail(n); runs(recs) != "o2 c1 c2" || !cut {
 		t.Errorf("bound %d: %q cut %v", n, runs(recs), cut)
 	}
-	if recs, cut, _ = j.Tail(int64(len(cur))); runs(recs) != "c1 c2" || !cut {
+	if recs, cut, _, _ = j.Tail(int64(len(cur))); runs(recs) != "c1 c2" || !cut {
 		t.Errorf("the current file only: %q cut %v", runs(recs), cut)
 	}
 }
@@ -82,7 +82,10 @@ func FuzzTail(f *testing.F) {
 			return
 		}
 		j := tailJournal(t, nil, data)
-		recs, cut, _ := j.Tail(limit)
+		recs, cut, read, _ := j.Tail(limit)
+		if read > limit {
+			t.Fatalf("read %d bytes, bound %d", read, limit)
+		}
 		all, _ := ReadRecords(bytes.NewReader(data))
 		key := func(r Record) string { b, _ := json.Marshal(r); return string(b) }
 		i := 0

@@ -136,9 +136,10 @@ func (h *handler) timeline(stateDir string, s *Summary, days int, now time.Time)
 			var recs []journal.Record
 			var cut bool
 			if j, err := jr.Journal(g.Name); err == nil && j != nil {
-				recs, cut, _ = j.Tail(min(timelineBytes, timelineTotal-total))
+				var n int64
+				recs, cut, n, _ = j.Tail(min(timelineBytes, timelineTotal-total))
 				j.Close()
-				total += timelineBytes
+				total += n
 			}
 			ln.fill(recs, g, since, now, z, hide)
 			if cut && (len(recs) == 0 || recs[0].Time.After(since)) {

@@ -5,6 +5,7 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -189,5 +190,27 @@ func TestCategoriesAgree(t *testing.T) {
 	}
 	if !bytes.Contains(js, []byte("function category(g) { return g.category || g.state; }")) {
 		t.Error("app.js decides a category itself again; it reads the summary's")
+	}
+}
+
+// The answer's byte bound counts what was read: forty small journals are
+// all read (2 MiB each would pass the bound at 32).
+func TestTimelineManyGates(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	for i := range 40 {
+		name := fmt.Sprintf("g%02d", i)
+		e.declare(&gate.GateConfig{Name: name})
+		e.run(t, name, now.Add(-time.Hour), time.Second, journal.OutcomeSuccess, 0)
+	}
+	srv, _ := server(t, e.options())
+	_, body, tl := getTimeline(t, srv.URL, "")
+	if tl == nil || len(tl.Lanes) != 40 {
+		t.Fatalf("%s", body)
+	}
+	for _, ln := range tl.Lanes {
+		if ln.Cut != "" || len(ln.Runs) != 1 {
+			t.Errorf("lane %s: cut %q, %d runs", ln.Gate, ln.Cut, len(ln.Runs))
+		}
 	}
 }
