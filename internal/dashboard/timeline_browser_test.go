@@ -56,7 +56,7 @@ func TestBrowserTimeline(t *testing.T) {
 			Outcome: journal.OutcomeSkipped, Reason: journal.ReasonBusy, Exit: code(75), HeldBy: []journal.HeldBy{holder}})
 	}
 	e.journal(t, "ko-followup", journal.Record{Run: "legacy", Event: journal.EventSkip, Time: now.Add(-50 * time.Minute),
-		Outcome: journal.OutcomeSkipped, Reason: journal.ReasonLegacyLock, HeldBy: []journal.HeldBy{{Pid: 4711, Command: "python3 old_followup.py"}}})
+		Outcome: journal.OutcomeSkipped, Reason: journal.ReasonLegacyLock, HeldBy: []journal.HeldBy{{Pid: 4711, Command: "python3 old_followup.py \u202e\x1b[31mevil"}}})
 	e.run(t, "ko-followup", now.Add(-40*time.Minute), 30*time.Second, journal.OutcomeSuccess, 0)
 	opts := e.options()
 	opts.TimeZone = seoul(t)
@@ -120,8 +120,14 @@ func TestBrowserTimeline(t *testing.T) {
 			// The legacy mark names the process: a button, its words in the
 			// detail line once pressed.
 			wd.Click(`#skip-ko-followup-legacy-2`)
-			if d := wd.Text("#tl-detail"); !strings.Contains(d, "pid 4711") {
+			d := wd.Text("#tl-detail")
+			if !strings.Contains(d, "pid 4711") || strings.ContainsAny(d, "\u202e\x1b") {
 				t.Errorf("the legacy mark's detail: %q", d)
+			}
+			// Its command, where commands are shown, with its bidi and
+			// control characters escaped, never acting.
+			if lockfile.CommandsShownToAll() && !strings.Contains(d, `old_followup.py \u202e\x1b[31mevil`) {
+				t.Errorf("the legacy mark's detail lacks the escaped command: %q", d)
 			}
 			// A week: the toggle, then the lanes again.
 			wd.Click("#tl-7")
