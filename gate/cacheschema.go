@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "5fb1f5698a42389c780f"
+const cacheSchema = "23a13467e4cae8754e24"

@@ -114,14 +114,15 @@ func (r *run) fail(reason string, err error) int {
 // A skip of a done period is not told to the observer: the period's
 // run succeeded, and was told.
 func (r *run) skip(reason, detail string) int {
-	return r.skipSaying(reason, detail, detail)
+	return r.skipSaying(r.record(journal.EventSkip, journal.OutcomeSkipped, reason, detail), detail)
 }
 
-// skipSaying is skip, saying more on stderr (which only the run's own
-// user reads) than it records (detail) or tells the observer.
-func (r *run) skipSaying(reason, detail, said string) int {
+// skipSaying records the skip rec, saying more on stderr (which only the
+// run's own user reads) than it records (rec.Detail) or tells the
+// observer.
+func (r *run) skipSaying(rec journal.Record, said string) int {
+	reason := rec.Reason
 	r.out.Skipf("skipped gate %s: %s", r.inv.Gate, said)
-	rec := r.record(journal.EventSkip, journal.OutcomeSkipped, reason, detail)
 	r.append(rec)
 	if reason != journal.ReasonDone && r.inv.Observer != nil {
 		if obs := r.inv.Observer(r.g, r.id, r.out); obs != nil {
@@ -330,6 +331,7 @@ func (r *run) endRecord(res runner.Result, start time.Time) journal.Record {
 		rec.Outcome, rec.Reason, rec.Detail = journal.OutcomeSkipped, journal.ReasonBusy, fmt.Sprintf("the command exited with the skip code %d", code)
 		if d := runner.ReadBusyReport(r.busy); d != nil {
 			rec.Locks, rec.LocksMore = d.Locks, d.More
+			r.recordHeldBy(&rec, lockHolders(d.Locks))
 		}
 	default:
 		rec.Outcome = journal.OutcomeFailure

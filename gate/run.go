@@ -277,7 +277,9 @@ func (r *run) decideLegacy() (code int, decided bool) {
 	if found != nil {
 		// The journal is world-readable: a holder's command line goes
 		// in only where /proc shows it to everyone (Found.Recorded).
-		return r.skipSaying(legacyReason(found.Kind), found.Recorded(), found.String()), true
+		rec := r.record(journal.EventSkip, journal.OutcomeSkipped, legacyReason(found.Kind), found.Recorded())
+		r.recordHeldBy(&rec, legacyHolders(found))
+		return r.skipSaying(rec, found.String()), true
 	}
 	return 0, false
 }

@@ -4,7 +4,7 @@ package tests
 // hidepid=2, a legacy lock's holder whose command line /proc hides from
 // nobody (uid 65534) is shown to nobody by nothing of ours: not by the
 // journal (0644) that a root run wrote, not by `status`, not by `why`, not
-// by the loopback dashboard's /api/summary. Root, whose /proc shows it,
+// by the loopback dashboard's /api/summary or /api/timeline. Root, whose /proc shows it,
 // still sees it in `status`. Every command runs in a private mount
 // namespace (unshare -m) with its own /proc mounted hidepid=2; the host's
 // /proc is never changed.
@@ -189,5 +189,12 @@ func TestHidepidHolderCommand(t *testing.T) {
 		t.Fatalf("/api/summary does not name the holder pid %s (%v):\n%s", pid, err, body)
 	}
 	noCommand("/api/summary", string(body))
+	// The timeline's skip names the holder recorded at skip time (the
+	// root run's held_by): its pid, not its command.
+	res, body = httpDo(t, "GET", srv.base+"/api/timeline", nil, nil)
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"pid":`+pid) {
+		t.Fatalf("GET /api/timeline: %d, holder pid %s not named:\n%s", res.StatusCode, pid, body)
+	}
+	noCommand("/api/timeline", string(body))
 	srv.stop(t)
 }

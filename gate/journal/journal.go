@@ -116,6 +116,13 @@ type Record struct {
 	// up when the status is read (gate.Status).
 	Locks     []Lock `json:"locks,omitempty"`
 	LocksMore int    `json:"locks_more,omitempty"`
+	// HeldBy, in a busy end record or a legacy_lock / legacy_pidfile skip,
+	// are the processes that held those locks at that moment (at most
+	// MaxHeldBy, HeldByMore saying how many more), each with the
+	// cron-gate run it belongs to when it is one: who blocked whom, as
+	// it was, for the dashboard's timeline and why.
+	HeldBy     []HeldBy `json:"held_by,omitempty"`
+	HeldByMore int      `json:"held_by_more,omitempty"`
 	// Period, for a gate with once_per, is the period the run was called
 	// in (gate.Period.Key: its start, RFC 3339): a success counts for it,
 	// whenever the command started.
@@ -139,6 +146,24 @@ type Record struct {
 	Until time.Time `json:"until,omitzero"`
 }
 
+// MaxHeldBy bounds the holders a record names (Record.HeldBy).
+const MaxHeldBy = 4
+
+// HeldBy is a process that held a lock the run found busy, looked up at
+// skip time. Pid and PidStart identify it (a recycled pid has another
+// start); Gate and Run name the cron-gate run it was part of (itself,
+// or an ancestor within a few generations), "" when it was none.
+// Command is its command line, neutralised and cut (as gate.Holder's),
+// and only where /proc shows every command line to every user
+// (lockfile.CommandsShownToAll): the journal is world-readable.
+type HeldBy struct {
+	Pid      int    `json:"pid,omitempty"`
+	PidStart uint64 `json:"pid_start,omitempty"`
+	Command  string `json:"command,omitempty"`
+	Gate     string `json:"gate,omitempty"`
+	Run      string `json:"run,omitempty"`
+}
+
 // MaxLocks bounds the path locks a busy record names (Record.Locks).
 const MaxLocks = runner.MaxBusyPaths
 
@@ -159,6 +184,8 @@ type Event struct {
 	Detail     string    `json:"detail,omitempty"`
 	Locks      []Lock    `json:"locks,omitempty"` // a busy skip's (Record.Locks)
 	LocksMore  int       `json:"locks_more,omitempty"`
+	HeldBy     []HeldBy  `json:"held_by,omitempty"` // Record.HeldBy
+	HeldByMore int       `json:"held_by_more,omitempty"`
 	Period     string    `json:"period,omitempty"`    // Record.Period
 	OncePer    string    `json:"once_per,omitempty"`  // Record.OncePer
 	JitterMS   int64     `json:"jitter_ms,omitempty"` // Record.JitterMS

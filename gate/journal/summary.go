@@ -216,7 +216,7 @@ func (j *Journal) writeSummary(s *Summary) error {
 func eventOf(r Record) *Event {
 	return &Event{Run: r.Run, Time: r.Time, Outcome: r.Outcome, Exit: r.Exit, Signal: r.Signal,
 		Started: r.Started, DurationMS: r.DurationMS, Reason: r.Reason, Detail: r.Detail,
-		Locks: r.Locks, LocksMore: r.LocksMore, Period: r.Period, OncePer: r.OncePer, JitterMS: r.JitterMS, Trigger: r.Trigger, By: r.By, Forced: r.Forced}
+		Locks: r.Locks, LocksMore: r.LocksMore, HeldBy: r.HeldBy, HeldByMore: r.HeldByMore, Period: r.Period, OncePer: r.OncePer, JitterMS: r.JitterMS, Trigger: r.Trigger, By: r.By, Forced: r.Forced}
 }
 
 // attempt folds one attempt (an end, a skip or an error) into the

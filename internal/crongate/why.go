@@ -62,7 +62,13 @@ type WhyReport struct {
 	Next      *NextTry          `json:"next,omitempty"`
 	Attempts  []journal.Attempt `json:"attempts"` // the last attempts, newest first
 	Gate      gate.GateStatus   `json:"gate"`     // as cron-gate status --json has it
-	Warnings  []string          `json:"warnings,omitempty"`
+	// HeldBy are who held the locks of the last attempt, a busy or
+	// legacy skip, when it was skipped (journal.Record.HeldBy): a
+	// cron-gate run's {gate, run}, or a process's pid (and command where
+	// /proc shows it to all). HeldByMore more were not recorded.
+	HeldBy     []journal.HeldBy `json:"held_by,omitempty"`
+	HeldByMore int              `json:"held_by_more,omitempty"`
+	Warnings   []string         `json:"warnings,omitempty"`
 
 	zone *time.Location // the gate's (time_zone), for the times printed
 }
@@ -109,6 +115,9 @@ func why(cfg *gate.Config, ps gate.Pauses, c *WhyCmd, w io.Writer, out *safetext
 		r.Attempts = append(r.Attempts, g.Recent[i])
 	}
 	r.Verdict = verdict(g, now)
+	if k, a := g.Skipping, g.LastAttempt; k != nil && a != nil && a.Outcome == journal.OutcomeSkipped {
+		r.HeldBy, r.HeldByMore = a.HeldBy, a.HeldByMore
+	}
 	r.Blockers = blockers(cfg, g, gc, rep.Warnings)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -251,6 +260,20 @@ func blockers(cfg *gate.Config, g *gate.GateStatus, gc *gate.GateConfig, warning
 	return out
 }
 
+// heldByWords says who held the last skip's locks then: "held by gate X
+// run R (see the dashboard's timeline: /#run-X-R)" or "held by pid N
+// (command), not a cron-gate run".
+func heldByWords(h journal.HeldBy) string {
+	if h.Gate != "" && h.Run != "" {
+		return fmt.Sprintf("held by gate %s run %s (see the dashboard's timeline: /#run-%s-%s)", h.Gate, h.Run, h.Gate, h.Run)
+	}
+	s := fmt.Sprintf("held by pid %d", h.Pid)
+	if h.Command != "" {
+		s += " (" + h.Command + ")"
+	}
+	return s + " at the last skip, not a cron-gate run"
+}
+
 func lockWords(ls []gate.LockState) string {
 	s := make([]string, len(ls))
 	for i, l := range ls {
@@ -333,6 +356,12 @@ func stampIn(t time.Time) string { return t.Format("2006-01-02 15:04 MST") }
 func (r *WhyReport) print(w io.Writer, now time.Time) {
 	line := func(format string, args ...any) { fmt.Fprintln(w, cell(fmt.Sprintf(format, args...))) }
 	line("%s", r.Verdict)
+	for _, h := range r.HeldBy {
+		line("  %s", heldByWords(h))
+	}
+	if r.HeldByMore > 0 {
+		line("  and %d more holder(s)", r.HeldByMore)
+	}
 	g := &r.Gate
 	if k := g.Skipping; k != nil && k.Reason != journal.ReasonBusy {
 		if k.Note != "" && len(k.Locks) == 0 {

@@ -84,6 +84,7 @@ func (h *handler) routes() {
 	add("/metrics", route{method: "GET", fn: h.metrics})
 	add("/api/summary", route{method: "GET", fn: h.apiSummary})
 	add("/api/output", route{method: "GET", fn: h.apiOutput})
+	add("/api/timeline", route{method: "GET", fn: h.apiTimeline})
 	add("/api/csrf", route{method: "GET", public: true, fn: h.apiCSRFGone})
 	add("/api/logout", route{method: "POST", cookieOnly: true, fn: h.logout})
 	add("/api/pause", route{method: "POST", fn: h.action(actPause)})

@@ -140,6 +140,17 @@ func holdLegacyLock(t *testing.T, lock string) {
 	}
 }
 
+// openPage opens the dashboard at base, logged in with h's token, in a
+// chromium of width×height (a phone's viewport below 500 pixels).
+func openPage(t *testing.T, base string, h *handler, width, height int) *browsertest.Browser {
+	wd := browsertest.Start(t, width, height)
+	if width < 500 {
+		wd.Viewport(width, height)
+	}
+	wd.Open(base + "/?token=" + h.token)
+	return wd
+}
+
 // layoutJS measures the page: its overflow, every visible button once
 // scrolled into view, the rows' order and categories, the summary.
 const layoutJS = `const de = document.documentElement;
@@ -191,11 +202,7 @@ func TestBrowserLayout(t *testing.T) {
 		shot string
 	}{{1280, 800, "dashboard.png"}, {390, 844, "dashboard-390.png"}} {
 		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
-			wd := browsertest.Start(t, size.w, size.h)
-			if size.w < 500 {
-				wd.Viewport(size.w, size.h)
-			}
-			wd.Open(srv.URL + "/?token=" + h.token)
+			wd := openPage(t, srv.URL, h, size.w, size.h)
 			var l layout
 			browsertest.WaitFor(t, "the ten rows", 20*time.Second, func() bool {
 				wd.Eval(layoutJS, &l)

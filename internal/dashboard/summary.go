@@ -86,6 +86,10 @@ type GateSummary struct {
 	// Conditions are the watchdog's conditions for the gate
 	// (watch.Watched), each with its state after the last check.
 	Conditions []Condition `json:"conditions,omitempty"`
+	// Category is what the page sorts, counts and filters by, most
+	// pressing first (categories): the state, with what only the
+	// watchdog knows (stale) and what a running gate may be (overrun).
+	Category string `json:"category"`
 }
 
 // Schedule is one crontab line that runs a gate.
@@ -182,6 +186,7 @@ func (h *handler) build(cfg *gate.Config, rep *gate.Report, st *watch.State, stE
 			}
 			gs.Conditions = append(gs.Conditions, cd)
 		}
+		gs.Category = category(&gs)
 		z.gate(&gs)
 		s.Gates = append(s.Gates, gs)
 	}
@@ -333,4 +338,41 @@ func (h *handler) parseSchedule(expr string) (*cronexpr.Schedule, error) {
 type parsedSchedule struct {
 	s   *cronexpr.Schedule
 	err error
+}
+
+// categories are the table's order, most pressing first: the page's
+// CATEGORIES (app.js) is the same list (TestCategoriesAgree).
+var categories = []string{"failing", "blocked", "stale", "overrun", "skipped", "paused", "running", "waiting", "done", "ok", "never-run"}
+
+// category is GateSummary.Category: the state, with what only the
+// watchdog knows (stale) and what a running gate may be (overrun). The
+// page reads it (app.js has no rule of its own).
+func category(g *GateSummary) string {
+	switch {
+	case g.State == "failing" || g.State == "error":
+		return "failing"
+	case g.State == "blocked":
+		return "blocked"
+	}
+	if g.State == "ok" || g.State == "skipped" || g.State == "never-run" {
+		for _, c := range g.Conditions {
+			if c.Condition == "stale" && c.Bad {
+				return "stale"
+			}
+		}
+	}
+	if g.Overrun {
+		return "overrun"
+	}
+	return g.State
+}
+
+func categoryRank(g *GateSummary) int {
+	c := g.Category
+	for i, x := range categories {
+		if x == c {
+			return i
+		}
+	}
+	return len(categories)
 }

@@ -29,6 +29,7 @@ type ProcStat struct {
 	Pid        int
 	Comm       string // raw, unsanitized: any byte but NUL, chosen by the process
 	State      byte   // field 3: R, S, D, Z, X, ...
+	Ppid       int    // field 4: the parent's pid (0 for the first process of a namespace)
 	Pgrp       int    // field 5: the process group
 	StartTicks uint64 // field 22: start time, clock ticks since boot
 	CPUTicks   uint64 // fields 14 and 15: user and system CPU time, clock ticks (0 if unreadable)
@@ -76,7 +77,11 @@ func ParseProcStat(data []byte) (ProcStat, error) {
 	if err != nil {
 		return st, errors.New("bad pgrp field")
 	}
-	st.Pid, st.Comm, st.State, st.Pgrp, st.StartTicks = pid, string(data[open+1:end]), rest[1], pgrp, start
+	ppid, err := strconv.Atoi(string(f[0]))
+	if err != nil {
+		return st, errors.New("bad ppid field")
+	}
+	st.Pid, st.Comm, st.State, st.Ppid, st.Pgrp, st.StartTicks = pid, string(data[open+1:end]), rest[1], ppid, pgrp, start
 	utime, uerr := strconv.ParseUint(string(f[10]), 10, 64)
 	stime, serr := strconv.ParseUint(string(f[11]), 10, 64)
 	if uerr == nil && serr == nil {

@@ -12,7 +12,7 @@ import (
 )
 
 func TestParseProcStat(t *testing.T) {
-	tail := " S 1 1 1 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 123456 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+	tail := " S 7 1 1 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 123456 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
 	for _, comm := range []string{"sleep", "", "a b", "x) S 1 2 3 (y", ")", "((", "a\nb", "python3 w.py) Z 9"} {
 		data := []byte("4242 (" + comm + ")" + tail)
 		st, err := ParseProcStat(data)
@@ -20,7 +20,7 @@ func TestParseProcStat(t *testing.T) {
 			t.Errorf("comm %q: %v", comm, err)
 			continue
 		}
-		if st.Pid != 4242 || st.Comm != comm || st.State != 'S' || st.Pgrp != 1 || st.StartTicks != 123456 || st.CPUTicks != 12 {
+		if st.Pid != 4242 || st.Comm != comm || st.State != 'S' || st.Ppid != 7 || st.Pgrp != 1 || st.StartTicks != 123456 || st.CPUTicks != 12 {
 			t.Errorf("comm %q: got %+v", comm, st)
 		}
 	}

@@ -181,18 +181,13 @@
     return (g.conditions || []).find(c => c.condition === name);
   }
 
-  // category: what the page sorts, counts and filters by — the status's
-  // state, with what only the watchdog knows (stale) and what a running
-  // gate may be (overrun). Most pressing first.
+  // category: what the page sorts, counts and filters by — the server's
+  // (summary.go's category: the status's state, with what only the
+  // watchdog knows, stale, and what a running gate may be, overrun),
+  // which the timeline's lanes are ordered by too. Most pressing first:
+  // the order of summary.go's categories (TestCategoriesAgree).
   const CATEGORIES = ['failing', 'blocked', 'stale', 'overrun', 'skipped', 'paused', 'running', 'waiting', 'done', 'ok', 'never-run'];
-  function category(g) {
-    if (g.state === 'failing' || g.state === 'error') return 'failing';
-    if (g.state === 'blocked') return 'blocked';
-    const st = cond(g, 'stale');
-    if ((g.state === 'ok' || g.state === 'skipped' || g.state === 'never-run') && st && st.bad) return 'stale';
-    if (g.overrun) return 'overrun';
-    return g.state;
-  }
+  function category(g) { return g.category || g.state; }
   // badgeOf: the word on the badge.
   function badgeOf(g) {
     if (g.state === 'error') return 'error';
@@ -738,6 +733,142 @@
     forgetKey();
     location.reload();
   }
+
+  // The timeline (/api/timeline): one lane per gate, problems first; a
+  // run is a bar from its start to its end, a skip a mark whose shape and
+  // colour say its reason. A skip whose lock a cron-gate run held links
+  // to that run's bar (#run-GATE-RUN); one held by another process says
+  // its pid and command. Rebuilt at each refresh of its own (every
+  // TIMELINE_MS, and when the window changes), the focus kept by id.
+  const TIMELINE_MS = 30000;
+  const MARKS = { busy: ['▲', 'why-busy'], legacy_lock: ['◆', 'why-legacy'], legacy_pidfile: ['◆', 'why-legacy'],
+    paused: ['Ⅱ', 'why-paused'], done: ['Ⅱ', 'why-paused'] };
+  const HOLDER_REASONS = new Set(['busy', 'legacy_lock', 'legacy_pidfile']);
+  let tlDays = 1;
+  let tlBusy = false;
+  function runId(gate, run) { return 'run-' + gate + '-' + run; }
+  function holderWords(h) {
+    if (h.gate && h.run) return 'gate ' + h.gate + ' run ' + h.run;
+    let s = h.pid ? 'pid ' + h.pid : 'a process not visible here';
+    if (h.command) s += ' (' + h.command + ')';
+    return s;
+  }
+  function pct(t, since, span) {
+    return Math.min(100, Math.max(0, (Date.parse(t) - since) / span * 100));
+  }
+  function renderTimeline(tl) {
+    const box = document.getElementById('tl-lanes');
+    const focused = document.activeElement && box.contains(document.activeElement) ? document.activeElement.id : '';
+    const since = Date.parse(tl.since);
+    const span = Math.max(1, Date.parse(tl.generated) - since);
+    document.getElementById('tl-window').textContent = clean(shortTime(tl.since) + ' – ' + shortTime(tl.generated));
+    const lanes = [];
+    const axis = el('div', 'tl-axis');
+    axis.setAttribute('aria-hidden', 'true');
+    for (let i = 0; i <= 4; i++) axis.appendChild(el('span', null, epochTime((since + span * i / 4) / 1000)));
+    lanes.push(axis);
+    for (const ln of tl.lanes) {
+      const lane = el('div', 'tl-lane');
+      lane.dataset.gate = ln.gate;
+      const name = el('div', 'tl-name');
+      name.appendChild(iso(ln.gate));
+      name.appendChild(line('sub', ln.runs.length + ' runs · ' + ln.skips.length + ' skips', ln.cut ? ' · cut' : ''));
+      if (ln.cut) setTitle(name, ln.gate, ln.cut);
+      const track = el('div', 'tl-track');
+      track.setAttribute('role', 'group');
+      track.setAttribute('aria-label', clean('timeline of gate ' + ln.gate));
+      for (const r of ln.runs) {
+        const a = el('a', 'tl-run out-' + r.outcome);
+        a.id = runId(ln.gate, r.run);
+        a.href = '#' + encodeURIComponent(a.id);
+        const left = pct(r.start, since, span);
+        a.style.left = left + '%';
+        a.style.width = Math.max(0, pct(r.end, since, span) - left) + '%';
+        const words = ln.gate + ' run ' + r.run + ': ' + endWords(r) + ', ' + shortTime(r.start) + ' – ' + shortTime(r.end);
+        a.setAttribute('aria-label', clean(words));
+        setTitle(a, words);
+        a.addEventListener('click', ev => { ev.preventDefault(); detail(words); });
+        track.appendChild(a);
+      }
+      ln.skips.forEach((m, i) => {
+        const [glyph, cls] = MARKS[m.reason] || ['✕', 'why-error'];
+        const hs = m.holders || [];
+        const to = hs.find(h => h.gate && h.run);
+        const node = to ? el('a', 'tl-mark ' + cls, glyph) : el('button', 'tl-mark ' + cls, glyph);
+        node.id = 'skip-' + ln.gate + '-' + m.run + '-' + i;
+        node.style.left = pct(m.time, since, span) + '%';
+        let words = ln.gate + ' ' + (m.outcome === 'error' ? 'error' : 'skipped') + ' at ' + shortTime(m.time) + ': ' + (m.reason || '');
+        if (hs.length) words += ', held by ' + hs.map(holderWords).join('; ') + (m.holders_more ? ' and ' + m.holders_more + ' more' : '');
+        else if (HOLDER_REASONS.has(m.reason)) words += ', holder not recorded';
+        node.setAttribute('aria-label', clean(words));
+        setTitle(node, words);
+        if (to) {
+          node.href = '#' + encodeURIComponent(runId(to.gate, to.run));
+          node.addEventListener('click', ev => { ev.preventDefault(); goToRun(runId(to.gate, to.run), words); });
+        } else {
+          node.type = 'button';
+          node.addEventListener('click', () => detail(words));
+        }
+        track.appendChild(node);
+      });
+      lane.append(name, track);
+      lanes.push(lane);
+    }
+    box.replaceChildren(...lanes);
+    const cut = [tl.cut].concat(tl.lanes.filter(l => l.cut).map(l => l.gate + ': ' + l.cut)).filter(Boolean);
+    const c = document.getElementById('tl-cut');
+    c.hidden = !cut.length;
+    c.textContent = clean(cut.join(' · '));
+    if (focused) { const f = document.getElementById(focused); if (f) f.focus(); }
+    if (pendingHash) goToRun(pendingHash, '');
+  }
+  function detail(words) { document.getElementById('tl-detail').textContent = clean(words); }
+  // goToRun scrolls to the run's bar, focuses and highlights it; a run
+  // not in the window is said so.
+  let pendingHash = '';
+  function goToRun(id, from) {
+    const bar = document.getElementById(id);
+    if (!bar || !bar.classList.contains('tl-run')) {
+      if (from || pendingHash) detail('run ' + id.replace(/^run-/, '') + ' is not in this window of the timeline');
+      pendingHash = '';
+      return;
+    }
+    pendingHash = '';
+    for (const b of document.querySelectorAll('.tl-target')) b.classList.remove('tl-target');
+    bar.classList.add('tl-target');
+    bar.scrollIntoView({ block: 'center', inline: 'nearest' });
+    bar.focus();
+    history.replaceState(null, '', '#' + encodeURIComponent(id));
+    detail((from ? from + ' → ' : '') + bar.getAttribute('aria-label'));
+  }
+  async function refreshTimeline() {
+    if (tlBusy) return;
+    tlBusy = true;
+    try {
+      const res = await fetch('/api/timeline?days=' + tlDays, { credentials: 'same-origin', cache: 'no-store', headers: headers() });
+      if (!res.ok) return; // the summary's refresh says what is wrong
+      renderTimeline(await res.json());
+      document.getElementById('timeline').dataset.loaded = tlDays;
+    } catch (e) { /* likewise */ } finally { tlBusy = false; }
+  }
+  for (const b of document.querySelectorAll('.tl-toggle button')) {
+    b.addEventListener('click', () => {
+      tlDays = parseInt(b.dataset.days, 10);
+      for (const o of document.querySelectorAll('.tl-toggle button')) o.setAttribute('aria-pressed', String(o === b));
+      refreshTimeline();
+    });
+  }
+  // An address ending in #run-GATE-RUN (cron-gate why prints one) lands
+  // on that run once the timeline is drawn.
+  function fromHash() {
+    let h = '';
+    try { h = decodeURIComponent(location.hash.slice(1)); } catch (e) { return; }
+    if (h.startsWith('run-')) { pendingHash = h; if (document.getElementById(h)) goToRun(h, ''); }
+  }
+  window.addEventListener('hashchange', fromHash);
+  fromHash();
+  refreshTimeline();
+  setInterval(refreshTimeline, TIMELINE_MS);
 
   document.getElementById('readonly').hidden = canAct || plainHTTP;
   document.getElementById('plainhttp').hidden = !plainHTTP;
