@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "b716a826a3448f94e15d"
+const cacheSchema = "fb95b961f58802d329b5"
