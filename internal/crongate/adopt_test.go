@@ -4,6 +4,7 @@ package crongate
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -267,4 +268,29 @@ func FuzzAdopt(f *testing.F) {
 			t.Fatal("diff without headers")
 		}
 	})
+}
+
+// TestAdoptInstallRefusesChanged: a file that changed after adopt read
+// it is not written, and no backup is left.
+func TestAdoptInstallRefusesChanged(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "tab")
+	os.WriteFile(f, []byte("* * * * * a\n"), 0o600)
+	os.WriteFile(f, []byte("* * * * * b\n"), 0o600) // someone else's edit
+	src := &adoptSource{label: f, file: f}
+	_, err := src.install([]byte("* * * * * a\n"), []byte("x\n"), dir)
+	if !errors.Is(err, errChanged) {
+		t.Fatalf("install over a changed file: %v, want errChanged", err)
+	}
+	if got, _ := os.ReadFile(f); string(got) != "* * * * * b\n" {
+		t.Errorf("the file is now %q", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
+	}
+	b1, err1 := writeBackup(filepath.Join(dir, "bk-"), []byte("1"), 0o600)
+	b2, err2 := writeBackup(filepath.Join(dir, "bk-"), []byte("2"), 0o600)
+	if err1 != nil || err2 != nil || b1 == b2 {
+		t.Errorf("two backups in one second: %q %v, %q %v", b1, err1, b2, err2)
+	}
 }
