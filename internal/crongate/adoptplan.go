@@ -130,7 +130,10 @@ func planAdopt(data []byte, source string, system bool, userExists func(string) 
 			c.gate = uniqueName(deriveName(e.Text), func(s string) bool { return used[s] || taken(s) })
 			used[c.gate] = true
 		}
-		c.new = c.old[:len(c.old)-len(e.Text)] + adoptCommand(c.gate, shell, e.Text)
+		// Blanks before the command stay before cron-gate, keeping the
+		// columns: the shell ignores them either way.
+		cmd := strings.TrimLeft(e.Text, " \t")
+		c.new = c.old[:len(c.old)-len(cmd)] + adoptCommand(c.gate, shell, cmd)
 		// The new line must be one cron reads as a job of that gate.
 		again, fe := watch.ReadCrontabEntries([]byte(c.new+"\n"), source, system, func(string) bool { return true })
 		if fe != "" || len(again) != 1 || again[0].Gate != c.gate {
