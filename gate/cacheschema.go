@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "fb95b961f58802d329b5"
+const cacheSchema = "ae2effb4c1c2754bf1ea"

@@ -81,8 +81,21 @@ func DeclareGates(path string, decls []Declaration, lockPath string) (added []st
 
 // declareEdit is data with decls appended, checked (see DeclareGates).
 func declareEdit(path string, data []byte, cfg *gate.Config, decls []Declaration) ([]byte, error) {
+	sc, serr := editScan(data)
+	if serr != nil {
+		return nil, fmt.Errorf("%s: cron-gate cannot follow this line well enough to edit the file safely (%s); add the gates by hand",
+			safetext.Where(path, serr.line), serr.msg)
+	}
+	for i := range sc.stmts {
+		// gates = {...}: a [gates.NAME] table after it is not TOML (the
+		// decoder takes it all the same), as for SetPaused.
+		if st := &sc.stmts[i]; st.kind == stmtKey && editKeyEq(append(slices0(sc.tableOf(st)), st.key...), []string{"gates"}) {
+			return nil, fmt.Errorf("%s: gates is written as an inline table, which cron-gate cannot edit safely; add the gates by hand",
+				safetext.Where(path, st.line))
+		}
+	}
 	eol := "\n"
-	if sc, err := editScan(data); err == nil && sc.eol != "" {
+	if sc.eol != "" {
 		eol = sc.eol
 	}
 	var b bytes.Buffer
