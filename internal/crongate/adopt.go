@@ -245,6 +245,18 @@ func (s *adoptSource) install(orig, text []byte, stateDir string) (string, error
 		}
 		return backup, nil
 	}
+	// Through a symlink, the file it names is replaced; the link stays.
+	target, err := filepath.EvalSymlinks(s.file)
+	if err != nil {
+		return "", fmt.Errorf("crontab %s: %s", safetext.QuotePath(s.file), safetext.Line(err.Error()))
+	}
+	t := *s
+	t.file = target
+	return t.installFile(orig, text)
+}
+
+// installFile is install for a file that is not a symlink.
+func (s *adoptSource) installFile(orig, text []byte) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(s.file, &st); err != nil {
 		return "", fmt.Errorf("crontab %s: %s", safetext.QuotePath(s.file), safetext.Line(err.Error()))
