@@ -87,6 +87,14 @@ func (c *AdoptCmd) Run(e *env) error {
 	for _, a := range p.alone {
 		e.out.Warnf("%s:%d: left alone: %s", src.label, a.line, a.reason)
 	}
+	// The adopted lines run cron-gate by name: say so once when cron's
+	// PATH for one of them has none (a PREFIX=/usr/local install).
+	for _, w := range p.wrapped {
+		if !onPath(w.path, "cron-gate") {
+			e.out.Warnf("%s:%d: cron runs this line with PATH=%s, where there is no cron-gate; add a PATH= line above it that holds cron-gate's directory", src.label, w.line, w.path)
+			break
+		}
+	}
 	diff := unifiedDiff(src.label, p)
 	if safetext.IsTerminal(os.Stdout) {
 		diff = safetext.Text(diff)
@@ -353,6 +361,16 @@ func writeBackup(prefix string, data []byte, mode fs.FileMode) (string, error) {
 		return name, nil
 	}
 	return "", fmt.Errorf("backup %s: too many backups this second; nothing was changed", safetext.QuotePath(base))
+}
+
+// onPath reports whether PATH list holds an executable file named name.
+func onPath(list, name string) bool {
+	for _, dir := range filepath.SplitList(list) {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // userExists is getpwnam for a system crontab's user field.

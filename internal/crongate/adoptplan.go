@@ -41,6 +41,7 @@ type adoptChange struct {
 	gate     string
 	schedule string
 	reason   string // why it is left alone
+	path     string // the PATH cron runs the line with
 }
 
 // adoptPlan is adopt's proposal for one crontab.
@@ -107,7 +108,8 @@ func planAdopt(data []byte, source string, system bool, userExists func(string) 
 		if e.Gate != "" {
 			continue // already gated: a second run changes nothing
 		}
-		c := adoptChange{line: e.Line, old: p.lines[e.Line-1], schedule: e.Schedule}
+		c := adoptChange{line: e.Line, old: p.lines[e.Line-1], schedule: e.Schedule,
+			path: envOf(e.Env, "PATH", "/usr/bin:/bin")} // cron's default PATH
 		shell := envOf(e.Env, "SHELL", "/bin/sh")
 		switch {
 		case strings.HasPrefix(e.Schedule, "@reboot"):
