@@ -124,6 +124,9 @@ func planAdopt(data []byte, source string, system bool, userExists func(string) 
 			c.reason = "SHELL=" + strconv.Quote(shell) + " is not an absolute path"
 		}
 		if c.reason != "" {
+			if n, ok := names[e.Line]; ok {
+				return nil, usageError{fmt.Sprintf("--name %d=%s: line %d is left alone: %s", e.Line, n, e.Line, c.reason)}
+			}
 			p.alone = append(p.alone, c)
 			continue
 		}
