@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "23a13467e4cae8754e24"
+const cacheSchema = "0c4c2ab63cc93f77ae16"

@@ -14,7 +14,7 @@ const MaxNameLen = 100
 // reservedNames are the cron-gate subcommands. A gate may not be called like
 // one, so that "cron-gate NAME ..." on a crontab line is never ambiguous.
 var reservedNames = []string{
-	"pause", "resume", "status", "check", "serve", "metrics", "help", "version", "run", "edit", "why", "trigger",
+	"pause", "resume", "status", "check", "serve", "metrics", "help", "version", "run", "edit", "why", "trigger", "adopt",
 }
 
 // CheckName reports whether name may be used as a gate name.
@@ -23,7 +23,7 @@ var reservedNames = []string{
 // unquoted in crontab lines, so CheckName accepts exactly the names matching
 // [A-Za-z0-9][A-Za-z0-9._-]{0,99}, except ".."-containing names and the
 // reserved subcommand names (pause, resume, status, check, serve, metrics,
-// help, version, run, edit, why, trigger; compared case-sensitively, as the command
+// help, version, run, edit, why, trigger, adopt; compared case-sensitively, as the command
 // line is).
 // In particular an accepted name is never empty, never contains '/', a
 // control character, whitespace or a non-ASCII byte, never starts with '.'

@@ -31,6 +31,7 @@ type CLI struct {
 	Trigger TriggerCmd `cmd:"" help:"Do now what cron would do with the gate's crontab line (as its owner, with cron's environment, in HOME), or run its config command through the gate; recorded as a manual run."`
 	Why     WhyCmd     `cmd:"" help:"Say in words why a gate did or did not run: its last attempts, what stops it now, when cron next tries."`
 	Edit    EditCmd    `cmd:"" help:"Edit the config safely: a copy in $VISUAL or $EDITOR (else vi), checked, then atomically replaced, under the config lock."`
+	Adopt   AdoptCmd   `cmd:"" help:"Put a gate in front of every job of a crontab: print the diff; --apply installs it after a backup, --declare adds the gates to the config."`
 
 	// The watchdog (internal/watch/, check.go, metrics.go).
 	Check   CheckCmd   `cmd:"" help:"Watchdog (run it from cron): alert once when a gate is stale, failing or unscheduled, and once when it recovers."`
@@ -103,6 +104,7 @@ holds its legacy lock, and record every run, skip and failure.
   cron-gate why NAME [--json]
   cron-gate trigger NAME [--force]
   cron-gate edit
+  cron-gate adopt [--file FILE [--system] | --user USER] [--name LINE=NAME] [--apply] [--declare]
   cron-gate check [--dry-run] [--json] [--metrics-file PATH]
   cron-gate metrics
   cron-gate serve [--listen HOST:PORT]
@@ -116,7 +118,8 @@ Exit codes: the command's own; 75 (skip_code) skipped; 124 timed out;
 executable; 127 not found; 128+N the command died of signal N.
 check: 0 checked; 1 checked, but a notification could not be delivered
 (retried at the next check); 125 could not check. edit: 0 saved (or no
-changes); 125 not saved.`
+changes); 125 not saved. adopt: 0 diff printed (or installed); 125 not
+installed.`
 
 type usageError struct{ msg string }
 

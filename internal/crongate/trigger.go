@@ -397,9 +397,16 @@ func envValue(env []string, name string) string {
 // ending with a newline. In the command, \% is % and \\ is \; other
 // backslashes stay for the shell.
 func splitPercent(text string) (command, input string) {
+	command, input, _ = splitPercentCut(text)
+	return command, input
+}
+
+// splitPercentCut is splitPercent, and whether an unescaped % cut the
+// command (adopt leaves such a line alone).
+func splitPercentCut(text string) (command, input string, cut bool) {
 	var cmd []byte
 	rest := ""
-	escaped, cut := false, false
+	escaped := false
 	for i := 0; i < len(text); i++ {
 		ch := text[i]
 		if escaped {
@@ -419,7 +426,7 @@ func splitPercent(text string) (command, input string) {
 		escaped = ch == '\\'
 	}
 	if !cut || rest == "" {
-		return string(cmd), ""
+		return string(cmd), "", cut
 	}
 	var in []byte
 	needNewline := false
@@ -445,7 +452,7 @@ func splitPercent(text string) (command, input string) {
 	if needNewline {
 		in = append(in, '\n')
 	}
-	return string(cmd), string(in)
+	return string(cmd), string(in), true
 }
 
 // takeTrigger reads and removes CRON_GATE_TRIGGER (so that neither the

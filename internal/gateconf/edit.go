@@ -100,6 +100,17 @@ func SetPaused(path, name string, paused bool, lockPath string) error {
 	if err := gate.CheckName(name); err != nil {
 		return fmt.Errorf("%s: %s", where, err)
 	}
+	return editUnderLock(path, lockPath, func(lock *configLock) error {
+		return setPausedLocked(path, name, paused, lock)
+	})
+}
+
+// editUnderLock takes the config lock at lockPath (waiting at most
+// editLockWait) and runs edit under it, again while it reports that the
+// file changed between its read and its rename (errEditRaced), a few
+// times, then fails.
+func editUnderLock(path, lockPath string, edit func(*configLock) error) error {
+	where := safetext.Where(path, 0)
 	if lockPath == "" {
 		return fmt.Errorf("%s: no lock file given for the edit; pass a path in the state directory", where)
 	}
@@ -111,7 +122,7 @@ func SetPaused(path, name string, paused bool, lockPath string) error {
 
 	const attempts = 5
 	for range attempts {
-		err := setPausedLocked(path, name, paused, lock)
+		err := edit(lock)
 		if !errors.Is(err, errEditRaced) {
 			return err
 		}
@@ -125,21 +136,11 @@ var errEditRaced = errors.New("config changed during the edit")
 
 func setPausedLocked(path, name string, paused bool, lock *configLock) error {
 	where := safetext.Where(path, 0)
-	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s: file does not exist; create it (cron-gate only edits an existing config)", where)
-		}
-		return fmt.Errorf("%s: cannot resolve the path: %s", where, safetext.Line(safeopen.Cause(err).Error()))
-	}
-	data, st, err := gate.ReadConfigVersion(target, lock.trusted())
+	cur, err := readLocked(path, lock)
 	if err != nil {
 		return err
 	}
-	cfg, err := Parse(path, data)
-	if err != nil {
-		return fmt.Errorf("%s (cron-gate only edits a valid config: fix this by hand first)", err)
-	}
+	target, data, st, cfg := cur.target, cur.data, cur.v, cur.cfg
 	if cfg.Gate(name).Paused == paused {
 		return nil
 	}
@@ -151,6 +152,36 @@ func setPausedLocked(path, name string, paused bool, lock *configLock) error {
 		return err
 	}
 	return editReplace(where, target, data, out, st, lock)
+}
+
+// lockedConfig is the config as an edit under the lock read it.
+type lockedConfig struct {
+	target string // path with symlinks resolved: the file replaced
+	data   []byte
+	v      gate.FileVersion
+	cfg    *gate.Config
+}
+
+// readLocked reads and parses the config at path under lock, for an edit:
+// it must exist and be valid.
+func readLocked(path string, lock *configLock) (*lockedConfig, error) {
+	where := safetext.Where(path, 0)
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: file does not exist; create it (cron-gate only edits an existing config)", where)
+		}
+		return nil, fmt.Errorf("%s: cannot resolve the path: %s", where, safetext.Line(safeopen.Cause(err).Error()))
+	}
+	data, st, err := gate.ReadConfigVersion(target, lock.trusted())
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := Parse(path, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s (cron-gate only edits a valid config: fix this by hand first)", err)
+	}
+	return &lockedConfig{target: target, data: data, v: st, cfg: cfg}, nil
 }
 
 // editPaused returns data with gate's paused set (see SetPaused); cfg is

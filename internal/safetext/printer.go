@@ -92,8 +92,11 @@ func (p *Printer) SaysSkips() bool {
 	return !p.Quiet && (p.Verbose || p.ReportSkips || isTerminal(p.out()))
 }
 
-// isTerminal reports whether w is a file open on a terminal (TCGETS
-// answers, as isatty(3) asks).
+// IsTerminal reports whether w is a file open on a terminal (TCGETS
+// answers, as isatty(3) asks): where file bytes must go through Line.
+func IsTerminal(w io.Writer) bool { return isTerminal(w) }
+
+// isTerminal is IsTerminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {

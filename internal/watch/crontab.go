@@ -36,6 +36,8 @@ import (
 
 // CrontabJob is one cron-gate job of a crontab: the gate it runs, the
 // schedule that runs it, where the line is, and whether cron runs it.
+// ReadCrontabEntries returns one for every entry line, cron-gate's or not
+// (Gate "" for the others).
 type CrontabJob struct {
 	Gate     string // the gate: the first word after cron-gate that is not an option and is a valid gate name
 	Schedule string // the line's schedule as cron delimits it: five fields, or an @ word
@@ -98,6 +100,20 @@ const (
 // take a value) and is a valid gate name; lines that run cron-gate
 // through a shell (sh -c '... cron-gate X -- ...') are found too.
 func ReadCrontab(data []byte, source string, system bool, userExists func(string) bool) (jobs []CrontabJob, fileErr string) {
+	return readCrontab(data, source, system, userExists, false)
+}
+
+// ReadCrontabEntries is ReadCrontab for every entry line, not only
+// cron-gate's: the others have Gate "" (and no Flags, Command, Config).
+// The Text of an entry that cron reads is the end of its line, byte for
+// byte (trailing blanks included), so the line's bytes before it are the
+// schedule and user field as written.
+func ReadCrontabEntries(data []byte, source string, system bool, userExists func(string) bool) (entries []CrontabJob, fileErr string) {
+	return readCrontab(data, source, system, userExists, true)
+}
+
+// readCrontab is ReadCrontab, with every entry when all is true.
+func readCrontab(data []byte, source string, system bool, userExists func(string) bool, all bool) (jobs []CrontabJob, fileErr string) {
 	lastLine := maxTabLines + nHeaderLines
 	if !system {
 		// A user's crontab is listed without the header crontab(1)
@@ -117,7 +133,7 @@ func ReadCrontab(data []byte, source string, system bool, userExists func(string
 			if line == "" || line[0] == '#' || isEnvLine(line) {
 				continue
 			}
-			if job, ok, _ := readEntry(line, system, func(string) bool { return true }); ok {
+			if job, ok, _ := readEntry(line, system, func(string) bool { return true }); ok || all {
 				job.Source, job.Line = source, i+1
 				jobs = append(jobs, job)
 			}
@@ -149,6 +165,7 @@ func ReadCrontab(data []byte, source string, system bool, userExists func(string
 			continue
 		}
 		job, gateFound, err := readEntry(line, system, userExists)
+		gateFound = gateFound || all
 		if gateFound {
 			job.Source, job.Line, job.CronTZ = source, n, cronTZ
 			job.Env = append([]string(nil), vars...)
@@ -177,8 +194,8 @@ func ReadCrontab(data []byte, source string, system bool, userExists func(string
 }
 
 // readEntry reads one entry line (leading blanks removed) as load_entry
-// does; it returns the cron-gate job in it, if any (without its source),
-// and cron's error for the line ("" when cron reads it). The schedule of
+// does; it returns the entry (without its source), whether it is a
+// cron-gate job, and cron's error for the line ("" when cron reads it). The schedule of
 // a line cron cannot read is its first five words (or @ word), for
 // messages.
 func readEntry(line string, system bool, userExists func(string) bool) (job CrontabJob, found bool, err string) {
@@ -223,7 +240,7 @@ func readEntry(line string, system bool, userExists func(string) bool) (job Cron
 		return CrontabJob{Gate: g, Schedule: schedText, Flags: flags, Command: cmd,
 			Text: command, User: job.User, Config: cfg}, true, err
 	}
-	return CrontabJob{}, false, err
+	return CrontabJob{Schedule: schedText, Text: command, User: job.User}, false, err
 }
 
 // roughSchedule splits a line cron cannot read into what looks like its
