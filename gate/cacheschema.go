@@ -3,4 +3,4 @@
 package gate
 
 // cacheSchema is the config cache's schema fingerprint (configcache.go).
-const cacheSchema = "0c4c2ab63cc93f77ae16"
+const cacheSchema = "12cd8a7c577bb6e85d2f"

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -197,6 +198,9 @@ func (r *run) execute() int {
 	if r.lost.Load() {
 		end.Detail = strings.TrimPrefix(end.Detail+"; stopped: the period's claim across hosts (etcd lease) was lost", "; ")
 	}
+	// The end record first: writing a chronic run's output out may
+	// block on a reader that has stopped reading.
+	r.append(end)
 	// A chronic run's output is written out before the lines that say
 	// how the run ended, so all of it must have come: the drain comes
 	// first (bounded, as ever).
@@ -204,6 +208,10 @@ func (r *run) execute() int {
 	if held != nil {
 		cut, drained = child.Drain(), true
 		held.Release(failed(end) || r.lost.Load())
+		if held.EndsMidLine() {
+			// Our lines start lines of their own.
+			_, _ = os.Stderr.WriteString("\n")
+		}
 		if err := held.Passed(); err != nil {
 			r.out.Warnf("gate %s: chronic: %v; the output was written out as it came", r.inv.Gate, err)
 		}
@@ -211,7 +219,6 @@ func (r *run) execute() int {
 	if res.TimedOut {
 		r.out.Errorf("gate %s: command timed out after %v", r.inv.Gate, r.inv.Timeout)
 	}
-	r.append(end)
 	code := r.endClaim(&end, res.Code)
 	if held != nil && failed(end) && !res.TimedOut && !r.lost.Load() {
 		r.out.Errorf("gate %s: %s%s", r.inv.Gate, endWords(end), cutWords(cut))
@@ -239,11 +246,16 @@ func (r *run) hold(spec *runner.Spec, olog *journal.OutputLog) *runner.Held {
 	if !r.inv.Chronic && (r.g == nil || !r.g.Chronic) {
 		return nil
 	}
-	h := runner.NewHeld(os.Stdout, os.Stderr)
-	spec.Stdout, spec.Stderr = h.Stdout(), h.Stderr()
 	// Under cron, stdout and stderr are one pipe: one pipe for the
 	// command too keeps its lines in the order it wrote them.
-	spec.OneOutput = runner.SameFile(os.Stdout, os.Stderr)
+	one := runner.SameFile(os.Stdout, os.Stderr)
+	h := runner.NewHeld(os.Stdout, os.Stderr, one)
+	spec.Stdout, spec.Stderr, spec.OneOutput = h.Stdout(), h.Stderr(), one
+	// A reader of our stdout or stderr that has gone must not kill
+	// cron-gate with SIGPIPE while it writes the output out: the write
+	// fails (EPIPE) and the run ends as it should. (Go resets a caught
+	// signal to its default in the command it starts.)
+	signal.Notify(make(chan os.Signal, 1), unix.SIGPIPE)
 	if olog != nil {
 		spec.Stdout, spec.Stderr = olog.Tee(spec.Stdout), olog.Tee(spec.Stderr)
 	}

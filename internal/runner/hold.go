@@ -43,15 +43,39 @@ type Held struct {
 	size    int64        // bytes held, framing included
 	passed  error        // why the output passes through; nil: it is held
 	dropped bool         // Release(false) has run: what comes later is dropped
+	one     bool         // stdout and stderr are one file
+	last    [2]byte      // the last byte written out to each destination; 0: none
 }
 
 // A chunk is framed as one byte (0 stdout, 1 stderr), its length (4
 // bytes, big endian), then its bytes.
 const chunkHead = 5
 
-// NewHeld holds output meant for stdout and stderr.
-func NewHeld(stdout, stderr io.Writer) *Held {
-	return &Held{dst: [2]io.Writer{stdout, stderr}}
+// NewHeld holds output meant for stdout and stderr; one says they are one
+// file (SameFile).
+func NewHeld(stdout, stderr io.Writer, one bool) *Held {
+	return &Held{dst: [2]io.Writer{stdout, stderr}, one: one}
+}
+
+// out writes p out to destination fd, noting its last byte.
+func (h *Held) out(fd byte, p []byte) (int, error) {
+	if len(p) > 0 {
+		h.last[fd] = p[len(p)-1]
+	}
+	return h.dst[fd].Write(p)
+}
+
+// EndsMidLine reports whether what was written out to stderr (to stdout,
+// when they are one file and it was written there last) ends without a
+// line feed: a line of the wrapper's own must then start a new line.
+func (h *Held) EndsMidLine() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.last[1]
+	if h.one && h.last[0] != 0 {
+		b = h.last[0]
+	}
+	return b != 0 && b != '\n'
 }
 
 // Stdout is the writer for the command's stdout.
@@ -74,11 +98,11 @@ func (h *Held) write(fd byte, p []byte) (int, error) {
 		return len(p), nil
 	}
 	if h.passed != nil {
-		return h.dst[fd].Write(p)
+		return h.out(fd, p)
 	}
 	if h.size+int64(chunkHead+len(p)) > HoldMax {
 		h.pass(fmt.Errorf("the output grew past %d MiB", HoldMax>>20))
-		return h.dst[fd].Write(p)
+		return h.out(fd, p)
 	}
 	var head [chunkHead]byte
 	head[0] = fd
@@ -86,14 +110,14 @@ func (h *Held) write(fd byte, p []byte) (int, error) {
 	if h.spill == nil && len(h.mem)+chunkHead+len(p) > HoldMemory {
 		if err := h.spillMem(); err != nil {
 			h.pass(err)
-			return h.dst[fd].Write(p)
+			return h.out(fd, p)
 		}
 	}
 	if h.spill == nil {
 		h.mem = append(append(h.mem, head[:]...), p...)
 	} else if _, err := h.spill.Write(append(head[:], p...)); err != nil {
 		h.pass(fmt.Errorf("temporary file: %w", err))
-		return h.dst[fd].Write(p)
+		return h.out(fd, p)
 	}
 	h.size += int64(chunkHead + len(p))
 	return len(p), nil
@@ -159,8 +183,8 @@ func (h *Held) replay() {
 			break
 		}
 		n := int64(binary.BigEndian.Uint32(head[1:]))
-		dst := h.dst[head[0]&1]
-		if _, err := io.CopyBuffer(dst, io.LimitReader(r, n), buf); err != nil {
+		fd := head[0] & 1
+		if _, err := io.CopyBuffer(lastWriter{h, fd}, io.LimitReader(r, n), buf); err != nil {
 			// The destination refused: skip the rest of this chunk.
 			if _, err := io.CopyN(io.Discard, r, n); err != nil {
 				break
@@ -219,3 +243,11 @@ func SameFile(a, b *os.File) bool {
 	}
 	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
+
+// lastWriter writes out to one destination of a Held whose mu is held.
+type lastWriter struct {
+	h  *Held
+	fd byte
+}
+
+func (w lastWriter) Write(p []byte) (int, error) { return w.h.out(w.fd, p) }

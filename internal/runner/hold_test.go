@@ -46,7 +46,7 @@ func TestHeldOrderAndSpill(t *testing.T) {
 	for _, size := range []int{10, HoldMemory / 2, 3 * HoldMemory} {
 		for _, show := range []bool{true, false} {
 			var got []string
-			h := NewHeld(tagged{&got, "1"}, tagged{&got, "2"})
+			h := NewHeld(tagged{&got, "1"}, tagged{&got, "2"}, false)
 			var want []string
 			rng := rand.New(rand.NewPCG(uint64(size), 1))
 			for written := 0; written < size; {
@@ -105,7 +105,7 @@ func TestHeldPassesThrough(t *testing.T) {
 	t.Run("no temporary dir", func(t *testing.T) {
 		t.Setenv("TMPDIR", t.TempDir()+"/missing")
 		var out bytes.Buffer
-		h := NewHeld(&out, &out)
+		h := NewHeld(&out, &out, false)
 		first := bytes.Repeat([]byte("a"), HoldMemory-100)
 		h.Stdout().Write(first)
 		if out.Len() != 0 {
@@ -125,7 +125,7 @@ func TestHeldPassesThrough(t *testing.T) {
 	t.Run("past HoldMax", func(t *testing.T) {
 		t.Setenv("TMPDIR", t.TempDir())
 		var n int64
-		h := NewHeld(countWriter{&n}, countWriter{&n})
+		h := NewHeld(countWriter{&n}, countWriter{&n}, false)
 		chunk := make([]byte, 1<<20)
 		for i := 0; i < HoldMax>>20+2; i++ {
 			h.Stdout().Write(chunk)

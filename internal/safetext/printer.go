@@ -46,7 +46,7 @@ func (p *Printer) line(format string, args ...any) {
 	// path, command line, pause reason or holder with a newline, an escape
 	// sequence or a bidi override in it must not forge a second message,
 	// recolour or reorder the line (Line escapes them).
-	s := Middle(Line(fmt.Sprintf(format, args...)), MaxMessage)
+	s := Middle(Line(fmt.Sprintf(format, args...)), MaxMessage-len(p.Prog)-len(": \n"))
 	fmt.Fprintf(p.out(), "%s: %s\n", p.Prog, s)
 }
 
@@ -57,11 +57,13 @@ const MaxMessage = 2048
 
 // Middle cuts a line s longer than max bytes in the middle, keeping whole
 // characters of its start and end and saying how many bytes it left out.
-func Middle(s string, max int) string {
-	if len(s) <= max {
+func Middle(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	keep := max / 2
+	// The marker's count has at most as many digits as len(s).
+	marker := len(fmt.Sprintf(" …[%d bytes left out]… ", len(s)))
+	keep := max(0, (limit-marker)/2)
 	head, tail := keep, len(s)-keep
 	for head > 0 && !utf8.RuneStart(s[head]) {
 		head--
