@@ -96,8 +96,7 @@ type MetricsCmd struct{}
 const description = `Run a cron job's command unless its gate is paused or an old process still
 holds its legacy lock, and record every run, skip and failure.
 
-  cron-gate [--config FILE] [-q] [-v] [--timeout D] [--kill-after D] [--once-per P]
-            [--jitter D] [--chronic] NAME -- COMMAND [ARG...]
+  cron-gate [--config FILE] [-q] [-v] [--timeout D] [--kill-after D] [--once-per P] [--jitter D] [--chronic] NAME -- COMMAND [ARG...]
   cron-gate pause NAME [--for D | --until TIME] [--reason TEXT] [--force]
   cron-gate resume NAME
   cron-gate status [NAME] [--json] [--output]
