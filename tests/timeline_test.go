@@ -21,16 +21,18 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/crongate/crongate/tests/browsertest"
 )
 
 type timelineRecord struct {
-	Run     string `json:"run"`
-	Event   string `json:"event"`
-	Reason  string `json:"reason"`
-	Outcome string `json:"outcome"`
-	HeldBy  []struct {
+	Run      string `json:"run"`
+	Event    string `json:"event"`
+	Reason   string `json:"reason"`
+	Outcome  string `json:"outcome"`
+	ChildPid int    `json:"child_pid"`
+	HeldBy   []struct {
 		Pid  int    `json:"pid"`
 		Gate string `json:"gate"`
 		Run  string `json:"run"`
@@ -72,9 +74,25 @@ func TestTimeline(t *testing.T) {
 	if err := hold.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// cron-gate runs its command in a process group of its own, which a
+	// KILL to cron-gate's would leave running: TERM, which cron-gate
+	// forwards to the command's group and waits for, then KILL to both
+	// groups if that has not ended it.
 	t.Cleanup(func() {
-		syscall.Kill(-hold.Process.Pid, syscall.SIGKILL)
-		hold.Wait()
+		done := make(chan struct{})
+		go func() { hold.Wait(); close(done) }()
+		syscall.Kill(hold.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(serveDeadline):
+			for _, r := range journalRecords(t, e.dir, "holder") {
+				if r.ChildPid > 0 {
+					syscall.Kill(-r.ChildPid, syscall.SIGKILL)
+				}
+			}
+			syscall.Kill(-hold.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
 	})
 	browsertest.WaitFor(t, "the holder's command to start", serveDeadline, func() bool {
 		_, err := os.Stat(ready)
